@@ -1,0 +1,173 @@
+/*
+ * dfccl.h - public C API of the dfccl engine.
+ *
+ * The engine knows nothing of MPI: a caller (the Open MPI component, or a
+ * test that simulates ranks) supplies a bootstrap allgather, posts collective
+ * descriptors to a per-process context and reads completions back.
+ *
+ *   dfccl_context_create()      one per process: daemon, submission and
+ *                               completion queues
+ *   dfccl_comm_create()         collective over the ranks of a communicator:
+ *                               exchanges connection set-up through the
+ *                               bootstrap callback
+ *   dfccl_coll_post()           submit; returns at once
+ *   dfccl_context_poll()        drain completions {user cookie, status}
+ */
+#ifndef DFCCL_H
+#define DFCCL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DFCCL_VERSION_MAJOR 0
+#define DFCCL_VERSION_MINOR 1
+
+typedef enum {
+    DFCCL_OK                = 0,
+    DFCCL_INPROGRESS        = 1,
+    DFCCL_ERR_INVALID_PARAM = -1,
+    DFCCL_ERR_NO_MEMORY     = -2,
+    DFCCL_ERR_SYSTEM        = -3,  /* an OS call failed (shm, threads) */
+    DFCCL_ERR_BOOTSTRAP     = -4,  /* the caller's bootstrap callback failed */
+    DFCCL_ERR_TIMEOUT       = -5,  /* a collective made no progress for too long */
+    DFCCL_ERR_UNSUPPORTED   = -6,
+    DFCCL_ERR_SHUTDOWN      = -7   /* the context is being destroyed */
+} dfccl_status_t;
+
+const char *dfccl_status_string(dfccl_status_t status);
+
+/* Element types; MPI's many names map onto these by size and kind. */
+typedef enum {
+    DFCCL_INT8, DFCCL_UINT8, DFCCL_INT16, DFCCL_UINT16,
+    DFCCL_INT32, DFCCL_UINT32, DFCCL_INT64, DFCCL_UINT64,
+    DFCCL_FLOAT, DFCCL_DOUBLE,
+    DFCCL_BOOL,     /* C _Bool: one byte holding 0 or 1 */
+    DFCCL_BYTE,     /* opaque bytes: copies and bitwise ops only */
+    DFCCL_DTYPE_COUNT
+} dfccl_dtype_t;
+
+typedef enum {
+    DFCCL_OP_SUM, DFCCL_OP_PROD, DFCCL_OP_MIN, DFCCL_OP_MAX,
+    DFCCL_OP_LAND, DFCCL_OP_LOR, DFCCL_OP_LXOR,
+    DFCCL_OP_BAND, DFCCL_OP_BOR, DFCCL_OP_BXOR,
+    DFCCL_OP_COUNT,
+    DFCCL_OP_NONE = DFCCL_OP_COUNT  /* collectives that do not reduce */
+} dfccl_op_t;
+
+size_t dfccl_dtype_size(dfccl_dtype_t dtype);
+const char *dfccl_dtype_name(dfccl_dtype_t dtype);
+const char *dfccl_op_name(dfccl_op_t op);
+/* 1 when the engine implements op on dtype, else 0. */
+int dfccl_op_supported(dfccl_op_t op, dfccl_dtype_t dtype);
+
+typedef enum {
+    DFCCL_COLL_ALLREDUCE,
+    DFCCL_COLL_ALLGATHER,
+    DFCCL_COLL_REDUCE_SCATTER,
+    DFCCL_COLL_TYPE_COUNT
+} dfccl_coll_type_t;
+
+const char *dfccl_coll_type_name(dfccl_coll_type_t type);
+
+/* Engine tunables; dfccl_config_init() fills the reasoned defaults. */
+typedef struct dfccl_config {
+    size_t   slot_bytes;     /* bytes of one FIFO slot: the unit a primitive moves */
+    unsigned fifo_slots;     /* slots per connection: how far a sender may run ahead */
+    double   timeout_sec;    /* a collective without progress this long fails */
+    int      verbose;        /* 0 quiet, 1 set-up and errors, 2+ per collective */
+} dfccl_config_t;
+
+void dfccl_config_init(dfccl_config_t *config);
+
+typedef struct dfccl_context dfccl_context_t;
+typedef struct dfccl_comm    dfccl_comm_t;
+
+dfccl_status_t dfccl_context_create(const dfccl_config_t *config,
+                                    dfccl_context_t **context_p);
+/* Stops the daemon; collectives still in flight complete with
+ * DFCCL_ERR_SHUTDOWN. Communicators must be destroyed first. */
+void dfccl_context_destroy(dfccl_context_t *context);
+
+/*
+ * Bootstrap: an allgather over the communicator's ranks, supplied by the
+ * caller. It must be collective and blocking: every rank contributes `bytes`
+ * bytes and receives size * bytes, rank-ordered. Returns 0 on success.
+ */
+typedef int (*dfccl_allgather_fn_t)(const void *sendbuf, void *recvbuf,
+                                    size_t bytes, void *arg);
+
+typedef struct dfccl_comm_params {
+    int                  rank;
+    int                  size;
+    uint64_t             key;        /* identical on every rank; names the comm in
+                                        diagnostics and orders collectives */
+    dfccl_allgather_fn_t allgather;
+    void                *allgather_arg;
+} dfccl_comm_params_t;
+
+/* Collective over params->size ranks. */
+dfccl_status_t dfccl_comm_create(dfccl_context_t *context,
+                                 const dfccl_comm_params_t *params,
+                                 dfccl_comm_t **comm_p);
+/* Local; waits (bounded by the timeout) for this comm's collectives to end. */
+void dfccl_comm_destroy(dfccl_comm_t *comm);
+int  dfccl_comm_rank(const dfccl_comm_t *comm);
+int  dfccl_comm_size(const dfccl_comm_t *comm);
+
+/* sendbuf == DFCCL_IN_PLACE: the input is already in recvbuf where MPI's
+ * MPI_IN_PLACE rules put it. */
+#define DFCCL_IN_PLACE ((const void *)1)
+
+typedef struct dfccl_coll_args {
+    dfccl_coll_type_t type;
+    const void       *sendbuf;
+    void             *recvbuf;
+    /* ALLREDUCE: elements in each buffer. ALLGATHER: elements each rank
+     * contributes. REDUCE_SCATTER: unused, see counts. */
+    size_t            count;
+    /* REDUCE_SCATTER: size entries, elements each rank receives. Copied. */
+    const size_t     *counts;
+    dfccl_dtype_t     dtype;
+    dfccl_op_t        op;        /* DFCCL_OP_NONE for ALLGATHER */
+    int               priority;  /* higher runs first when collectives compete */
+    void             *user;      /* returned in the completion */
+} dfccl_coll_args_t;
+
+/* Submits a collective. Collectives on one communicator must be posted in
+ * the same order on every rank (as MPI requires); across communicators any
+ * order is allowed. Returns at once. */
+dfccl_status_t dfccl_coll_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args);
+
+typedef struct dfccl_completion {
+    void          *user;
+    dfccl_status_t status;
+} dfccl_completion_t;
+
+/* Moves up to max completions out of the completion queue; returns how many.
+ * Thread-safe. */
+int dfccl_context_poll(dfccl_context_t *context, dfccl_completion_t *out, int max);
+
+/* Sleeps until a completion is queued or timeout_ns passed; returns 1 when
+ * the completion queue is not empty. Lets a blocking caller wait without
+ * burning a core. */
+int dfccl_context_wait(dfccl_context_t *context, uint64_t timeout_ns);
+
+/* Per-process counters: what the engine really carried. */
+typedef struct dfccl_stats {
+    uint64_t posted[DFCCL_COLL_TYPE_COUNT];
+    uint64_t completed[DFCCL_COLL_TYPE_COUNT];
+    uint64_t failed;
+    uint64_t bytes_sent;       /* payload bytes pushed into connections */
+    uint64_t comms_created;
+} dfccl_stats_t;
+
+void dfccl_stats_get(dfccl_stats_t *stats);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DFCCL_H */
