@@ -1,0 +1,144 @@
+/* context.c - the per-process engine: lifecycle, posting, completions. */
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+#include "log.h"
+
+dfccl_status_t dfccl_context_create(const dfccl_config_t *config, dfccl_context_t **context_p)
+{
+    dfccl_context_t *ctx;
+    int rc;
+
+    if (context_p == NULL) return DFCCL_ERR_INVALID_PARAM;
+    ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL) return DFCCL_ERR_NO_MEMORY;
+    if (config) ctx->config = *config;
+    else dfccl_config_init(&ctx->config);
+    /* a slot must hold at least one element of the widest type, and whole
+     * elements of every type */
+    ctx->config.slot_bytes &= ~(size_t)15;
+    /* two slots at least: a step that receives and sends holds one chunk
+     * while the next rank still holds the previous one */
+    if (ctx->config.slot_bytes < 64 || ctx->config.fifo_slots < 2 ||
+        !(ctx->config.timeout_sec > 0)) {
+        dfccl_error("invalid engine configuration: slot_bytes %zu (>= 64), fifo_slots %u (>= 2),"
+                    " timeout %.3f s (> 0)", ctx->config.slot_bytes, ctx->config.fifo_slots,
+                    ctx->config.timeout_sec);
+        free(ctx);
+        return DFCCL_ERR_INVALID_PARAM;
+    }
+    dfccl_log_level = ctx->config.verbose;
+    dfccl_queue_init(&ctx->submit);
+    dfccl_cqueue_init(&ctx->complete);
+    rc = pthread_create(&ctx->daemon, NULL, dfccl_daemon_main, ctx);
+    if (rc != 0) {
+        dfccl_error("cannot start the engine daemon thread: %s", strerror(rc));
+        dfccl_cqueue_fini(&ctx->complete);
+        dfccl_queue_fini(&ctx->submit);
+        free(ctx);
+        return DFCCL_ERR_SYSTEM;
+    }
+    dfccl_info("engine started: slots %u x %zu bytes, timeout %.1f s", ctx->config.fifo_slots,
+               ctx->config.slot_bytes, ctx->config.timeout_sec);
+    *context_p = ctx;
+    return DFCCL_OK;
+}
+
+void dfccl_context_destroy(dfccl_context_t *ctx)
+{
+    if (ctx == NULL) return;
+    dfccl_queue_stop(&ctx->submit);
+    pthread_join(ctx->daemon, NULL);
+    dfccl_cqueue_fini(&ctx->complete);
+    dfccl_queue_fini(&ctx->submit);
+    free(ctx);
+}
+
+static dfccl_status_t coll_check_args(const dfccl_comm_t *comm, const dfccl_coll_args_t *a,
+                                      size_t *total)
+{
+    size_t n = 0;
+
+    if ((unsigned)a->dtype >= DFCCL_DTYPE_COUNT) return DFCCL_ERR_INVALID_PARAM;
+    switch (a->type) {
+    case DFCCL_COLL_ALLREDUCE:
+        if (!dfccl_op_supported(a->op, a->dtype)) return DFCCL_ERR_UNSUPPORTED;
+        n = a->count;
+        break;
+    case DFCCL_COLL_ALLGATHER:
+        n = a->count * (size_t)comm->size;
+        break;
+    case DFCCL_COLL_REDUCE_SCATTER:
+        if (!dfccl_op_supported(a->op, a->dtype)) return DFCCL_ERR_UNSUPPORTED;
+        if (a->counts == NULL) return DFCCL_ERR_INVALID_PARAM;
+        for (int i = 0; i < comm->size; i++) n += a->counts[i];
+        break;
+    default:
+        return DFCCL_ERR_INVALID_PARAM;
+    }
+    if (n > 0 && (a->recvbuf == NULL || a->sendbuf == NULL)) return DFCCL_ERR_INVALID_PARAM;
+    *total = n;
+    return DFCCL_OK;
+}
+
+dfccl_status_t dfccl_coll_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args)
+{
+    dfccl_context_t *ctx;
+    dfccl_coll_t *coll;
+    dfccl_status_t status;
+    uint32_t max_steps;
+    uint64_t max_block;
+    size_t total;
+    int in_place;
+
+    if (comm == NULL || args == NULL) return DFCCL_ERR_INVALID_PARAM;
+    status = coll_check_args(comm, args, &total);
+    if (status != DFCCL_OK) return status;
+    ctx = comm->context;
+    max_steps = dfccl_plan_max_steps(comm->size);
+    coll = calloc(1, sizeof(*coll) + max_steps * sizeof(dfccl_step_t));
+    if (coll == NULL) return DFCCL_ERR_NO_MEMORY;
+    in_place = args->sendbuf == DFCCL_IN_PLACE;
+    status = dfccl_plan_ring(args->type, comm->rank, comm->size, in_place, args->count,
+                             args->counts, coll->steps, &coll->exec.nsteps, &max_block);
+    if (status != DFCCL_OK) {
+        free(coll);
+        return status;
+    }
+    coll->type        = args->type;
+    coll->priority    = args->priority;
+    coll->user        = args->user;
+    coll->total_count = total;
+    coll->seq         = __atomic_fetch_add(&comm->next_seq, 1, __ATOMIC_RELAXED);
+    coll->exec.steps       = coll->steps;
+    coll->exec.sendbuf     = in_place ? NULL : (char *)args->sendbuf;
+    coll->exec.recvbuf     = (char *)args->recvbuf;
+    coll->exec.dtype       = args->dtype;
+    coll->exec.op          = args->op;
+    coll->exec.esize       = dfccl_dtype_size(args->dtype);
+    coll->exec.slice_elems = ctx->config.slot_bytes / coll->exec.esize;
+    coll->exec.chunk_elems = dfccl_plan_chunk_elems(ctx->config.slot_bytes, ctx->config.fifo_slots,
+                                                    coll->exec.esize);
+    coll->exec.nrounds     = (max_block + coll->exec.chunk_elems - 1) / coll->exec.chunk_elems;
+    coll->exec.recv_fifo   = &comm->recv_fifo;
+    coll->exec.send_fifo   = &comm->send_fifo;
+    __atomic_add_fetch(&comm->refs, 1, __ATOMIC_ACQ_REL);
+    coll->comm = comm;
+    dfccl_stats_add_posted(args->type);
+    dfccl_debug("post %s #%llu on comm %#llx: %zu x %s op %s%s",
+                dfccl_coll_type_name(args->type), (unsigned long long)coll->seq,
+                (unsigned long long)comm->key, total, dfccl_dtype_name(args->dtype),
+                dfccl_op_name(args->op), in_place ? " in place" : "");
+    dfccl_queue_push(&ctx->submit, coll);
+    return DFCCL_OK;
+}
+
+int dfccl_context_poll(dfccl_context_t *ctx, dfccl_completion_t *out, int max)
+{
+    return dfccl_cqueue_poll(&ctx->complete, out, max);
+}
+
+int dfccl_context_wait(dfccl_context_t *ctx, uint64_t timeout_ns)
+{
+    return dfccl_cqueue_wait(&ctx->complete, timeout_ns);
+}

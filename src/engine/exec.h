@@ -1,0 +1,146 @@
+/*
+ * exec.h - the portable executor core: runs a plan's steps slice by slice
+ * over FIFO connections, and can stop at any slice boundary.
+ *
+ * Steps name whole blocks of the buffer. The executor walks the plan in
+ * rounds, as NCCL's ring loop does: round t moves elements
+ * [t * chunk_elems, (t + 1) * chunk_elems) of every step's block. A chunk
+ * fits in half a FIFO, so no step ever needs the receiver to be on a later
+ * step than its own, and a sender may run one step ahead.
+ *
+ * A slice either moves completely or not at all: readiness of both the recv
+ * FIFO (data present) and the send FIFO (a free slot) is checked before any
+ * byte moves, so giving up while waiting leaves no partial effect and the
+ * saved context {step, offset} is all that resuming needs.
+ *
+ * The including backend defines, before including this file:
+ *   DFCCL_LOAD_ACQUIRE(p)      load a uint64_t counter with acquire order
+ *   DFCCL_STORE_RELEASE(p, v)  store a uint64_t counter with release order
+ * and moves the data itself (host: memcpy/dfccl_reduce; GPU: all threads of
+ * a block), between dfccl_exec_slice_begin() and dfccl_exec_slice_end().
+ */
+#ifndef DFCCL_EXEC_H
+#define DFCCL_EXEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "dfccl.h"
+#include "fifo.h"
+#include "plan.h"
+#include "portable.h"
+
+typedef enum {
+    DFCCL_WAIT_NONE = 0,
+    DFCCL_WAIT_RECV = 1,   /* no data yet from the previous rank */
+    DFCCL_WAIT_SEND = 2    /* no free slot at the next rank */
+} dfccl_wait_t;
+
+/* Dynamic context of one collective on one rank: a few bytes to save. */
+/* (step, round, offset) is all the context there is. */
+typedef struct dfccl_exec {
+    const dfccl_step_t *steps;
+    uint32_t            nsteps;
+    uint32_t            step;      /* saved: current step */
+    uint64_t            round;     /* saved: current round */
+    uint64_t            offset;    /* saved: elements of the step's round part moved */
+    uint64_t            nrounds;
+    uint64_t            chunk_elems;
+    uint64_t            slices;    /* slices moved so far (progress measure) */
+    uint64_t            sent_bytes;
+    char               *sendbuf;
+    char               *recvbuf;
+    size_t              esize;
+    size_t              slice_elems;
+    dfccl_dtype_t       dtype;
+    dfccl_op_t          op;
+    dfccl_fifo_t       *recv_fifo;
+    dfccl_fifo_t       *send_fifo;
+    dfccl_wait_t        waiting;   /* why the last attempt gave up */
+} dfccl_exec_t;
+
+/* What one slice reads and writes; NULL where the step has no such part. */
+typedef struct dfccl_slice {
+    const char *in;    /* received slot */
+    const char *src;   /* local input */
+    char       *dst;   /* local output */
+    char       *out;   /* slot to send */
+    size_t      count; /* elements */
+    int         reduce;
+} dfccl_slice_t;
+
+DFCCL_INLINE DFCCL_HD char *dfccl_exec_buf(const dfccl_exec_t *x, uint8_t which, uint64_t off)
+{
+    if (which == DFCCL_BUF_SEND) return x->sendbuf + off * x->esize;
+    if (which == DFCCL_BUF_RECV) return x->recvbuf + off * x->esize;
+    return NULL;
+}
+
+/* Elements of the current step that belong to the current round. */
+DFCCL_INLINE DFCCL_HD uint64_t dfccl_exec_round_len(const dfccl_exec_t *x, uint64_t *lo)
+{
+    uint64_t count = x->steps[x->step].count;
+    *lo = x->round * x->chunk_elems;
+    if (count <= *lo) return 0;
+    return count - *lo < x->chunk_elems ? count - *lo : x->chunk_elems;
+}
+
+DFCCL_INLINE DFCCL_HD int dfccl_exec_done(dfccl_exec_t *x)
+{
+    uint64_t lo;
+    /* skip finished parts (and empty ones) */
+    while (x->round < x->nrounds) {
+        if (x->offset < dfccl_exec_round_len(x, &lo)) return 0;
+        x->offset = 0;
+        if (++x->step == x->nsteps) {
+            x->step = 0;
+            x->round++;
+        }
+    }
+    return 1;
+}
+
+/*
+ * Checks whether the next slice can move now. Returns 1 and fills *slice
+ * when it can; 0 (and records why in x->waiting) when it must wait. Must not
+ * be called when dfccl_exec_done() is true.
+ */
+DFCCL_INLINE DFCCL_HD int dfccl_exec_slice_begin(dfccl_exec_t *x, dfccl_slice_t *slice)
+{
+    const dfccl_step_t *s = &x->steps[x->step];
+    uint64_t lo, left = dfccl_exec_round_len(x, &lo) - x->offset;
+
+    if (s->recv && DFCCL_LOAD_ACQUIRE(&x->recv_fifo->ctrl->tail) <= x->recv_fifo->count) {
+        x->waiting = DFCCL_WAIT_RECV;
+        return 0;
+    }
+    if (s->send && x->send_fifo->count - DFCCL_LOAD_ACQUIRE(&x->send_fifo->ctrl->head)
+                       >= x->send_fifo->nslots) {
+        x->waiting = DFCCL_WAIT_SEND;
+        return 0;
+    }
+    x->waiting  = DFCCL_WAIT_NONE;
+    slice->count  = left < x->slice_elems ? (size_t)left : x->slice_elems;
+    slice->reduce = s->reduce;
+    slice->in  = s->recv ? dfccl_fifo_slot(x->recv_fifo, x->recv_fifo->count) : NULL;
+    slice->out = s->send ? dfccl_fifo_slot(x->send_fifo, x->send_fifo->count) : NULL;
+    slice->src = s->src_buf ? dfccl_exec_buf(x, s->src_buf, s->src_off + lo + x->offset) : NULL;
+    slice->dst = s->dst_buf ? dfccl_exec_buf(x, s->dst_buf, s->dst_off + lo + x->offset) : NULL;
+    return 1;
+}
+
+/* Publishes the slice that was moved: frees the received slot, hands the
+ * sent one over, and advances the saved context. */
+DFCCL_INLINE DFCCL_HD void dfccl_exec_slice_end(dfccl_exec_t *x, const dfccl_slice_t *slice)
+{
+    const dfccl_step_t *s = &x->steps[x->step];
+
+    if (s->recv) DFCCL_STORE_RELEASE(&x->recv_fifo->ctrl->head, ++x->recv_fifo->count);
+    if (s->send) {
+        DFCCL_STORE_RELEASE(&x->send_fifo->ctrl->tail, ++x->send_fifo->count);
+        x->sent_bytes += slice->count * x->esize;
+    }
+    x->offset += slice->count;
+    x->slices++;
+}
+
+#endif

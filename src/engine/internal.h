@@ -1,0 +1,60 @@
+/* internal.h - the engine's objects, shared by its host-side files. */
+#ifndef DFCCL_INTERNAL_H
+#define DFCCL_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include "dfccl.h"
+#include "exec_host.h"
+#include "fifo.h"
+#include "plan.h"
+#include "queue.h"
+#include "shm.h"
+
+/* One collective as the daemon sees it. */
+typedef struct dfccl_coll {
+    struct dfccl_coll *next;        /* queue link */
+    dfccl_comm_t      *comm;        /* holds a reference */
+    dfccl_coll_type_t  type;
+    uint64_t           seq;         /* per communicator, identical on all ranks */
+    int                priority;
+    size_t             total_count; /* elements handled by this rank's plan */
+    void              *user;
+    dfccl_exec_t       exec;        /* plan interpretation and saved context */
+    uint64_t           last_progress_ns;
+    dfccl_step_t       steps[];     /* the plan */
+} dfccl_coll_t;
+
+struct dfccl_comm {
+    dfccl_context_t *context;
+    int              rank;
+    int              size;
+    uint64_t         key;
+    uint64_t         next_seq;      /* posting thread side */
+    int              refs;          /* user + in-flight collectives (atomic) */
+    int              broken;        /* a collective failed: counters are inconsistent */
+    dfccl_shm_t      recv_seg;      /* this rank's incoming FIFO */
+    dfccl_shm_t      send_seg;      /* the next rank's incoming FIFO, mapped */
+    dfccl_fifo_t     recv_fifo;     /* from rank - 1 */
+    dfccl_fifo_t     send_fifo;     /* to rank + 1 */
+};
+
+struct dfccl_context {
+    dfccl_config_t   config;
+    dfccl_queue_t    submit;        /* application threads -> daemon */
+    dfccl_cqueue_t   complete;      /* daemon -> application threads */
+    pthread_t        daemon;
+    int              daemon_started;
+};
+
+void dfccl_comm_release(dfccl_comm_t *comm);
+void dfccl_daemon_start(dfccl_context_t *context);
+void *dfccl_daemon_main(void *arg);
+
+/* stats.c */
+void dfccl_stats_add_posted(dfccl_coll_type_t type);
+void dfccl_stats_add_completed(dfccl_coll_type_t type, dfccl_status_t status);
+void dfccl_stats_add_bytes(uint64_t bytes);
+void dfccl_stats_add_comm(void);
+
+#endif

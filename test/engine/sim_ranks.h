@@ -1,0 +1,31 @@
+/*
+ * sim_ranks.h - ranks without MPI: fork N processes that share an anonymous
+ * mapping with a process-shared barrier, and give them an allgather for the
+ * engine's bootstrap. Also input patterns and reference results for checks.
+ */
+#ifndef DFCCL_SIM_RANKS_H
+#define DFCCL_SIM_RANKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "dfccl.h"
+
+typedef struct sim_world sim_world_t;
+
+/* Runs body(rank, size, world, arg) in size forked processes; returns the
+ * number of ranks that exited non-zero or died (a rank stuck for longer than
+ * timeout_sec is killed and counts as failed). */
+int sim_run(int size, double timeout_sec,
+            int (*body)(int rank, int size, sim_world_t *world, void *arg), void *arg);
+
+/* Bootstrap allgather among the world's ranks (bytes <= 4096). */
+int sim_allgather(const void *send, void *recv, size_t bytes, void *world);
+
+/* Deterministic input element i of rank r, stored into out (esize bytes);
+ * chosen so that every (type, op) reduction over <= 16 ranks is exact. */
+void sim_fill_input(void *buf, size_t count, dfccl_dtype_t dtype, dfccl_op_t op, int rank,
+                    size_t first_index);
+/* Expected result of reducing element `index` over size ranks. */
+void sim_expected(void *out, dfccl_dtype_t dtype, dfccl_op_t op, int size, size_t index);
+
+#endif

@@ -1,0 +1,167 @@
+/*
+ * test_plan.c - the ring plans and the executor core, all ranks in one
+ * process over in-memory FIFOs, stepped one slice at a time in a random
+ * interleaving. Every step gives up whenever its peer is not ready and is
+ * resumed later, so this also checks that a collective preempted at any
+ * slice boundary completes correctly.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "exec_host.h"
+#include "sim_ranks.h"
+
+#define MAX_RANKS 9
+#define SLOT_BYTES 64   /* tiny slots: many slices, many preemption points */
+static uint32_t NSLOTS = 2;  /* varied by main: 2 (the least that works) to 8 */
+#define MAX_NSLOTS 8
+
+typedef struct sim_rank_state {
+    dfccl_step_t  steps[2 * MAX_RANKS + 1];
+    dfccl_exec_t  exec;
+    unsigned char *send, *recv;
+} sim_rank_state_t;
+
+static int failures, checks;
+
+static void report(const char *what, dfccl_coll_type_t type, int n, size_t count, int in_place,
+                   dfccl_dtype_t dt, dfccl_op_t op, int rank, size_t index)
+{
+    if (failures++ < 20)
+        fprintf(stderr, "FAIL %s: %s n=%d count=%zu in_place=%d %s %s rank %d index %zu\n", what,
+                dfccl_coll_type_name(type), n, count, in_place, dfccl_dtype_name(dt),
+                dfccl_op_name(op), rank, index);
+}
+
+/* Runs one collective on n simulated ranks and checks every output element. */
+static void run_case(dfccl_coll_type_t type, int n, size_t count, int in_place,
+                     dfccl_dtype_t dt, dfccl_op_t op, unsigned seed)
+{
+    size_t esize = dfccl_dtype_size(dt), counts[MAX_RANKS], displ[MAX_RANKS + 1], in_elems, out_elems;
+    dfccl_fifo_ctrl_t ctrl[MAX_RANKS];
+    unsigned char *slots = calloc((size_t)n * MAX_NSLOTS, SLOT_BYTES);
+    dfccl_fifo_t recv_fifo[MAX_RANKS], send_fifo[MAX_RANKS];
+    sim_rank_state_t st[MAX_RANKS];
+    unsigned char expect[8];
+    int done = 0, r;
+
+    memset(ctrl, 0, sizeof(ctrl));
+    displ[0] = 0;
+    for (r = 0; r < n; r++) {
+        counts[r] = type == DFCCL_COLL_REDUCE_SCATTER ? (count + (size_t)r * 3) % (count + 1) : count;
+        displ[r + 1] = displ[r] + counts[r];
+    }
+    in_elems  = type == DFCCL_COLL_ALLREDUCE ? count
+              : type == DFCCL_COLL_ALLGATHER ? count : displ[n];
+    out_elems = type == DFCCL_COLL_ALLREDUCE ? count
+              : type == DFCCL_COLL_ALLGATHER ? count * (size_t)n : displ[n];
+    for (r = 0; r < n; r++) {
+        /* FIFO r lives at rank r and carries data from rank r-1 */
+        int prev = (r + n - 1) % n, next = (r + 1) % n;
+        recv_fifo[r] = (dfccl_fifo_t){ &ctrl[r], (char *)slots + (size_t)r * NSLOTS * SLOT_BYTES,
+                                       SLOT_BYTES, NSLOTS, prev, 0 };
+        send_fifo[r] = (dfccl_fifo_t){ &ctrl[next], (char *)slots + (size_t)next * NSLOTS * SLOT_BYTES,
+                                       SLOT_BYTES, NSLOTS, next, 0 };
+        st[r].send = malloc(in_elems * esize + 1);
+        st[r].recv = malloc(out_elems * esize + 1);
+        memset(st[r].recv, 0xA5, out_elems * esize);   /* poison */
+        if (type == DFCCL_COLL_ALLGATHER)
+            sim_fill_input(st[r].send, count, dt, op, r, (size_t)r * count);
+        else
+            sim_fill_input(st[r].send, in_elems, dt, op, r, 0);
+        if (in_place) {
+            size_t at = type == DFCCL_COLL_ALLGATHER ? (size_t)r * count : 0;
+            memcpy(st[r].recv + at * esize, st[r].send, in_elems * esize);
+        }
+        memset(&st[r].exec, 0, sizeof(st[r].exec));
+        uint64_t max_block;
+        if (dfccl_plan_ring(type, r, n, in_place, count, counts, st[r].steps, &st[r].exec.nsteps,
+                            &max_block)) {
+            report("plan", type, n, count, in_place, dt, op, r, 0);
+            goto out;
+        }
+        st[r].exec.steps = st[r].steps;
+        st[r].exec.sendbuf = in_place ? NULL : (char *)st[r].send;
+        st[r].exec.recvbuf = (char *)st[r].recv;
+        st[r].exec.esize = esize;
+        st[r].exec.slice_elems = SLOT_BYTES / esize;
+        st[r].exec.chunk_elems = dfccl_plan_chunk_elems(SLOT_BYTES, NSLOTS, esize);
+        st[r].exec.nrounds = (max_block + st[r].exec.chunk_elems - 1) / st[r].exec.chunk_elems;
+        st[r].exec.dtype = dt;
+        st[r].exec.op = op;
+    }
+    for (r = 0; r < n; r++) {   /* the fifo views point at each other's arrays: fix up */
+        st[r].exec.recv_fifo = &recv_fifo[r];
+        st[r].exec.send_fifo = &send_fifo[r];
+    }
+    /* random interleaving, one slice per turn */
+    srand(seed);
+    int stuck_turns = 0;
+    while (done < n) {
+        done = 0;
+        for (r = 0; r < n; r++) done += dfccl_exec_done(&st[r].exec);
+        if (done == n) break;
+        r = rand() % n;
+        if (dfccl_exec_done(&st[r].exec)) continue;
+        if (dfccl_exec_host_advance(&st[r].exec, 1) == DFCCL_EXEC_BLOCKED) {
+            if (++stuck_turns > 1000 * n) {
+                report("deadlock", type, n, count, in_place, dt, op, r, st[r].exec.step);
+                goto out;
+            }
+        } else {
+            stuck_turns = 0;
+        }
+    }
+    for (r = 0; r < n; r++) {
+        size_t k, lo = 0, len = out_elems;
+        if (type == DFCCL_COLL_REDUCE_SCATTER) { lo = displ[r]; len = counts[r]; }
+        for (k = 0; k < len; k++) {
+            const unsigned char *got = st[r].recv + k * esize;
+            size_t index = lo + k;
+            if (type == DFCCL_COLL_ALLGATHER) {
+                sim_fill_input(expect, 1, dt, op, (int)(index / count), index);
+            } else {
+                sim_expected(expect, dt, op, n, index);
+            }
+            checks++;
+            if (memcmp(got, expect, esize) != 0) {
+                report("value", type, n, count, in_place, dt, op, r, index);
+                break;
+            }
+        }
+    }
+out:
+    for (r = 0; r < n; r++) { free(st[r].send); free(st[r].recv); }
+    free(slots);
+}
+
+int main(void)
+{
+    static const size_t counts[] = { 0, 1, 2, 7, 33, 100 };
+    unsigned seed = 1;
+    int cases = 0;
+
+    static const uint32_t slot_counts[] = { 2, 3, 8 };
+    for (int n = 1; n <= MAX_RANKS; n++)
+      for (size_t sc = 0; sc < sizeof(slot_counts) / sizeof(slot_counts[0]); sc++)
+        for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
+            for (int in_place = 0; in_place < 2; in_place++) {
+                NSLOTS = slot_counts[sc];
+                for (int dt = 0; dt < DFCCL_DTYPE_COUNT; dt++) {
+                    run_case(DFCCL_COLL_ALLGATHER, n, counts[c], in_place, (dfccl_dtype_t)dt,
+                             DFCCL_OP_NONE, seed++);
+                    cases++;
+                    for (int op = 0; op < DFCCL_OP_COUNT; op++) {
+                        if (!dfccl_op_supported((dfccl_op_t)op, (dfccl_dtype_t)dt)) continue;
+                        run_case(DFCCL_COLL_ALLREDUCE, n, counts[c], in_place, (dfccl_dtype_t)dt,
+                                 (dfccl_op_t)op, seed++);
+                        run_case(DFCCL_COLL_REDUCE_SCATTER, n, counts[c], in_place,
+                                 (dfccl_dtype_t)dt, (dfccl_op_t)op, seed++);
+                        cases += 2;
+                    }
+                }
+            }
+    printf("test_plan: %d cases, %d elements checked\n", cases, checks);
+    printf("test_plan: %d passed, %d failed\n", cases - failures, failures);
+    return failures ? 1 : 0;
+}
