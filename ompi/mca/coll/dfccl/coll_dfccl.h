@@ -1,0 +1,150 @@
+/*
+ * coll_dfccl.h - Open MPI collective component that hands Allreduce,
+ * Allgather and Reduce_scatter(_block), blocking and nonblocking, to the
+ * dfccl engine, and everything it does not carry to the component below it.
+ */
+#ifndef MCA_COLL_DFCCL_H
+#define MCA_COLL_DFCCL_H
+
+#include "ompi_config.h"
+#include "mpi.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/mca/coll/coll.h"
+/* not ompi/op/op.h: distributions ship it without the Fortran header it includes;
+ * predefined ops are recognised by their handles instead */
+#include "ompi/request/request.h"
+#include "opal/class/opal_free_list.h"
+#include "opal/threads/mutex.h"
+#include "dfccl.h"
+
+BEGIN_C_DECLS
+
+/* Which path host buffers take (device buffers arrive with the CUDA backend). */
+enum {
+    MCA_COLL_DFCCL_HOST_BUFFERS_STOCK  = 0,  /* stock Open MPI path: host-only programs pay nothing */
+    MCA_COLL_DFCCL_HOST_BUFFERS_ENGINE = 1   /* the engine carries host buffers too */
+};
+
+typedef struct mca_coll_dfccl_component_t {
+    mca_coll_base_component_2_0_0_t super;
+
+    /* MCA parameters */
+    int          priority;
+    bool         enable;
+    int          verbose;
+    int          host_buffers;
+    size_t       slot_bytes;
+    unsigned int fifo_slots;
+    double       timeout;
+
+    int              output;          /* opal_output stream for verbose messages */
+    opal_mutex_t     lock;            /* guards lazy creation of the engine */
+    dfccl_context_t *context;         /* NULL until the first carried call */
+    bool             context_failed;
+    opal_free_list_t requests;
+} mca_coll_dfccl_component_t;
+
+OMPI_MODULE_DECLSPEC extern mca_coll_dfccl_component_t mca_coll_dfccl_component;
+
+/* Lazy state of a communicator's engine side; decided identically on all ranks. */
+typedef enum {
+    MCA_COLL_DFCCL_ENGINE_UNSET = 0,
+    MCA_COLL_DFCCL_ENGINE_READY,
+    MCA_COLL_DFCCL_ENGINE_FAILED      /* every call falls back from now on */
+} mca_coll_dfccl_engine_state_t;
+
+typedef struct mca_coll_dfccl_module_t {
+    mca_coll_base_module_t super;
+    ompi_communicator_t   *comm;
+    dfccl_comm_t          *engine_comm;
+    mca_coll_dfccl_engine_state_t engine_state;
+
+    /* the functions of the components below us, for everything we do not carry */
+    mca_coll_base_module_allreduce_fn_t                previous_allreduce;
+    mca_coll_base_module_t                            *previous_allreduce_module;
+    mca_coll_base_module_allgather_fn_t                previous_allgather;
+    mca_coll_base_module_t                            *previous_allgather_module;
+    mca_coll_base_module_reduce_scatter_fn_t           previous_reduce_scatter;
+    mca_coll_base_module_t                            *previous_reduce_scatter_module;
+    mca_coll_base_module_reduce_scatter_block_fn_t     previous_reduce_scatter_block;
+    mca_coll_base_module_t                            *previous_reduce_scatter_block_module;
+    mca_coll_base_module_iallreduce_fn_t               previous_iallreduce;
+    mca_coll_base_module_t                            *previous_iallreduce_module;
+    mca_coll_base_module_iallgather_fn_t               previous_iallgather;
+    mca_coll_base_module_t                            *previous_iallgather_module;
+    mca_coll_base_module_ireduce_scatter_fn_t          previous_ireduce_scatter;
+    mca_coll_base_module_t                            *previous_ireduce_scatter_module;
+    mca_coll_base_module_ireduce_scatter_block_fn_t    previous_ireduce_scatter_block;
+    mca_coll_base_module_t                            *previous_ireduce_scatter_block_module;
+} mca_coll_dfccl_module_t;
+
+OBJ_CLASS_DECLARATION(mca_coll_dfccl_module_t);
+
+/* An MPI request completed by the progress hook from the engine's
+ * completion queue. */
+typedef struct mca_coll_dfccl_request_t {
+    ompi_request_t       super;
+    ompi_communicator_t *comm;        /* retained while the collective runs */
+    int32_t              refs;        /* the engine's and the caller's: the last one
+                                         to let go returns the request */
+} mca_coll_dfccl_request_t;
+
+OBJ_CLASS_DECLARATION(mca_coll_dfccl_request_t);
+
+#define DFCCL_VERBOSE(level, ...) \
+    opal_output_verbose((level), mca_coll_dfccl_component.output, "coll:dfccl: " __VA_ARGS__)
+#define DFCCL_ERROR(...) \
+    opal_output(0, "coll:dfccl: " __VA_ARGS__)
+
+/* component */
+int  mca_coll_dfccl_init_query(bool enable_progress_threads, bool enable_mpi_threads);
+mca_coll_base_module_t *mca_coll_dfccl_comm_query(ompi_communicator_t *comm, int *priority);
+int  mca_coll_dfccl_context_get(dfccl_context_t **context_p);
+int  mca_coll_dfccl_progress(void);
+
+/* types: MPI (datatype, op) -> engine; false when the engine does not carry it */
+bool mca_coll_dfccl_map_reduction(ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                  dfccl_dtype_t *engine_dtype, dfccl_op_t *engine_op);
+bool mca_coll_dfccl_map_gather_type(ompi_datatype_t *dtype, int count, size_t *bytes);
+void mca_coll_dfccl_types_init(void);
+
+/* requests */
+mca_coll_dfccl_request_t *mca_coll_dfccl_request_get(ompi_communicator_t *comm);
+void mca_coll_dfccl_request_release(mca_coll_dfccl_request_t *req);
+int  mca_coll_dfccl_request_error(dfccl_status_t status);
+
+/* module: engine communicator on first use; OMPI_SUCCESS or fall back */
+int  mca_coll_dfccl_module_engine_ready(mca_coll_dfccl_module_t *m);
+
+/* collectives */
+int mca_coll_dfccl_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
+                             struct ompi_op_t *op, ompi_communicator_t *comm,
+                             mca_coll_base_module_t *module);
+int mca_coll_dfccl_iallreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
+                              struct ompi_op_t *op, ompi_communicator_t *comm, ompi_request_t **request,
+                              mca_coll_base_module_t *module);
+int mca_coll_dfccl_allgather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
+                             int rcount, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
+                             mca_coll_base_module_t *module);
+int mca_coll_dfccl_iallgather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
+                              int rcount, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
+                              ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_dfccl_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+                                  ompi_datatype_t *dtype, struct ompi_op_t *op, ompi_communicator_t *comm,
+                                  mca_coll_base_module_t *module);
+int mca_coll_dfccl_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+                                   ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                   ompi_communicator_t *comm, ompi_request_t **request,
+                                   mca_coll_base_module_t *module);
+int mca_coll_dfccl_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                        ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                        ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_dfccl_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                         ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                         ompi_communicator_t *comm, ompi_request_t **request,
+                                         mca_coll_base_module_t *module);
+
+END_C_DECLS
+
+#endif

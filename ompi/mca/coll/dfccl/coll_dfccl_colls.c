@@ -1,0 +1,244 @@
+/*
+ * coll_dfccl_colls.c - the eight entry points. Each decides its route from
+ * what MPI requires to match on all ranks (kind, count, datatype, op,
+ * communicator) plus MCA settings that must be equal everywhere, so all
+ * ranks take the same path: the engine, or the saved function below us.
+ */
+#include <stdlib.h>
+#include "coll_dfccl.h"
+
+#define DFCCL_FALLBACK OMPI_ERR_NOT_SUPPORTED   /* internal: take the stock path */
+
+/* Host buffers go to the engine only when asked (DESIGN.md, routing). */
+static bool dfccl_route_buffers(const void *sbuf, const void *rbuf)
+{
+    return mca_coll_dfccl_component.host_buffers == MCA_COLL_DFCCL_HOST_BUFFERS_ENGINE;
+}
+
+/* Posts to the engine; blocking calls (request == NULL) wait for completion. */
+static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_coll_args_t *args,
+                     ompi_request_t **request)
+{
+    mca_coll_dfccl_request_t *req;
+    dfccl_status_t status;
+    int rc;
+
+    if (mca_coll_dfccl_module_engine_ready(m) != OMPI_SUCCESS) return DFCCL_FALLBACK;
+    req = mca_coll_dfccl_request_get(m->comm);
+    if (req == NULL) return OMPI_ERR_OUT_OF_RESOURCE;   /* never fall back alone */
+    args->user = req;
+    args->priority = 0;
+    status = dfccl_coll_post(m->engine_comm, args);
+    if (status != DFCCL_OK) {
+        DFCCL_ERROR("%s on comm %s not posted: %s", dfccl_coll_type_name(args->type),
+                    m->comm->c_name, dfccl_status_string(status));
+        mca_coll_dfccl_request_release(req);
+        mca_coll_dfccl_request_release(req);
+        return mca_coll_dfccl_request_error(status);
+    }
+    DFCCL_VERBOSE(2, "%s%s on comm %s posted to the engine", request ? "i" : "",
+                  dfccl_coll_type_name(args->type), m->comm->c_name);
+    if (request != NULL) {
+        *request = &req->super;
+        return OMPI_SUCCESS;
+    }
+    ompi_request_wait_completion(&req->super);
+    rc = req->super.req_status.MPI_ERROR;
+    mca_coll_dfccl_request_release(req);
+    return rc;
+}
+
+static bool dfccl_prepare_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
+                                    struct ompi_op_t *op, dfccl_coll_args_t *args)
+{
+    if (count < 0 || !dfccl_route_buffers(sbuf, rbuf)) return false;
+    if (!mca_coll_dfccl_map_reduction(dtype, op, &args->dtype, &args->op)) return false;
+    args->type = DFCCL_COLL_ALLREDUCE;
+    args->sendbuf = sbuf == MPI_IN_PLACE ? DFCCL_IN_PLACE : sbuf;
+    args->recvbuf = rbuf;
+    args->count = (size_t)count;
+    args->counts = NULL;
+    return true;
+}
+
+int mca_coll_dfccl_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
+                             struct ompi_op_t *op, ompi_communicator_t *comm,
+                             mca_coll_base_module_t *module)
+{
+    mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
+    dfccl_coll_args_t args;
+    int rc;
+
+    if (dfccl_prepare_allreduce(sbuf, rbuf, count, dtype, op, &args)) {
+        rc = dfccl_run(m, &args, NULL);
+        if (rc != DFCCL_FALLBACK) return rc;
+    }
+    return m->previous_allreduce(sbuf, rbuf, count, dtype, op, comm, m->previous_allreduce_module);
+}
+
+int mca_coll_dfccl_iallreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
+                              struct ompi_op_t *op, ompi_communicator_t *comm, ompi_request_t **request,
+                              mca_coll_base_module_t *module)
+{
+    mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
+    dfccl_coll_args_t args;
+    int rc;
+
+    if (dfccl_prepare_allreduce(sbuf, rbuf, count, dtype, op, &args)) {
+        rc = dfccl_run(m, &args, request);
+        if (rc != DFCCL_FALLBACK) return rc;
+    }
+    return m->previous_iallreduce(sbuf, rbuf, count, dtype, op, comm, request,
+                                  m->previous_iallreduce_module);
+}
+
+/* Allgather carries bytes: same predefined type and count on both sides. */
+static bool dfccl_prepare_allgather(const void *sbuf, int scount, ompi_datatype_t *sdtype,
+                                    void *rbuf, int rcount, ompi_datatype_t *rdtype,
+                                    dfccl_coll_args_t *args)
+{
+    size_t bytes;
+
+    if (rcount < 0 || !dfccl_route_buffers(sbuf, rbuf)) return false;
+    if (sbuf != MPI_IN_PLACE && (sdtype != rdtype || scount != rcount)) return false;
+    if (!mca_coll_dfccl_map_gather_type(rdtype, rcount, &bytes)) return false;
+    args->type = DFCCL_COLL_ALLGATHER;
+    args->sendbuf = sbuf == MPI_IN_PLACE ? DFCCL_IN_PLACE : sbuf;
+    args->recvbuf = rbuf;
+    args->count = bytes;
+    args->counts = NULL;
+    args->dtype = DFCCL_BYTE;
+    args->op = DFCCL_OP_NONE;
+    return true;
+}
+
+int mca_coll_dfccl_allgather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
+                             int rcount, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
+                             mca_coll_base_module_t *module)
+{
+    mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
+    dfccl_coll_args_t args;
+    int rc;
+
+    if (dfccl_prepare_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, &args)) {
+        rc = dfccl_run(m, &args, NULL);
+        if (rc != DFCCL_FALLBACK) return rc;
+    }
+    return m->previous_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                                 m->previous_allgather_module);
+}
+
+int mca_coll_dfccl_iallgather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
+                              int rcount, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
+                              ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
+    dfccl_coll_args_t args;
+    int rc;
+
+    if (dfccl_prepare_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, &args)) {
+        rc = dfccl_run(m, &args, request);
+        if (rc != DFCCL_FALLBACK) return rc;
+    }
+    return m->previous_iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
+                                  m->previous_iallgather_module);
+}
+
+/* counts: the caller's per-rank counts (rcounts), or NULL for the block form
+ * with every rank receiving rcount. The engine copies what it needs at post. */
+static bool dfccl_prepare_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+                                         int rcount, ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                         int size, size_t *counts, dfccl_coll_args_t *args)
+{
+    if (!dfccl_route_buffers(sbuf, rbuf)) return false;
+    for (int i = 0; i < size; i++) {
+        int c = rcounts ? rcounts[i] : rcount;
+        if (c < 0) return false;
+        counts[i] = (size_t)c;
+    }
+    if (!mca_coll_dfccl_map_reduction(dtype, op, &args->dtype, &args->op)) return false;
+    args->type = DFCCL_COLL_REDUCE_SCATTER;
+    args->sendbuf = sbuf == MPI_IN_PLACE ? DFCCL_IN_PLACE : sbuf;
+    args->recvbuf = rbuf;
+    args->count = 0;
+    args->counts = counts;
+    return true;
+}
+
+/* One body for the four reduce-scatter forms. */
+static int dfccl_reduce_scatter_any(const void *sbuf, void *rbuf, const int *rcounts, int rcount,
+                                    ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                    ompi_communicator_t *comm, ompi_request_t **request,
+                                    mca_coll_dfccl_module_t *m, bool *fallback)
+{
+    int size = ompi_comm_size(comm), rc = DFCCL_FALLBACK;
+    size_t *counts = malloc(sizeof(size_t) * (size_t)size);
+    dfccl_coll_args_t args;
+
+    if (counts == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
+    if (dfccl_prepare_reduce_scatter(sbuf, rbuf, rcounts, rcount, dtype, op, size, counts, &args))
+        rc = dfccl_run(m, &args, request);
+    free(counts);
+    *fallback = rc == DFCCL_FALLBACK;
+    return rc;
+}
+
+int mca_coll_dfccl_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+                                  ompi_datatype_t *dtype, struct ompi_op_t *op, ompi_communicator_t *comm,
+                                  mca_coll_base_module_t *module)
+{
+    mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
+    bool fallback;
+    int rc = dfccl_reduce_scatter_any(sbuf, rbuf, rcounts, 0, dtype, op, comm, NULL, m, &fallback);
+
+    if (!fallback) return rc;
+    return m->previous_reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm,
+                                      m->previous_reduce_scatter_module);
+}
+
+int mca_coll_dfccl_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+                                   ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                   ompi_communicator_t *comm, ompi_request_t **request,
+                                   mca_coll_base_module_t *module)
+{
+    mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
+    bool fallback;
+    int rc = dfccl_reduce_scatter_any(sbuf, rbuf, rcounts, 0, dtype, op, comm, request, m,
+                                      &fallback);
+
+    if (!fallback) return rc;
+    return m->previous_ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, request,
+                                       m->previous_ireduce_scatter_module);
+}
+
+int mca_coll_dfccl_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                        ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                        ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
+    bool fallback;
+    int rc = DFCCL_FALLBACK;
+
+    if (rcount >= 0)
+        rc = dfccl_reduce_scatter_any(sbuf, rbuf, NULL, rcount, dtype, op, comm, NULL, m, &fallback);
+    if (rcount >= 0 && !fallback) return rc;
+    return m->previous_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
+                                            m->previous_reduce_scatter_block_module);
+}
+
+int mca_coll_dfccl_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                         ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                         ompi_communicator_t *comm, ompi_request_t **request,
+                                         mca_coll_base_module_t *module)
+{
+    mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
+    bool fallback;
+    int rc = DFCCL_FALLBACK;
+
+    if (rcount >= 0)
+        rc = dfccl_reduce_scatter_any(sbuf, rbuf, NULL, rcount, dtype, op, comm, request, m,
+                                      &fallback);
+    if (rcount >= 0 && !fallback) return rc;
+    return m->previous_ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
+                                             m->previous_ireduce_scatter_block_module);
+}

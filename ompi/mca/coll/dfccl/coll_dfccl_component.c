@@ -1,0 +1,176 @@
+/*
+ * coll_dfccl_component.c - MCA parameters, open/close, and the process-wide
+ * engine context, created on the first call the engine carries so that a
+ * program that never uses it pays nothing (no thread, no progress hook).
+ */
+#include "coll_dfccl.h"
+#include "opal/mca/base/mca_base_var.h"
+#include "opal/runtime/opal_progress.h"
+#include "opal/util/output.h"
+
+static int dfccl_register(void);
+static int dfccl_open(void);
+static int dfccl_close(void);
+
+mca_coll_dfccl_component_t mca_coll_dfccl_component = {
+    .super = {
+        .collm_version = {
+            MCA_COLL_BASE_VERSION_2_0_0,
+            .mca_component_name = "dfccl",
+            MCA_BASE_MAKE_VERSION(component, DFCCL_VERSION_MAJOR, DFCCL_VERSION_MINOR, 0),
+            .mca_open_component = dfccl_open,
+            .mca_close_component = dfccl_close,
+            .mca_register_component_params = dfccl_register,
+        },
+        .collm_data = {
+            MCA_BASE_METADATA_PARAM_CHECKPOINT
+        },
+        .collm_init_query = mca_coll_dfccl_init_query,
+        .collm_comm_query = mca_coll_dfccl_comm_query,
+    },
+    /* above coll/self (75), so that the engine carries size-1 communicators too */
+    .priority     = 80,
+    .enable       = true,
+    .verbose      = 0,
+    .host_buffers = MCA_COLL_DFCCL_HOST_BUFFERS_STOCK,
+};
+
+static int dfccl_register(void)
+{
+    mca_coll_dfccl_component_t *c = &mca_coll_dfccl_component;
+    mca_base_component_t *v = &c->super.collm_version;
+    static const mca_base_var_enum_value_t host_values[] = {
+        { MCA_COLL_DFCCL_HOST_BUFFERS_STOCK, "stock" },
+        { MCA_COLL_DFCCL_HOST_BUFFERS_ENGINE, "engine" },
+        { 0, NULL }
+    };
+    mca_base_var_enum_t *host_enum;
+    dfccl_config_t defaults;
+
+    dfccl_config_init(&defaults);
+    c->slot_bytes = defaults.slot_bytes;
+    c->fifo_slots = defaults.fifo_slots;
+    c->timeout    = defaults.timeout_sec;
+
+    (void)mca_base_component_var_register(v, "priority",
+        "Priority of coll/dfccl (above coll/self's 75 so that it also serves 1-rank communicators)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
+        &c->priority);
+    (void)mca_base_component_var_register(v, "enable",
+        "Enable coll/dfccl (false: the component declines every communicator)",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
+        &c->enable);
+    (void)mca_base_component_var_register(v, "verbose",
+        "Verbosity: 0 quiet, 1 engine set-up and fallbacks' reasons, 2 every call",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
+        &c->verbose);
+    mca_base_var_enum_create("coll_dfccl_host_buffers", host_values, &host_enum);
+    (void)mca_base_component_var_register(v, "host_buffers",
+        "Path of host-memory buffers: stock (Open MPI's own collectives, the default) or engine"
+        " (the dfccl engine carries them; must be equal on all ranks)",
+        MCA_BASE_VAR_TYPE_INT, host_enum, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &c->host_buffers);
+    OBJ_RELEASE(host_enum);
+    (void)mca_base_component_var_register(v, "slot_bytes",
+        "Bytes per FIFO slot, the unit a primitive moves (multiple of 16, >= 64)",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &c->slot_bytes);
+    (void)mca_base_component_var_register(v, "fifo_slots",
+        "Slots per connection FIFO (>= 2); a chunk is half of them, so a sender runs one step ahead",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &c->fifo_slots);
+    (void)mca_base_component_var_register(v, "timeout",
+        "Seconds a collective may make no progress before it fails with a diagnosis of what it waits for",
+        MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &c->timeout);
+    return OMPI_SUCCESS;
+}
+
+static int dfccl_open(void)
+{
+    mca_coll_dfccl_component_t *c = &mca_coll_dfccl_component;
+
+    c->output = opal_output_open(NULL);
+    opal_output_set_verbosity(c->output, c->verbose);
+    OBJ_CONSTRUCT(&c->lock, opal_mutex_t);
+    OBJ_CONSTRUCT(&c->requests, opal_free_list_t);
+    c->context = NULL;
+    c->context_failed = false;
+    mca_coll_dfccl_types_init();
+    return OMPI_SUCCESS;
+}
+
+static int dfccl_close(void)
+{
+    mca_coll_dfccl_component_t *c = &mca_coll_dfccl_component;
+
+    if (c->context != NULL) {
+        opal_progress_unregister(mca_coll_dfccl_progress);
+        dfccl_context_destroy(c->context);
+        c->context = NULL;
+    }
+    OBJ_DESTRUCT(&c->requests);
+    OBJ_DESTRUCT(&c->lock);
+    opal_output_close(c->output);
+    return OMPI_SUCCESS;
+}
+
+int mca_coll_dfccl_init_query(bool enable_progress_threads, bool enable_mpi_threads)
+{
+    return OMPI_SUCCESS;
+}
+
+/* The engine context (daemon, queues) and the progress hook, on first use. */
+int mca_coll_dfccl_context_get(dfccl_context_t **context_p)
+{
+    mca_coll_dfccl_component_t *c = &mca_coll_dfccl_component;
+    dfccl_config_t config;
+    dfccl_status_t status;
+    int rc = OMPI_SUCCESS;
+
+    OPAL_THREAD_LOCK(&c->lock);
+    if (c->context == NULL && !c->context_failed) {
+        dfccl_config_init(&config);
+        config.slot_bytes  = c->slot_bytes;
+        config.fifo_slots  = c->fifo_slots;
+        config.timeout_sec = c->timeout;
+        config.verbose     = c->verbose > 1 ? c->verbose - 1 : 0;
+        opal_free_list_init(&c->requests, sizeof(mca_coll_dfccl_request_t),
+                            opal_cache_line_size, OBJ_CLASS(mca_coll_dfccl_request_t),
+                            0, 0, 8, -1, 8, NULL, 0, NULL, NULL, NULL);
+        status = dfccl_context_create(&config, &c->context);
+        if (status != DFCCL_OK) {
+            DFCCL_ERROR("engine start failed (%s): collectives take the stock path",
+                        dfccl_status_string(status));
+            c->context_failed = true;
+            OBJ_DESTRUCT(&c->requests);
+            OBJ_CONSTRUCT(&c->requests, opal_free_list_t);
+        } else {
+            opal_progress_register(mca_coll_dfccl_progress);
+            DFCCL_VERBOSE(1, "engine started (host backend, FIFOs %u x %zu bytes, timeout %.0f s)",
+                          c->fifo_slots, c->slot_bytes, c->timeout);
+        }
+    }
+    if (c->context == NULL) rc = OMPI_ERROR;
+    *context_p = c->context;
+    OPAL_THREAD_UNLOCK(&c->lock);
+    return rc;
+}
+
+/* Progress hook: completes the MPI requests whose collectives finished. */
+int mca_coll_dfccl_progress(void)
+{
+    dfccl_completion_t done[16];
+    dfccl_context_t *ctx = mca_coll_dfccl_component.context;
+    int n, i;
+
+    if (ctx == NULL) return 0;
+    n = dfccl_context_poll(ctx, done, 16);
+    for (i = 0; i < n; i++) {
+        mca_coll_dfccl_request_t *req = done[i].user;
+        req->super.req_status.MPI_ERROR = mca_coll_dfccl_request_error(done[i].status);
+        ompi_request_complete(&req->super, true);
+        mca_coll_dfccl_request_release(req);   /* the engine's reference */
+    }
+    return n;
+}

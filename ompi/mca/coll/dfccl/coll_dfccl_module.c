@@ -1,0 +1,191 @@
+/*
+ * coll_dfccl_module.c - per-communicator module: selection, saving the
+ * functions of the components below (our fallback), and the engine's
+ * communicator, created on the first call the engine carries.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "coll_dfccl.h"
+#include "ompi/mca/coll/base/base.h"
+
+static void dfccl_module_construct(mca_coll_dfccl_module_t *m)
+{
+    m->comm = NULL;
+    m->engine_comm = NULL;
+    m->engine_state = MCA_COLL_DFCCL_ENGINE_UNSET;
+#define DFCCL_CLEAR_PREV(api) m->previous_##api = NULL; m->previous_##api##_module = NULL
+    DFCCL_CLEAR_PREV(allreduce);
+    DFCCL_CLEAR_PREV(allgather);
+    DFCCL_CLEAR_PREV(reduce_scatter);
+    DFCCL_CLEAR_PREV(reduce_scatter_block);
+    DFCCL_CLEAR_PREV(iallreduce);
+    DFCCL_CLEAR_PREV(iallgather);
+    DFCCL_CLEAR_PREV(ireduce_scatter);
+    DFCCL_CLEAR_PREV(ireduce_scatter_block);
+#undef DFCCL_CLEAR_PREV
+}
+
+static void dfccl_module_destruct(mca_coll_dfccl_module_t *m)
+{
+    /* local: the engine frees the FIFOs once in-flight collectives are done */
+    if (m->engine_comm != NULL) dfccl_comm_destroy(m->engine_comm);
+    m->engine_comm = NULL;
+#define DFCCL_RELEASE_PREV(api) \
+    if (m->previous_##api##_module != NULL) OBJ_RELEASE(m->previous_##api##_module)
+    DFCCL_RELEASE_PREV(allreduce);
+    DFCCL_RELEASE_PREV(allgather);
+    DFCCL_RELEASE_PREV(reduce_scatter);
+    DFCCL_RELEASE_PREV(reduce_scatter_block);
+    DFCCL_RELEASE_PREV(iallreduce);
+    DFCCL_RELEASE_PREV(iallgather);
+    DFCCL_RELEASE_PREV(ireduce_scatter);
+    DFCCL_RELEASE_PREV(ireduce_scatter_block);
+#undef DFCCL_RELEASE_PREV
+}
+
+OBJ_CLASS_INSTANCE(mca_coll_dfccl_module_t, mca_coll_base_module_t, dfccl_module_construct,
+                   dfccl_module_destruct);
+
+/* At enable time comm->c_coll holds the lower-priority components' functions. */
+static int dfccl_module_enable(mca_coll_base_module_t *module, ompi_communicator_t *comm)
+{
+    mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
+
+#define DFCCL_SAVE_PREV(api)                                                         \
+    do {                                                                             \
+        if (comm->c_coll->coll_##api == NULL || comm->c_coll->coll_##api##_module == NULL) { \
+            DFCCL_VERBOSE(1, "no component below provides " #api " on comm %s",       \
+                          comm->c_name);                                             \
+            return OMPI_ERROR;                                                        \
+        }                                                                            \
+        m->previous_##api = comm->c_coll->coll_##api;                                \
+        m->previous_##api##_module = comm->c_coll->coll_##api##_module;              \
+        OBJ_RETAIN(m->previous_##api##_module);                                      \
+    } while (0)
+    DFCCL_SAVE_PREV(allreduce);
+    DFCCL_SAVE_PREV(allgather);
+    DFCCL_SAVE_PREV(reduce_scatter);
+    DFCCL_SAVE_PREV(reduce_scatter_block);
+    DFCCL_SAVE_PREV(iallreduce);
+    DFCCL_SAVE_PREV(iallgather);
+    DFCCL_SAVE_PREV(ireduce_scatter);
+    DFCCL_SAVE_PREV(ireduce_scatter_block);
+#undef DFCCL_SAVE_PREV
+    m->comm = comm;
+    return OMPI_SUCCESS;
+}
+
+/*
+ * "--mca coll dfccl" (or any include list without components for the other
+ * collectives) leaves Open MPI with nothing for barrier, bcast, the I-forms...
+ * Say which list works instead of letting selection fail obscurely.
+ */
+static bool dfccl_selection_is_incomplete(void)
+{
+    const char *sel = ompi_coll_base_framework.framework_selection;
+    bool blocking = false, nonblocking = false;
+    char *list, *tok, *save = NULL;
+
+    if (sel == NULL || sel[0] == '\0' || sel[0] == '^') return false;
+    list = strdup(sel);
+    if (list == NULL) return false;
+    for (tok = strtok_r(list, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+        if (strcmp(tok, "basic") == 0) blocking = true;
+        if (strcmp(tok, "libnbc") == 0) nonblocking = true;
+    }
+    free(list);
+    return !(blocking && nonblocking);
+}
+
+mca_coll_base_module_t *mca_coll_dfccl_comm_query(ompi_communicator_t *comm, int *priority)
+{
+    mca_coll_dfccl_component_t *c = &mca_coll_dfccl_component;
+    static bool warned = false;
+    mca_coll_dfccl_module_t *m;
+
+    *priority = 0;
+    if (!c->enable) return NULL;
+    if (OMPI_COMM_IS_INTER(comm)) return NULL;   /* the stock path serves intercommunicators */
+    if (dfccl_selection_is_incomplete()) {
+        if (!warned && ompi_comm_rank(&ompi_mpi_comm_world.comm) == 0)
+            opal_output(0, "coll:dfccl: \"--mca coll %s\" leaves Open MPI without components for"
+                        " the collectives dfccl does not carry (it carries Allreduce, Allgather,"
+                        " Reduce_scatter and Reduce_scatter_block, and their I-forms). Use"
+                        " \"--mca coll dfccl,tuned,libnbc,basic,self\", or leave \"coll\" unset:"
+                        " dfccl is selected by its priority.",
+                        ompi_coll_base_framework.framework_selection);
+        warned = true;
+        return NULL;
+    }
+    m = OBJ_NEW(mca_coll_dfccl_module_t);
+    if (m == NULL) return NULL;
+    m->super.coll_module_enable = dfccl_module_enable;
+    m->super.coll_allreduce = mca_coll_dfccl_allreduce;
+    m->super.coll_iallreduce = mca_coll_dfccl_iallreduce;
+    m->super.coll_allgather = mca_coll_dfccl_allgather;
+    m->super.coll_iallgather = mca_coll_dfccl_iallgather;
+    m->super.coll_reduce_scatter = mca_coll_dfccl_reduce_scatter;
+    m->super.coll_ireduce_scatter = mca_coll_dfccl_ireduce_scatter;
+    m->super.coll_reduce_scatter_block = mca_coll_dfccl_reduce_scatter_block;
+    m->super.coll_ireduce_scatter_block = mca_coll_dfccl_ireduce_scatter_block;
+    *priority = c->priority;
+    return &m->super;
+}
+
+/* Bootstrap for the engine: the allgather of the component below us. */
+static int dfccl_bootstrap_allgather(const void *send, void *recv, size_t bytes, void *arg)
+{
+    mca_coll_dfccl_module_t *m = arg;
+    if (bytes > (size_t)INT32_MAX) return -1;
+    return m->previous_allgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, m->comm,
+                                 m->previous_allgather_module) == OMPI_SUCCESS ? 0 : -1;
+}
+
+/*
+ * The engine's communicator, created on the first carried call. Routing is
+ * identical on all ranks, so all of them arrive here together; each step
+ * agrees on its outcome so that all ranks carry on, or all fall back.
+ */
+int mca_coll_dfccl_module_engine_ready(mca_coll_dfccl_module_t *m)
+{
+    dfccl_context_t *ctx = NULL;
+    dfccl_comm_params_t params;
+    dfccl_status_t status;
+    int size = ompi_comm_size(m->comm), ok, *all, i;
+
+    if (m->engine_state == MCA_COLL_DFCCL_ENGINE_READY) return OMPI_SUCCESS;
+    if (m->engine_state == MCA_COLL_DFCCL_ENGINE_FAILED) return OMPI_ERROR;
+
+    ok = mca_coll_dfccl_context_get(&ctx) == OMPI_SUCCESS;
+    all = malloc(sizeof(int) * (size_t)size);
+    if (all == NULL || dfccl_bootstrap_allgather(&ok, all, sizeof(int), m) != 0) {
+        free(all);
+        DFCCL_ERROR("engine set-up exchange failed on comm %s", m->comm->c_name);
+        m->engine_state = MCA_COLL_DFCCL_ENGINE_FAILED;
+        return OMPI_ERROR;
+    }
+    for (i = 0; i < size; i++) ok = ok && all[i];
+    free(all);
+    if (!ok) {
+        DFCCL_VERBOSE(1, "comm %s: the engine is not running on every rank: stock path",
+                      m->comm->c_name);
+        m->engine_state = MCA_COLL_DFCCL_ENGINE_FAILED;
+        return OMPI_ERROR;
+    }
+    params.rank = ompi_comm_rank(m->comm);
+    params.size = size;
+    params.key = ompi_comm_get_cid(m->comm);
+    params.allgather = dfccl_bootstrap_allgather;
+    params.allgather_arg = m;
+    status = dfccl_comm_create(ctx, &params, &m->engine_comm);
+    if (status != DFCCL_OK) {
+        DFCCL_ERROR("comm %s: engine communicator not created (%s): stock path",
+                    m->comm->c_name, dfccl_status_string(status));
+        m->engine_state = MCA_COLL_DFCCL_ENGINE_FAILED;
+        return OMPI_ERROR;
+    }
+    DFCCL_VERBOSE(1, "comm %s (cid %u, %d ranks): engine ready", m->comm->c_name,
+                  ompi_comm_get_cid(m->comm), size);
+    m->engine_state = MCA_COLL_DFCCL_ENGINE_READY;
+    return OMPI_SUCCESS;
+}
