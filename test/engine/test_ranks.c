@@ -1,0 +1,183 @@
+/*
+ * test_ranks.c - the engine through its public API, ranks as forked
+ * processes: shm FIFOs, the daemon, queues, several communicators,
+ * nonblocking posting, the timeout diagnosis and set-up agreement.
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "dfccl.h"
+#include "sim_ranks.h"
+
+#define CHECK(cond, ...)                                                  \
+    do {                                                                  \
+        if (!(cond)) {                                                    \
+            fprintf(stderr, "rank %d: %s:%d: ", rank, __FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                                 \
+            fprintf(stderr, "\n");                                        \
+            return 1;                                                     \
+        }                                                                 \
+    } while (0)
+
+/* Waits (bounded) for n completions; returns how many had status OK. */
+static int wait_completions(dfccl_context_t *ctx, int n, dfccl_status_t *last)
+{
+    int got = 0, ok = 0;
+    for (int spins = 0; got < n && spins < 60000; spins++) {
+        dfccl_completion_t c;
+        if (dfccl_context_poll(ctx, &c, 1) == 1) {
+            got++;
+            ok += c.status == DFCCL_OK;
+            *last = c.status;
+        } else {
+            dfccl_context_wait(ctx, 1000000);   /* 1 ms */
+        }
+    }
+    return got == n ? ok : -1;
+}
+
+static int own_segments_left(void)
+{
+    char prefix[32];
+    struct dirent *e;
+    DIR *d = opendir("/dev/shm");
+    int n = 0;
+    snprintf(prefix, sizeof(prefix), "dfccl-%d-", (int)getpid());
+    if (d == NULL) return 0;
+    while ((e = readdir(d)) != NULL) n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    closedir(d);
+    return n;
+}
+
+/* Three communicators (the same ranks), every collective, nonblocking. */
+static int body_collectives(int rank, int size, sim_world_t *world, void *arg)
+{
+    static const size_t counts[] = { 0, 1, 5, 1000, 70001 };
+    dfccl_context_t *ctx;
+    dfccl_comm_t *comm[3];
+    dfccl_config_t cfg;
+    dfccl_status_t last;
+
+    dfccl_config_init(&cfg);
+    cfg.slot_bytes = 4096;   /* small slots: many rounds and slices */
+    cfg.timeout_sec = 60;
+    CHECK(dfccl_context_create(&cfg, &ctx) == DFCCL_OK, "context");
+    for (int c = 0; c < 3; c++) {
+        dfccl_comm_params_t p = { rank, size, 100 + (uint64_t)c, sim_allgather, world };
+        CHECK(dfccl_comm_create(ctx, &p, &comm[c]) == DFCCL_OK, "comm %d", c);
+    }
+    CHECK(own_segments_left() == 0, "shm names must be unlinked once mapped");
+    for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+        size_t n = counts[k], rs_counts[64], total = 0;
+        for (int r = 0; r < size; r++) total += rs_counts[r] = (n + (size_t)r) % (n + 2);
+        double *ar_in = malloc((n + 1) * 8), *ar_out = malloc((n + 1) * 8);
+        int32_t *ag_in = malloc((n + 1) * 4), *ag_out = malloc((n * size + 1) * 4);
+        int64_t *rs_in = malloc((total + 1) * 8), *rs_out = malloc((total + 1) * 8);
+        sim_fill_input(ar_in, n, DFCCL_DOUBLE, DFCCL_OP_SUM, rank, 0);
+        sim_fill_input(ag_in, n, DFCCL_INT32, DFCCL_OP_NONE, rank, (size_t)rank * n);
+        sim_fill_input(rs_in, total, DFCCL_INT64, DFCCL_OP_MAX, rank, 0);
+        dfccl_coll_args_t a[3] = {
+            { DFCCL_COLL_ALLREDUCE, ar_in, ar_out, n, NULL, DFCCL_DOUBLE, DFCCL_OP_SUM, 0, NULL },
+            { DFCCL_COLL_ALLGATHER, ag_in, ag_out, n, NULL, DFCCL_INT32, DFCCL_OP_NONE, 0, NULL },
+            { DFCCL_COLL_REDUCE_SCATTER, rs_in, rs_out, 0, rs_counts, DFCCL_INT64, DFCCL_OP_MAX, 0, NULL },
+        };
+        /* one collective per communicator, all in flight at once */
+        for (int c = 0; c < 3; c++) CHECK(dfccl_coll_post(comm[c], &a[c]) == DFCCL_OK, "post");
+        CHECK(wait_completions(ctx, 3, &last) == 3, "completions (last status %s)",
+              dfccl_status_string(last));
+        size_t displ = 0;
+        for (int r = 0; r < rank; r++) displ += rs_counts[r];
+        for (size_t i = 0; i < n; i++) {
+            double e;
+            int32_t g;
+            sim_expected(&e, DFCCL_DOUBLE, DFCCL_OP_SUM, size, i);
+            CHECK(ar_out[i] == e, "allreduce n=%zu [%zu] %g != %g", n, i, ar_out[i], e);
+            for (int r = 0; r < size; r++) {
+                sim_fill_input(&g, 1, DFCCL_INT32, DFCCL_OP_NONE, r, (size_t)r * n + i);
+                CHECK(ag_out[(size_t)r * n + i] == g, "allgather n=%zu", n);
+            }
+        }
+        for (size_t i = 0; i < rs_counts[rank]; i++) {
+            int64_t e;
+            sim_expected(&e, DFCCL_INT64, DFCCL_OP_MAX, size, displ + i);
+            CHECK(rs_out[i] == e, "reduce_scatter n=%zu [%zu]", n, i);
+        }
+        free(ar_in); free(ar_out); free(ag_in); free(ag_out); free(rs_in); free(rs_out);
+    }
+    dfccl_stats_t st;
+    dfccl_stats_get(&st);
+    CHECK(st.completed[DFCCL_COLL_ALLREDUCE] == 5 && st.comms_created == 3, "stats");
+    for (int c = 0; c < 3; c++) dfccl_comm_destroy(comm[c]);
+    dfccl_context_destroy(ctx);
+    return 0;
+}
+
+/* Rank 1 never posts: rank 0 must get a timeout, not hang, and the comm is
+ * then known broken. */
+static int body_timeout(int rank, int size, sim_world_t *world, void *arg)
+{
+    dfccl_context_t *ctx;
+    dfccl_comm_t *comm;
+    dfccl_config_t cfg;
+    dfccl_status_t last = DFCCL_OK;
+    float in[64], out[64];
+
+    dfccl_config_init(&cfg);
+    cfg.timeout_sec = 0.5;
+    CHECK(dfccl_context_create(&cfg, &ctx) == DFCCL_OK, "context");
+    dfccl_comm_params_t p = { rank, size, 7, sim_allgather, world };
+    CHECK(dfccl_comm_create(ctx, &p, &comm) == DFCCL_OK, "comm");
+    if (rank == 0) {
+        dfccl_coll_args_t a = { DFCCL_COLL_ALLREDUCE, in, out, 64, NULL, DFCCL_FLOAT, DFCCL_OP_SUM, 0, NULL };
+        memset(in, 0, sizeof(in));
+        CHECK(dfccl_coll_post(comm, &a) == DFCCL_OK, "post");
+        CHECK(wait_completions(ctx, 1, &last) == 0 && last == DFCCL_ERR_TIMEOUT,
+              "expected a timeout, got %s", dfccl_status_string(last));
+        CHECK(dfccl_coll_post(comm, &a) == DFCCL_OK, "post after timeout");
+        CHECK(wait_completions(ctx, 1, &last) == 0 && last == DFCCL_ERR_TIMEOUT,
+              "a broken comm must fail at once");
+    }
+    sim_allgather(&last, out, sizeof(last), world);   /* rank 1 waits here meanwhile */
+    dfccl_comm_destroy(comm);
+    dfccl_context_destroy(ctx);
+    return 0;
+}
+
+/* Ranks with different FIFO settings: creation fails on every rank alike. */
+static int body_mismatch(int rank, int size, sim_world_t *world, void *arg)
+{
+    dfccl_context_t *ctx;
+    dfccl_comm_t *comm = NULL;
+    dfccl_config_t cfg;
+
+    dfccl_config_init(&cfg);
+    cfg.slot_bytes = rank == 0 ? 4096 : 8192;
+    CHECK(dfccl_context_create(&cfg, &ctx) == DFCCL_OK, "context");
+    dfccl_comm_params_t p = { rank, size, 9, sim_allgather, world };
+    CHECK(dfccl_comm_create(ctx, &p, &comm) == DFCCL_ERR_INVALID_PARAM, "mismatch must fail");
+    CHECK(own_segments_left() == 0, "failed creation must not leave segments");
+    dfccl_context_destroy(ctx);
+    return 0;
+}
+
+int main(void)
+{
+    int failed = 0, passed = 0;
+    static const int sizes[] = { 1, 2, 3, 4, 7 };
+
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        int f = sim_run(sizes[i], 120, body_collectives, NULL);
+        printf("collectives on %d ranks: %s\n", sizes[i], f ? "FAIL" : "ok");
+        f ? failed++ : passed++;
+    }
+    int f = sim_run(2, 60, body_timeout, NULL);
+    printf("timeout diagnosis: %s\n", f ? "FAIL" : "ok");
+    f ? failed++ : passed++;
+    f = sim_run(3, 60, body_mismatch, NULL);
+    printf("mismatched settings: %s\n", f ? "FAIL" : "ok");
+    f ? failed++ : passed++;
+    printf("test_ranks: %d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,15 @@
+#!/bin/sh
+# ompi_info must list the component and every parameter with its help text.
+set -u
+: "${OMPI_INFO:=ompi_info}"
+export OMPI_MCA_mca_base_component_path="$DFCCL_COMPONENT_DIR:$OMPI_PKGLIBDIR"
+export LD_LIBRARY_PATH="$DFCCL_ENGINE_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+"$OMPI_INFO" | grep -q 'MCA coll: dfccl' || { echo "ompi_info does not list MCA coll: dfccl"; exit 1; }
+params=$("$OMPI_INFO" --param coll dfccl --level 9) || exit 1
+failed=0
+for p in priority enable verbose host_buffers slot_bytes fifo_slots timeout; do
+  echo "$params" | grep -q "coll_dfccl_$p" || { echo "parameter coll_dfccl_$p missing"; failed=$((failed + 1)); }
+done
+echo "$params"
+echo "ompi_info: $((7 - failed)) passed, $failed failed"
+[ $failed -eq 0 ]
