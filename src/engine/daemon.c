@@ -21,6 +21,9 @@
 #define DAEMON_SPIN_NS   20000ull
 #define DAEMON_YIELD_NS  1000000ull
 #define DAEMON_NAP_NS    50000L
+/* An idle daemon polls for new work this long before it sleeps on the queue:
+ * back-to-back collectives then skip a thread wake-up. */
+#define DAEMON_IDLE_SPIN_NS 50000ull
 /* Slices moved per call before the daemon looks at its queues again. */
 #define DAEMON_SLICE_BATCH 64
 
@@ -101,6 +104,13 @@ void *dfccl_daemon_main(void *arg)
     dfccl_coll_t *coll;
 
     for (;;) {
+        if (active.head == NULL) {
+            uint64_t idle_since = dfccl_now_ns();
+            while (!__atomic_load_n(&ctx->submit.pending, __ATOMIC_ACQUIRE) &&
+                   !__atomic_load_n(&ctx->submit.stop, __ATOMIC_ACQUIRE) &&
+                   dfccl_now_ns() - idle_since < DAEMON_IDLE_SPIN_NS)
+                sched_yield();
+        }
         if (active.head == NULL || __atomic_load_n(&ctx->submit.pending, __ATOMIC_ACQUIRE))
             daemon_list_append(&active, dfccl_queue_take_all(&ctx->submit, active.head == NULL));
         if (__atomic_load_n(&ctx->submit.stop, __ATOMIC_ACQUIRE)) break;

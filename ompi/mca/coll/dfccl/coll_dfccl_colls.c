@@ -5,7 +5,9 @@
  * ranks take the same path: the engine, or the saved function below us.
  */
 #include <stdlib.h>
+#include <time.h>
 #include "coll_dfccl.h"
+#include "opal/runtime/opal_progress.h"
 
 #define DFCCL_FALLBACK OMPI_ERR_NOT_SUPPORTED   /* internal: take the stock path */
 
@@ -13,6 +15,36 @@
 static bool dfccl_route_buffers(const void *sbuf, const void *rbuf)
 {
     return mca_coll_dfccl_component.host_buffers == MCA_COLL_DFCCL_HOST_BUFFERS_ENGINE;
+}
+
+/*
+ * A blocking call's wait: keep Open MPI progressing (a peer's pending
+ * point-to-point traffic may need this rank), but after a short spin sleep
+ * on the completion queue between rounds, so the daemon gets the core when
+ * ranks outnumber cores. Bounded: the engine's watchdog completes a stuck
+ * collective with an error.
+ */
+#define DFCCL_WAIT_SPIN_NS  20000ull
+#define DFCCL_WAIT_NAP_NS   100000ull
+
+static uint64_t dfccl_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void dfccl_wait_blocking(mca_coll_dfccl_request_t *req)
+{
+    dfccl_context_t *ctx = mca_coll_dfccl_component.context;
+    uint64_t spin_until = dfccl_now_ns() + DFCCL_WAIT_SPIN_NS;
+
+    while (!REQUEST_COMPLETE(&req->super)) {
+        if (mca_coll_dfccl_progress() > 0) continue;
+        opal_progress();
+        if (!REQUEST_COMPLETE(&req->super) && dfccl_now_ns() > spin_until)
+            dfccl_context_wait(ctx, DFCCL_WAIT_NAP_NS);
+    }
 }
 
 /* Posts to the engine; blocking calls (request == NULL) wait for completion. */
@@ -42,7 +74,7 @@ static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_coll_args_t *args,
         *request = &req->super;
         return OMPI_SUCCESS;
     }
-    ompi_request_wait_completion(&req->super);
+    dfccl_wait_blocking(req);
     rc = req->super.req_status.MPI_ERROR;
     mca_coll_dfccl_request_release(req);
     return rc;
