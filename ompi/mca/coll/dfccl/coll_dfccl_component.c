@@ -61,7 +61,7 @@ static int dfccl_register(void)
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
         &c->enable);
     (void)mca_base_component_var_register(v, "verbose",
-        "Verbosity: 0 quiet, 1 engine set-up and fallbacks' reasons, 2 every call",
+        "Verbosity: 0 quiet, 1 engine set-up, 2 every carried call, 3 and the engine's own debug lines",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
         &c->verbose);
     mca_base_var_enum_create("coll_dfccl_host_buffers", host_values, &host_enum);

@@ -72,6 +72,13 @@ static int dfccl_module_enable(mca_coll_base_module_t *module, ompi_communicator
     DFCCL_SAVE_PREV(ireduce_scatter_block);
 #undef DFCCL_SAVE_PREV
     m->comm = comm;
+    /* When host buffers go to the engine, set it up now, while the ranks
+     * create the communicator together: doing it at the first nonblocking
+     * call would put a blocking exchange there, and ranks that start
+     * collectives on several communicators in different orders would wait
+     * for each other. A failure only means the stock path (agreed by all). */
+    if (mca_coll_dfccl_component.host_buffers == MCA_COLL_DFCCL_HOST_BUFFERS_ENGINE)
+        (void)mca_coll_dfccl_module_engine_ready(m);
     return OMPI_SUCCESS;
 }
 
@@ -142,9 +149,10 @@ static int dfccl_bootstrap_allgather(const void *send, void *recv, size_t bytes,
 }
 
 /*
- * The engine's communicator, created on the first carried call. Routing is
- * identical on all ranks, so all of them arrive here together; each step
- * agrees on its outcome so that all ranks carry on, or all fall back.
+ * The engine's communicator: created when the communicator is (host buffers
+ * to the engine), else on the first carried call. Either way all ranks
+ * arrive here together; each step agrees on its outcome so that all ranks
+ * carry on, or all fall back.
  */
 int mca_coll_dfccl_module_engine_ready(mca_coll_dfccl_module_t *m)
 {
