@@ -6,17 +6,23 @@
  *   x {blocking, nonblocking} x every carried type x every op legal for it
  *   x count x {out of place, MPI_IN_PLACE}
  *
+ * What "count" means: allreduce, elements per buffer; allgather, elements
+ * each rank contributes; reduce_scatter, elements of the reduced vector,
+ * split unevenly (some ranks get 0); reduce_scatter_block, also the reduced
+ * vector's length, so each rank gets ceil(count / size).
+ *
  * Each result is compared bit-exactly against a reference every rank computes
  * on its own (coll_values.c), and the engine's posted counter must rise by
  * exactly 1 per call (--expect engine) or not at all (--expect stock).
  *
  * Coverage reduction: counts up to FULL_MATRIX_MAX_COUNT run the whole cross
- * product. Larger counts (and every count under --quick) run each
- * (collective, element class, op) once per communicator and in-place
- * setting: the MPI alias of the element class (MPI_INT vs MPI_INT32_T,
- * MPI_LONG vs MPI_LONG_LONG vs MPI_INT64_T, ...) and the blocking mode rotate
- * from one such call to the next. This keeps the CI runs at np up to 8 on two
- * cores within minutes.
+ * product. Larger counts run each (collective, element size, op) once per
+ * communicator and in-place setting: which carried type of that size (signed
+ * or unsigned, integer or float, and which MPI alias: MPI_INT vs
+ * MPI_INT32_T, ...) and which blocking mode rotate from one such call to the
+ * next. --quick applies the same reduction to small counts, keeping both
+ * blocking modes. This keeps the CI runs at np up to 8 on two cores within
+ * minutes; every type still meets the large count somewhere in the run.
  */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -25,6 +31,7 @@
 #include <string.h>
 #include <mpi.h>
 
+#include "coll_calls.h"
 #include "coll_values.h"
 #include "dfccl.h"
 #include "test_util.h"
@@ -211,40 +218,46 @@ static int parse_options(int argc, char **argv, options_t *opts)
     return 0;
 }
 
-/* Element counts each rank receives from reduce_scatter: uneven, rank 1
- * (and small counts' rank 2, 3) get 0, and the total never exceeds
- * size * count, so the allgather-sized buffers hold the input. */
+/* Element counts each rank receives from reduce_scatter: about `count` in
+ * all (so the call costs what an allreduce of `count` costs), split
+ * unevenly in the ratio 2:0:3:1 repeating, so rank 1 always gets 0 and
+ * small counts leave more ranks empty. */
 static void reduce_scatter_counts(size_t count, int size, int *recvcounts)
 {
-    static const unsigned halves[4] = { 2, 0, 3, 1 };
+    static const unsigned weights[4] = { 2, 0, 3, 1 };
     for (int r = 0; r < size; r++)
-        recvcounts[r] = (int)(count * halves[r % 4] / 2);
+        recvcounts[r] = (int)(count * weights[r % 4] / (2 * (size_t)size));
 }
 
-/* Position of a type among the MPI aliases of its element class, and how
- * many aliases the class has. */
-static void alias_position(const carried_type_t *type, int *index, int *total)
+/* reduce_scatter_block's count per rank: the reduced vector holds about
+ * `count` elements in all, as for allreduce and reduce_scatter, rather than
+ * size * count, which would make the largest count the cost of the run. */
+static size_t block_count(size_t count, int size)
 {
-    *index = 0;
-    *total = 0;
-    for (size_t t = 0; t < TYPE_COUNT; t++) {
-        if (carried_types[t].elem != type->elem)
-            continue;
-        if (&carried_types[t] == type)
-            *index = *total;
-        (*total)++;
-    }
+    return (count + (size_t)size - 1) / (size_t)size;
 }
 
-/* Whether the reduced coverage (see the top of the file) keeps this call. */
+/* Reduced coverage (see the top of the file): among the carried types of
+ * the call's element size that admit its op, the call is kept only for the
+ * one whose turn it is. The turn moves with communicator, in-place setting,
+ * op and collective, so the aliases and classes of one size take turns
+ * across the run. With vary_blocking, the blocking mode takes turns too. */
 static bool in_reduced_coverage(const call_t *call, int comm_index, bool vary_blocking)
 {
-    int alias, aliases;
-    alias_position(call->type, &alias, &aliases);
-    int turn = comm_index + (int)call->in_place + (int)call->op + (int)call->coll;
-    if (alias != turn % aliases)
+    size_t size = value_elem_size(call->type->elem);
+    int position = 0, candidates = 0;
+    for (size_t t = 0; t < TYPE_COUNT; t++) {
+        if (value_elem_size(carried_types[t].elem) != size ||
+            !value_op_legal(call->op, carried_types[t].elem))
+            continue;
+        if (&carried_types[t] == call->type)
+            position = candidates;
+        candidates++;
+    }
+    int turn = comm_index + 4 * (int)call->in_place + 3 * (int)call->op + (int)call->coll;
+    if (position != turn % candidates)
         return false;
-    if (vary_blocking && call->blocking != ((turn + (int)call->type->elem) % 2 == 0))
+    if (vary_blocking && call->blocking != ((turn + (int)size) % 2 == 0))
         return false;
     return true;
 }
@@ -277,45 +290,30 @@ static int issue(const call_t *call, const void *sendbuf, void *recvbuf,
     MPI_Datatype type = call->type->mpi;
     MPI_Op op = mpi_op_of(call->op);
     int count = (int)call->count;
-    MPI_Request request = MPI_REQUEST_NULL;
-    bool b = call->blocking;
-    int rc;
+    int size;
+    MPI_Comm_size(comm, &size);
 
     switch (call->coll) {
     case COLL_ALLREDUCE:
-        rc = b ? MPI_Allreduce(sendbuf, recvbuf, count, type, op, comm)
-               : MPI_Iallreduce(sendbuf, recvbuf, count, type, op, comm, &request);
-        break;
+        return allreduce_call(call->blocking, sendbuf, recvbuf, count, type, op, comm);
     case COLL_ALLGATHER:
         /* With MPI_IN_PLACE the send arguments are ignored: pass ones a
          * careless implementation would trip over. */
         if (call->in_place)
-            rc = b ? MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL,
-                                   recvbuf, count, type, comm)
-                   : MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL,
-                                    recvbuf, count, type, comm, &request);
-        else
-            rc = b ? MPI_Allgather(sendbuf, count, type, recvbuf, count, type, comm)
-                   : MPI_Iallgather(sendbuf, count, type, recvbuf, count, type,
-                                    comm, &request);
-        break;
+            return allgather_call(call->blocking, MPI_IN_PLACE, 0, MPI_DATATYPE_NULL,
+                                  recvbuf, count, type, comm);
+        return allgather_call(call->blocking, sendbuf, count, type, recvbuf, count,
+                              type, comm);
     case COLL_REDUCE_SCATTER:
-        rc = b ? MPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm)
-               : MPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm,
-                                     &request);
-        break;
+        return reduce_scatter_call(call->blocking, sendbuf, recvbuf, recvcounts,
+                                   type, op, comm);
     case COLL_REDUCE_SCATTER_BLOCK:
-        rc = b ? MPI_Reduce_scatter_block(sendbuf, recvbuf, count, type, op, comm)
-               : MPI_Ireduce_scatter_block(sendbuf, recvbuf, count, type, op, comm,
-                                           &request);
-        break;
+        return reduce_scatter_block_call(call->blocking, sendbuf, recvbuf,
+                                         (int)block_count(call->count, size),
+                                         type, op, comm);
     default:
-        rc = MPI_ERR_INTERN;
-        break;
+        return MPI_ERR_INTERN;
     }
-    if (!b && rc == MPI_SUCCESS)
-        rc = MPI_Wait(&request, MPI_STATUS_IGNORE);
-    return rc;
 }
 
 static void report_failure(checker_t *ck, const call_t *call, const char *what)
@@ -376,11 +374,11 @@ static bool check_call(checker_t *ck, const call_t *call)
         values_expect_reduction(ck->expected, result_elems, result_first, &spec);
         break;
     default: /* COLL_REDUCE_SCATTER_BLOCK */
-        input_elems = (size_t)size * count;
-        result_elems = count;
-        result_first = (uint64_t)me * count;
+        result_elems = block_count(count, size);
+        input_elems = (size_t)size * result_elems;
+        result_first = (uint64_t)me * result_elems;
         span = call->in_place ? input_elems : result_elems;
-        values_expect_reduction(ck->expected, count, result_first, &spec);
+        values_expect_reduction(ck->expected, result_elems, result_first, &spec);
         break;
     }
 
