@@ -20,5 +20,5 @@ rc=$?
 set -e
 grep -v "coll_base\|coll:base\|coll: base" "$log" | grep -v "^\[.*\] *$" || true
 echo "-- proof that Open MPI selected dfccl (coll_base_verbose):"
-grep -m 4 "selecting dfccl" "$log" || { echo "dfccl was NOT selected"; exit 1; }
+grep -m 4 -E "selecting dfccl|component available: dfccl" "$log" || { echo "dfccl was NOT selected"; exit 1; }
 exit $rc

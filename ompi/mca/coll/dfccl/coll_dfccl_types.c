@@ -82,16 +82,16 @@ bool mca_coll_dfccl_map_reduction(ompi_datatype_t *dtype, struct ompi_op_t *op,
     return dfccl_op_supported(*engine_op, *engine_dtype) != 0;
 }
 
-/* Allgather moves bytes: any predefined type without holes will do. */
+/* Allgather moves bytes, but only of the datatypes the engine knows (the
+ * reductions' list, MPI_BYTE, and MPI_CHAR, which shares int8's id). */
 bool mca_coll_dfccl_map_gather_type(ompi_datatype_t *dtype, int count, size_t *bytes)
 {
-    ptrdiff_t lb, extent;
     size_t size;
 
     if (dtype == NULL || count < 0 || !ompi_datatype_is_predefined(dtype)) return false;
-    ompi_datatype_get_extent(dtype, &lb, &extent);
+    if (dtype->id < 0 || dtype->id >= OMPI_DATATYPE_MAX_PREDEFINED || dtype_by_id[dtype->id] < 0)
+        return false;
     ompi_datatype_type_size(dtype, &size);
-    if (lb != 0 || (size_t)extent != size || size == 0) return false;
     *bytes = size * (size_t)count;
     return true;
 }
