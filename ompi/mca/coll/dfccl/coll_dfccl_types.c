@@ -5,8 +5,11 @@
 #include <stdbool.h>
 #include "coll_dfccl.h"
 
-/* engine type of each predefined MPI type, indexed by the type's id; -1: none */
-static int dtype_by_id[OMPI_DATATYPE_MAX_PREDEFINED];
+/* Predefined types by handle. Several MPI types share one internal id
+ * (MPI_BYTE and MPI_UNSIGNED_CHAR, for one), so the id cannot tell them apart. */
+#define DFCCL_MAX_TYPES 32
+static struct { MPI_Datatype handle; dfccl_dtype_t engine; } known_types[DFCCL_MAX_TYPES];
+static int n_known_types;
 
 static dfccl_dtype_t int_type(size_t size, bool is_signed)
 {
@@ -20,13 +23,14 @@ static dfccl_dtype_t int_type(size_t size, bool is_signed)
 
 static void map_type(MPI_Datatype handle, dfccl_dtype_t engine_type)
 {
-    ompi_datatype_t *dt = (ompi_datatype_t *)handle;
-    if (dt->id >= 0 && dt->id < OMPI_DATATYPE_MAX_PREDEFINED) dtype_by_id[dt->id] = engine_type;
+    known_types[n_known_types].handle = handle;
+    known_types[n_known_types].engine = engine_type;
+    n_known_types++;
 }
 
 void mca_coll_dfccl_types_init(void)
 {
-    for (int i = 0; i < OMPI_DATATYPE_MAX_PREDEFINED; i++) dtype_by_id[i] = -1;
+    n_known_types = 0;
     map_type(MPI_SIGNED_CHAR, DFCCL_INT8);
     map_type(MPI_UNSIGNED_CHAR, DFCCL_UINT8);
     map_type(MPI_SHORT, int_type(sizeof(short), true));
@@ -51,6 +55,17 @@ void mca_coll_dfccl_types_init(void)
     map_type(MPI_BYTE, DFCCL_BYTE);
 }
 
+static bool lookup_type(ompi_datatype_t *dtype, dfccl_dtype_t *engine_type)
+{
+    for (int i = 0; i < n_known_types; i++) {
+        if ((MPI_Datatype)dtype == known_types[i].handle) {
+            *engine_type = known_types[i].engine;
+            return true;
+        }
+    }
+    return false;
+}
+
 static bool map_op(struct ompi_op_t *op, dfccl_op_t *engine_op)
 {
     /* predefined ops by handle; user ops, MAXLOC, MINLOC, REPLACE fall back */
@@ -72,25 +87,22 @@ static bool map_op(struct ompi_op_t *op, dfccl_op_t *engine_op)
 bool mca_coll_dfccl_map_reduction(ompi_datatype_t *dtype, struct ompi_op_t *op,
                                   dfccl_dtype_t *engine_dtype, dfccl_op_t *engine_op)
 {
-    if (dtype == NULL || op == NULL || !ompi_datatype_is_predefined(dtype)) return false;
-    if (dtype->id < 0 || dtype->id >= OMPI_DATATYPE_MAX_PREDEFINED || dtype_by_id[dtype->id] < 0)
-        return false;
+    if (dtype == NULL || op == NULL || !lookup_type(dtype, engine_dtype)) return false;
     if (!map_op(op, engine_op)) return false;
-    *engine_dtype = (dfccl_dtype_t)dtype_by_id[dtype->id];
     /* MPI's rules: SUM/PROD/MIN/MAX on integers and floats, logical ops on
      * integers and C_BOOL, bitwise ops on integers and BYTE */
     return dfccl_op_supported(*engine_op, *engine_dtype) != 0;
 }
 
 /* Allgather moves bytes, but only of the datatypes the engine knows (the
- * reductions' list, MPI_BYTE, and MPI_CHAR, which shares int8's id). */
+ * reductions' list, MPI_BYTE) and MPI_CHAR. */
 bool mca_coll_dfccl_map_gather_type(ompi_datatype_t *dtype, int count, size_t *bytes)
 {
+    dfccl_dtype_t ignored;
     size_t size;
 
-    if (dtype == NULL || count < 0 || !ompi_datatype_is_predefined(dtype)) return false;
-    if (dtype->id < 0 || dtype->id >= OMPI_DATATYPE_MAX_PREDEFINED || dtype_by_id[dtype->id] < 0)
-        return false;
+    if (dtype == NULL || count < 0) return false;
+    if ((MPI_Datatype)dtype != MPI_CHAR && !lookup_type(dtype, &ignored)) return false;
     ompi_datatype_type_size(dtype, &size);
     *bytes = size * (size_t)count;
     return true;
