@@ -20,10 +20,13 @@ dfccl_status_t dfccl_context_create(const dfccl_config_t *config, dfccl_context_
     /* two slots at least: a step that receives and sends holds one chunk
      * while the next rank still holds the previous one */
     if (ctx->config.slot_bytes < 64 || ctx->config.fifo_slots < 2 ||
-        !(ctx->config.timeout_sec > 0)) {
+        !(ctx->config.timeout_sec > 0) || ctx->config.budget_min_ns == 0 ||
+        ctx->config.budget_min_ns > ctx->config.budget_max_ns) {
         dfccl_error("invalid engine configuration: slot_bytes %zu (>= 64), fifo_slots %u (>= 2),"
-                    " timeout %.3f s (> 0)", ctx->config.slot_bytes, ctx->config.fifo_slots,
-                    ctx->config.timeout_sec);
+                    " timeout %.3f s (> 0), budgets %llu..%llu ns (0 < min <= max)",
+                    ctx->config.slot_bytes, ctx->config.fifo_slots, ctx->config.timeout_sec,
+                    (unsigned long long)ctx->config.budget_min_ns,
+                    (unsigned long long)ctx->config.budget_max_ns);
         free(ctx);
         return DFCCL_ERR_INVALID_PARAM;
     }
@@ -38,8 +41,9 @@ dfccl_status_t dfccl_context_create(const dfccl_config_t *config, dfccl_context_
         free(ctx);
         return DFCCL_ERR_SYSTEM;
     }
-    dfccl_info("engine started: slots %u x %zu bytes, timeout %.1f s", ctx->config.fifo_slots,
-               ctx->config.slot_bytes, ctx->config.timeout_sec);
+    dfccl_info("engine started: slots %u x %zu bytes, timeout %.1f s, %s", ctx->config.fifo_slots,
+               ctx->config.slot_bytes, ctx->config.timeout_sec,
+               ctx->config.preempt ? "preemptive" : "serial");
     *context_p = ctx;
     return DFCCL_OK;
 }
@@ -109,6 +113,7 @@ dfccl_status_t dfccl_coll_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args
     coll->priority    = args->priority;
     coll->user        = args->user;
     coll->total_count = total;
+    coll->budget_ns   = ctx->config.budget_ns;
     coll->seq         = __atomic_fetch_add(&comm->next_seq, 1, __ATOMIC_RELAXED);
     coll->exec.steps       = coll->steps;
     coll->exec.sendbuf     = in_place ? NULL : (char *)args->sendbuf;
@@ -125,10 +130,10 @@ dfccl_status_t dfccl_coll_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args
     __atomic_add_fetch(&comm->refs, 1, __ATOMIC_ACQ_REL);
     coll->comm = comm;
     dfccl_stats_add_posted(args->type);
-    dfccl_debug("post %s #%llu on comm %#llx: %zu x %s op %s%s",
+    dfccl_debug("post %s #%llu on comm %#llx: %zu x %s op %s%s, priority %d",
                 dfccl_coll_type_name(args->type), (unsigned long long)coll->seq,
                 (unsigned long long)comm->key, total, dfccl_dtype_name(args->dtype),
-                dfccl_op_name(args->op), in_place ? " in place" : "");
+                dfccl_op_name(args->op), in_place ? " in place" : "", args->priority);
     dfccl_queue_push(&ctx->submit, coll);
     return DFCCL_OK;
 }

@@ -1,12 +1,28 @@
 /*
- * daemon.c - the host backend's daemon thread: takes collectives from the
- * submission queue, runs their plans through the executor core, and posts
- * completions.
+ * daemon.c - the host backend's daemon thread and its scheduler: takes
+ * collectives from the submission queue, runs their plans through the
+ * executor core, and posts completions.
  *
- * Collectives run one at a time in submission order (NCCL's serial model).
- * The executor already gives up at slice boundaries when a peer is not
- * ready; this loop then backs off and retries, and fails a collective that
- * made no progress for config.timeout_sec with a line saying what it waits for.
+ * Preemptive mode (config.preempt = 1):
+ * - The active list is ordered by (priority high first, communicator key,
+ *   sequence number): a global order every rank computes alike.
+ * - On each communicator only its oldest collective may run (they share the
+ *   communicator's FIFOs, and MPI orders them alike on all ranks).
+ * - A pass walks the runnable collectives in that order. A collective keeps
+ *   the thread while it moves data (stickiness); once it has waited for a
+ *   peer longer than its budget it gives way, with nothing half-done (the
+ *   executor only stops between slices). The first in the order gets the
+ *   long head budget, so ranks converge on the same collective; a turn with
+ *   progress doubles a collective's budget, one without halves it.
+ * - A pass without progress anywhere backs off: spin, yield, then nap.
+ *
+ * Serial mode (config.preempt = 0) runs only the oldest submission, the way
+ * NCCL does: kept as the baseline that deadlocks on disordered programs.
+ *
+ * Watchdog: a runnable collective without progress for config.timeout_sec
+ * fails with one line saying what it waits for; its communicator is then
+ * broken (its FIFO counters are out of step) and later collectives on it
+ * fail at once.
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -15,47 +31,59 @@
 #include "internal.h"
 #include "log.h"
 
-/* Backoff while the running collective waits for a peer: spin first (a peer
- * on another core answers within microseconds), then yield the core (ranks
- * may outnumber cores), then nap so an idle wait does not burn a core. */
+/* While waiting within a budget: spin briefly (a peer on another core
+ * answers within microseconds), then yield (ranks may outnumber cores). */
 #define DAEMON_SPIN_NS   20000ull
+/* A pass that moved nothing: back off further, then nap so that a
+ * collective waiting for a late rank does not burn a core. */
 #define DAEMON_YIELD_NS  1000000ull
 #define DAEMON_NAP_NS    50000L
 /* An idle daemon polls for new work this long before it sleeps on the queue:
  * back-to-back collectives then skip a thread wake-up. */
 #define DAEMON_IDLE_SPIN_NS 50000ull
-/* Slices moved per call before the daemon looks at its queues again. */
+/* Slices moved per executor call before the clock is read again. */
 #define DAEMON_SLICE_BATCH 64
 
-typedef struct daemon_list {
-    dfccl_coll_t *head, *tail;
-} daemon_list_t;
+typedef enum { RUN_DONE, RUN_PROGRESS, RUN_BLOCKED } daemon_run_t;
 
-static void daemon_list_append(daemon_list_t *l, dfccl_coll_t *first)
+typedef struct daemon {
+    dfccl_context_t *ctx;
+    dfccl_coll_t    *active;          /* sorted (preempt) or in arrival order (serial) */
+    uint64_t         timeout_ns;
+} daemon_t;
+
+/* The global order: priority (higher first), communicator key, sequence. */
+static int coll_before(const dfccl_coll_t *a, const dfccl_coll_t *b)
+{
+    if (a->priority != b->priority) return a->priority > b->priority;
+    if (a->comm->key != b->comm->key) return a->comm->key < b->comm->key;
+    return a->seq < b->seq;
+}
+
+static void daemon_admit(daemon_t *d, dfccl_coll_t *first)
 {
     while (first != NULL) {
-        dfccl_coll_t *next = first->next;
-        first->next = NULL;
-        if (l->tail) l->tail->next = first;
-        else l->head = first;
-        l->tail = first;
-        first = next;
+        dfccl_coll_t *c = first, **link = &d->active;
+        first = first->next;
+        if (d->ctx->config.preempt) {
+            while (*link != NULL && coll_before(*link, c)) link = &(*link)->next;
+        } else {
+            while (*link != NULL) link = &(*link)->next;
+        }
+        c->next = *link;
+        *link = c;
     }
 }
 
-static dfccl_coll_t *daemon_list_pop(daemon_list_t *l)
+static void daemon_finish(daemon_t *d, dfccl_coll_t **link, dfccl_status_t status)
 {
-    dfccl_coll_t *c = l->head;
-    l->head = c->next;
-    if (l->head == NULL) l->tail = NULL;
-    return c;
-}
+    dfccl_coll_t *coll = *link;
 
-static void daemon_finish(dfccl_context_t *ctx, dfccl_coll_t *coll, dfccl_status_t status)
-{
+    *link = coll->next;
+    coll->comm->next_run_seq = coll->seq + 1;   /* the next one on this comm may run */
     dfccl_stats_add_completed(coll->type, status);
     dfccl_stats_add_bytes(coll->exec.sent_bytes);
-    if (dfccl_cqueue_push(&ctx->complete, coll->user, status) != DFCCL_OK)
+    if (dfccl_cqueue_push(&d->ctx->complete, coll->user, status) != DFCCL_OK)
         dfccl_error("completion of %s #%llu lost: out of memory", dfccl_coll_type_name(coll->type),
                     (unsigned long long)coll->seq);
     dfccl_comm_release(coll->comm);
@@ -68,20 +96,21 @@ static void daemon_diagnose(const dfccl_coll_t *coll, double idle_sec)
     const dfccl_comm_t *comm = coll->comm;
     const dfccl_fifo_t *f = x->waiting == DFCCL_WAIT_SEND ? x->send_fifo : x->recv_fifo;
 
-    dfccl_error("rank %d of comm %#llx (size %d): %s #%llu (%zu x %s, op %s) made no progress"
-                " for %.1f s at step %u of %u (element %llu of %llu): waiting for %s rank %d"
-                " (fifo tail %llu, head %llu, %u slots)",
+    dfccl_error("rank %d of comm %#llx (size %d): %s #%llu (%zu x %s, op %s, priority %d) made"
+                " no progress for %.1f s at round %llu of %llu, step %u of %u (element %llu):"
+                " waiting for %s rank %d (fifo tail %llu, head %llu, %u slots)",
                 comm->rank, (unsigned long long)comm->key, comm->size,
                 dfccl_coll_type_name(coll->type), (unsigned long long)coll->seq,
-                coll->total_count, dfccl_dtype_name(x->dtype), dfccl_op_name(x->op), idle_sec,
-                x->step + 1, x->nsteps, (unsigned long long)x->offset,
-                (unsigned long long)(x->step < x->nsteps ? x->steps[x->step].count : 0),
+                coll->total_count, dfccl_dtype_name(x->dtype), dfccl_op_name(x->op),
+                coll->priority, idle_sec, (unsigned long long)x->round + 1,
+                (unsigned long long)x->nrounds, x->step + 1, x->nsteps,
+                (unsigned long long)x->offset,
                 x->waiting == DFCCL_WAIT_SEND ? "a free slot at" : "data from", f->peer,
                 (unsigned long long)__atomic_load_n(&f->ctrl->tail, __ATOMIC_ACQUIRE),
                 (unsigned long long)__atomic_load_n(&f->ctrl->head, __ATOMIC_ACQUIRE), f->nslots);
 }
 
-static void daemon_backoff(uint64_t waited_ns)
+static void daemon_relax(uint64_t waited_ns)
 {
     if (waited_ns < DAEMON_SPIN_NS) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -95,64 +124,119 @@ static void daemon_backoff(uint64_t waited_ns)
     }
 }
 
-void *dfccl_daemon_main(void *arg)
+/* One turn: run while data moves; give way after budget_ns without. */
+static daemon_run_t daemon_run(dfccl_coll_t *coll, uint64_t budget_ns)
 {
-    dfccl_context_t *ctx = arg;
-    uint64_t timeout_ns = (uint64_t)(ctx->config.timeout_sec * 1e9);
-    daemon_list_t active = { NULL, NULL };
-    uint64_t blocked_since = 0;
-    dfccl_coll_t *coll;
+    uint64_t blocked_since = 0, now;
+    int moved = 0;
 
     for (;;) {
-        if (active.head == NULL) {
+        dfccl_exec_result_t r = dfccl_exec_host_advance(&coll->exec, DAEMON_SLICE_BATCH);
+        if (r == DFCCL_EXEC_DONE) return RUN_DONE;
+        now = dfccl_now_ns();
+        if (r == DFCCL_EXEC_PROGRESS) {
+            moved = 1;
+            coll->last_progress_ns = now;
+            blocked_since = 0;
+            continue;
+        }
+        if (blocked_since == 0) blocked_since = now;
+        if (now - blocked_since >= budget_ns) return moved ? RUN_PROGRESS : RUN_BLOCKED;
+        daemon_relax(now - blocked_since);
+    }
+}
+
+static uint64_t budget_clamp(const dfccl_config_t *cfg, uint64_t ns)
+{
+    return ns < cfg->budget_min_ns ? cfg->budget_min_ns
+         : ns > cfg->budget_max_ns ? cfg->budget_max_ns : ns;
+}
+
+/* One pass over the runnable collectives; returns 1 when anything moved. */
+static int daemon_pass(daemon_t *d)
+{
+    const dfccl_config_t *cfg = &d->ctx->config;
+    dfccl_coll_t **link = &d->active;
+    int progressed = 0, first = 1;
+
+    while (*link != NULL) {
+        dfccl_coll_t *coll = *link;
+        uint64_t budget;
+
+        if (coll->seq != coll->comm->next_run_seq) {   /* an older one runs first */
+            link = &coll->next;
+            continue;
+        }
+        if (coll->last_progress_ns == 0) coll->last_progress_ns = dfccl_now_ns();
+        if (coll->comm->broken) {
+            dfccl_error("rank %d of comm %#llx: %s #%llu fails at once: an earlier collective"
+                        " on this communicator failed", coll->comm->rank,
+                        (unsigned long long)coll->comm->key, dfccl_coll_type_name(coll->type),
+                        (unsigned long long)coll->seq);
+            daemon_finish(d, link, DFCCL_ERR_TIMEOUT);
+            progressed = 1;
+            continue;
+        }
+        budget = coll->budget_ns;
+        if (first && budget < cfg->budget_head_ns) budget = cfg->budget_head_ns;
+        first = 0;
+        switch (daemon_run(coll, budget)) {
+        case RUN_DONE:
+            daemon_finish(d, link, DFCCL_OK);
+            progressed = 1;
+            continue;
+        case RUN_PROGRESS:
+            coll->budget_ns = budget_clamp(cfg, 2 * coll->budget_ns);
+            progressed = 1;
+            break;
+        case RUN_BLOCKED: {
+            uint64_t idle = dfccl_now_ns() - coll->last_progress_ns;
+            coll->budget_ns = budget_clamp(cfg, coll->budget_ns / 2);
+            if (idle > d->timeout_ns) {
+                daemon_diagnose(coll, (double)idle / 1e9);
+                coll->comm->broken = 1;
+                daemon_finish(d, link, DFCCL_ERR_TIMEOUT);
+                progressed = 1;
+                continue;
+            }
+            break;
+        }
+        }
+        if (!cfg->preempt) break;   /* serial: only the oldest submission runs */
+        link = &coll->next;
+    }
+    return progressed;
+}
+
+void *dfccl_daemon_main(void *arg)
+{
+    daemon_t d = { arg, NULL, 0 };
+    dfccl_queue_t *sq = &d.ctx->submit;
+    uint64_t stalled_since = 0;
+
+    d.timeout_ns = (uint64_t)(d.ctx->config.timeout_sec * 1e9);
+    for (;;) {
+        if (d.active == NULL) {
             uint64_t idle_since = dfccl_now_ns();
-            while (!__atomic_load_n(&ctx->submit.pending, __ATOMIC_ACQUIRE) &&
-                   !__atomic_load_n(&ctx->submit.stop, __ATOMIC_ACQUIRE) &&
+            while (!__atomic_load_n(&sq->pending, __ATOMIC_ACQUIRE) &&
+                   !__atomic_load_n(&sq->stop, __ATOMIC_ACQUIRE) &&
                    dfccl_now_ns() - idle_since < DAEMON_IDLE_SPIN_NS)
                 sched_yield();
         }
-        if (active.head == NULL || __atomic_load_n(&ctx->submit.pending, __ATOMIC_ACQUIRE))
-            daemon_list_append(&active, dfccl_queue_take_all(&ctx->submit, active.head == NULL));
-        if (__atomic_load_n(&ctx->submit.stop, __ATOMIC_ACQUIRE)) break;
-        coll = active.head;
-        if (coll == NULL) continue;
-
-        if (coll->last_progress_ns == 0) {       /* just became the running one */
-            coll->last_progress_ns = dfccl_now_ns();
-            blocked_since = 0;
-            if (coll->comm->broken) {
-                dfccl_error("rank %d of comm %#llx: %s #%llu fails at once: an earlier collective"
-                            " on this communicator failed", coll->comm->rank,
-                            (unsigned long long)coll->comm->key, dfccl_coll_type_name(coll->type),
-                            (unsigned long long)coll->seq);
-                daemon_finish(ctx, daemon_list_pop(&active), DFCCL_ERR_TIMEOUT);
-                continue;
-            }
-        }
-        switch (dfccl_exec_host_advance(&coll->exec, DAEMON_SLICE_BATCH)) {
-        case DFCCL_EXEC_DONE:
-            daemon_finish(ctx, daemon_list_pop(&active), DFCCL_OK);
-            break;
-        case DFCCL_EXEC_PROGRESS:
-            coll->last_progress_ns = dfccl_now_ns();
-            blocked_since = 0;
-            break;
-        case DFCCL_EXEC_BLOCKED: {
+        if (d.active == NULL || __atomic_load_n(&sq->pending, __ATOMIC_ACQUIRE))
+            daemon_admit(&d, dfccl_queue_take_all(sq, d.active == NULL));
+        if (__atomic_load_n(&sq->stop, __ATOMIC_ACQUIRE)) break;
+        if (d.active == NULL) continue;
+        if (daemon_pass(&d)) {
+            stalled_since = 0;
+        } else {
             uint64_t now = dfccl_now_ns();
-            if (blocked_since == 0) blocked_since = now;
-            if (now - coll->last_progress_ns > timeout_ns) {
-                daemon_diagnose(coll, (double)(now - coll->last_progress_ns) / 1e9);
-                coll->comm->broken = 1;   /* its FIFO counters are now out of step */
-                daemon_finish(ctx, daemon_list_pop(&active), DFCCL_ERR_TIMEOUT);
-            } else {
-                daemon_backoff(now - blocked_since);
-            }
-            break;
-        }
+            if (stalled_since == 0) stalled_since = now;
+            daemon_relax(now - stalled_since);
         }
     }
     /* shutting down: nothing still queued or running will complete */
-    daemon_list_append(&active, dfccl_queue_take_all(&ctx->submit, 0));
-    while (active.head != NULL) daemon_finish(ctx, daemon_list_pop(&active), DFCCL_ERR_SHUTDOWN);
+    daemon_admit(&d, dfccl_queue_take_all(sq, 0));
+    while (d.active != NULL) daemon_finish(&d, &d.active, DFCCL_ERR_SHUTDOWN);
     return NULL;
 }

@@ -78,4 +78,13 @@ void dfccl_config_init(dfccl_config_t *config)
     /* Long enough that no legal program trips it on a loaded machine. */
     config->timeout_sec = 300.0;
     config->verbose     = 0;
+    config->preempt     = 1;
+    /* The head of the global order is what all ranks converge on: let it
+     * wait long enough for a descheduled peer on an oversubscribed core to
+     * come back (a few scheduler ticks' worth of yields). Others get a short
+     * try: just enough to find out whether their peers are there. */
+    config->budget_head_ns = 200000;
+    config->budget_ns      = 10000;
+    config->budget_min_ns  = 2000;
+    config->budget_max_ns  = 1000000;
 }

@@ -21,7 +21,8 @@ typedef struct dfccl_coll {
     size_t             total_count; /* elements handled by this rank's plan */
     void              *user;
     dfccl_exec_t       exec;        /* plan interpretation and saved context */
-    uint64_t           last_progress_ns;
+    uint64_t           last_progress_ns; /* 0 until it first becomes runnable */
+    uint64_t           budget_ns;   /* adaptive wait allowed per turn */
     dfccl_step_t       steps[];     /* the plan */
 } dfccl_coll_t;
 
@@ -31,6 +32,7 @@ struct dfccl_comm {
     int              size;
     uint64_t         key;
     uint64_t         next_seq;      /* posting thread side */
+    uint64_t         next_run_seq;  /* daemon side: the collective that may use the FIFOs */
     int              refs;          /* user + in-flight collectives (atomic) */
     int              broken;        /* a collective failed: counters are inconsistent */
     dfccl_shm_t      recv_seg;      /* this rank's incoming FIFO */

@@ -145,6 +145,62 @@ static int body_timeout(int rank, int size, sim_world_t *world, void *arg)
     return 0;
 }
 
+/*
+ * Disorder: every rank posts one allreduce on each of 4 communicators, in its
+ * own order (rotated by rank), larger than a FIFO so that each needs its
+ * peers throughout. Preemptive: all complete. Serial (arg != NULL): the
+ * engine deadlocks and its watchdog fails what it cannot finish.
+ */
+static int body_disorder(int rank, int size, sim_world_t *world, void *arg)
+{
+    enum { NCOMMS = 4, COUNT = 300000 };
+    int serial = arg != NULL;
+    dfccl_context_t *ctx;
+    dfccl_comm_t *comm[NCOMMS];
+    dfccl_config_t cfg;
+    dfccl_status_t last = DFCCL_OK;
+    float *in = malloc(sizeof(float) * COUNT), *out[NCOMMS];
+
+    dfccl_config_init(&cfg);
+    cfg.preempt = !serial;
+    cfg.timeout_sec = serial ? 1.0 : 60.0;
+    CHECK(dfccl_context_create(&cfg, &ctx) == DFCCL_OK, "context");
+    for (int c = 0; c < NCOMMS; c++) {
+        dfccl_comm_params_t p = { rank, size, 200 + (uint64_t)c, sim_allgather, world };
+        CHECK(dfccl_comm_create(ctx, &p, &comm[c]) == DFCCL_OK, "comm %d", c);
+        out[c] = malloc(sizeof(float) * COUNT);
+    }
+    sim_fill_input(in, COUNT, DFCCL_FLOAT, DFCCL_OP_SUM, rank, 0);
+    for (int k = 0; k < NCOMMS; k++) {
+        int c = (k + rank) % NCOMMS;   /* each rank its own order */
+        dfccl_coll_args_t a = { DFCCL_COLL_ALLREDUCE, in, out[c], COUNT, NULL, DFCCL_FLOAT,
+                                DFCCL_OP_SUM, 0, NULL };
+        CHECK(dfccl_coll_post(comm[c], &a) == DFCCL_OK, "post");
+    }
+    int ok = wait_completions(ctx, NCOMMS, &last);
+    if (serial) {
+        CHECK(ok >= 0 && ok < NCOMMS && last == DFCCL_ERR_TIMEOUT,
+              "serial engine: expected the watchdog to fail a deadlocked collective (%d ok)", ok);
+    } else {
+        CHECK(ok == NCOMMS, "preemptive engine: %d of %d completed (last %s)", ok, NCOMMS,
+              dfccl_status_string(last));
+        for (int c = 0; c < NCOMMS; c++)
+            for (size_t i = 0; i < COUNT; i += 997) {
+                float e;
+                sim_expected(&e, DFCCL_FLOAT, DFCCL_OP_SUM, size, i);
+                CHECK(out[c][i] == e, "comm %d [%zu] %g != %g", c, i, out[c][i], e);
+            }
+    }
+    sim_allgather(&last, in, sizeof(last), world);
+    for (int c = 0; c < NCOMMS; c++) {
+        dfccl_comm_destroy(comm[c]);
+        free(out[c]);
+    }
+    free(in);
+    dfccl_context_destroy(ctx);
+    return 0;
+}
+
 /* Ranks with different FIFO settings: creation fails on every rank alike. */
 static int body_mismatch(int rank, int size, sim_world_t *world, void *arg)
 {
@@ -170,6 +226,14 @@ int main(void)
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         int f = sim_run(sizes[i], 120, body_collectives, NULL);
         printf("collectives on %d ranks: %s\n", sizes[i], f ? "FAIL" : "ok");
+        f ? failed++ : passed++;
+    }
+    for (int n = 2; n <= 3; n++) {
+        int f = sim_run(n, 120, body_disorder, NULL);
+        printf("disorder on %d ranks, preemptive: %s\n", n, f ? "FAIL" : "ok");
+        f ? failed++ : passed++;
+        f = sim_run(n, 120, body_disorder, (void *)1);
+        printf("disorder on %d ranks, serial, watchdog: %s\n", n, f ? "FAIL" : "ok");
         f ? failed++ : passed++;
     }
     int f = sim_run(2, 60, body_timeout, NULL);

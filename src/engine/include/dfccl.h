@@ -79,6 +79,14 @@ typedef struct dfccl_config {
     unsigned fifo_slots;     /* slots per connection: how far a sender may run ahead */
     double   timeout_sec;    /* a collective without progress this long fails */
     int      verbose;        /* 0 quiet, 1 set-up and errors, 2+ per collective */
+    /* Scheduling. preempt 0: one collective at a time in submission order
+     * (the serial model, which deadlocks on disordered programs); 1: a
+     * collective that waits for a peer gives way to others. */
+    int      preempt;
+    uint64_t budget_head_ns;  /* wait allowed to the first collective in the global order */
+    uint64_t budget_ns;       /* initial wait allowed to the others */
+    uint64_t budget_min_ns;   /* adaptive range: no progress halves a budget, */
+    uint64_t budget_max_ns;   /* progress doubles it */
 } dfccl_config_t;
 
 void dfccl_config_init(dfccl_config_t *config);
@@ -113,7 +121,7 @@ typedef struct dfccl_comm_params {
 dfccl_status_t dfccl_comm_create(dfccl_context_t *context,
                                  const dfccl_comm_params_t *params,
                                  dfccl_comm_t **comm_p);
-/* Local; waits (bounded by the timeout) for this comm's collectives to end. */
+/* Local; the communicator's memory goes once its last collective has ended. */
 void dfccl_comm_destroy(dfccl_comm_t *comm);
 int  dfccl_comm_rank(const dfccl_comm_t *comm);
 int  dfccl_comm_size(const dfccl_comm_t *comm);

@@ -37,6 +37,12 @@ typedef struct mca_coll_dfccl_component_t {
     size_t       slot_bytes;
     unsigned int fifo_slots;
     double       timeout;
+    bool         preempt;
+    uint64_t     budget_head_ns;
+    uint64_t     budget_ns;
+    uint64_t     budget_min_ns;
+    uint64_t     budget_max_ns;
+    int          default_priority;
 
     int              output;          /* opal_output stream for verbose messages */
     opal_mutex_t     lock;            /* guards lazy creation of the engine */

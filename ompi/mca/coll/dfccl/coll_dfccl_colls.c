@@ -8,6 +8,7 @@
 #include <time.h>
 #include "coll_dfccl.h"
 #include "opal/runtime/opal_progress.h"
+#include "opal/util/info.h"
 
 #define DFCCL_FALLBACK OMPI_ERR_NOT_SUPPORTED   /* internal: take the stock path */
 
@@ -47,6 +48,22 @@ static void dfccl_wait_blocking(mca_coll_dfccl_request_t *req)
     }
 }
 
+/* Scheduling priority: the communicator's info key "dfccl_priority"
+ * (MPI_Comm_set_info / MPI_Comm_dup_with_info), else the MCA default. It
+ * should be equal on all ranks: it orders collectives in the engine, which
+ * then converges faster; a mismatch costs time, never correctness. */
+static int dfccl_priority_of(ompi_communicator_t *comm)
+{
+    char value[32];
+    int flag = 0;
+
+    if (comm->super.s_info != NULL &&
+        opal_info_get(comm->super.s_info, "dfccl_priority", sizeof(value) - 1, value, &flag) ==
+            OPAL_SUCCESS && flag)
+        return atoi(value);
+    return mca_coll_dfccl_component.default_priority;
+}
+
 /* Posts to the engine; blocking calls (request == NULL) wait for completion. */
 static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_coll_args_t *args,
                      ompi_request_t **request)
@@ -59,7 +76,7 @@ static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_coll_args_t *args,
     req = mca_coll_dfccl_request_get(m->comm);
     if (req == NULL) return OMPI_ERR_OUT_OF_RESOURCE;   /* never fall back alone */
     args->user = req;
-    args->priority = 0;
+    args->priority = dfccl_priority_of(m->comm);
     status = dfccl_coll_post(m->engine_comm, args);
     if (status != DFCCL_OK) {
         DFCCL_ERROR("%s on comm %s not posted: %s", dfccl_coll_type_name(args->type),

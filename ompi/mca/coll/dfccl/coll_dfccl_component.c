@@ -51,6 +51,12 @@ static int dfccl_register(void)
     c->slot_bytes = defaults.slot_bytes;
     c->fifo_slots = defaults.fifo_slots;
     c->timeout    = defaults.timeout_sec;
+    c->preempt        = defaults.preempt != 0;
+    c->budget_head_ns = defaults.budget_head_ns;
+    c->budget_ns      = defaults.budget_ns;
+    c->budget_min_ns  = defaults.budget_min_ns;
+    c->budget_max_ns  = defaults.budget_max_ns;
+    c->default_priority = 0;
 
     (void)mca_base_component_var_register(v, "priority",
         "Priority of coll/dfccl (above coll/self's 75 so that it also serves 1-rank communicators)",
@@ -83,6 +89,35 @@ static int dfccl_register(void)
         "Seconds a collective may make no progress before it fails with a diagnosis of what it waits for",
         MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &c->timeout);
+    (void)mca_base_component_var_register(v, "preempt",
+        "Preemptive scheduling: a collective waiting for a peer gives way to others, so programs"
+        " that start collectives in different orders on different ranks complete (0: one at a"
+        " time in submission order, which deadlocks on such programs)",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &c->preempt);
+    (void)mca_base_component_var_register(v, "budget_head_ns",
+        "Nanoseconds the first collective of the global order may wait for a peer before the"
+        " daemon tries others (long: it is what all ranks converge on)",
+        MCA_BASE_VAR_TYPE_UINT64_T, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &c->budget_head_ns);
+    (void)mca_base_component_var_register(v, "budget_ns",
+        "Initial nanoseconds any other collective may wait per turn (adapts: progress doubles it,"
+        " none halves it)",
+        MCA_BASE_VAR_TYPE_UINT64_T, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &c->budget_ns);
+    (void)mca_base_component_var_register(v, "budget_min_ns",
+        "Lower bound of the adaptive wait budget (ns)",
+        MCA_BASE_VAR_TYPE_UINT64_T, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &c->budget_min_ns);
+    (void)mca_base_component_var_register(v, "budget_max_ns",
+        "Upper bound of the adaptive wait budget (ns)",
+        MCA_BASE_VAR_TYPE_UINT64_T, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &c->budget_max_ns);
+    (void)mca_base_component_var_register(v, "default_priority",
+        "Scheduling priority of collectives on communicators without the info key"
+        " \"dfccl_priority\" (higher runs first when collectives compete)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &c->default_priority);
     return OMPI_SUCCESS;
 }
 
@@ -135,6 +170,11 @@ int mca_coll_dfccl_context_get(dfccl_context_t **context_p)
         config.fifo_slots  = c->fifo_slots;
         config.timeout_sec = c->timeout;
         config.verbose     = c->verbose > 1 ? c->verbose - 1 : 0;
+        config.preempt     = c->preempt;
+        config.budget_head_ns = c->budget_head_ns;
+        config.budget_ns      = c->budget_ns;
+        config.budget_min_ns  = c->budget_min_ns;
+        config.budget_max_ns  = c->budget_max_ns;
         opal_free_list_init(&c->requests, sizeof(mca_coll_dfccl_request_t),
                             opal_cache_line_size, OBJ_CLASS(mca_coll_dfccl_request_t),
                             0, 0, 8, -1, 8, NULL, 0, NULL, NULL, NULL);
@@ -147,8 +187,9 @@ int mca_coll_dfccl_context_get(dfccl_context_t **context_p)
             OBJ_CONSTRUCT(&c->requests, opal_free_list_t);
         } else {
             opal_progress_register(mca_coll_dfccl_progress);
-            DFCCL_VERBOSE(1, "engine started (host backend, FIFOs %u x %zu bytes, timeout %.0f s)",
-                          c->fifo_slots, c->slot_bytes, c->timeout);
+            DFCCL_VERBOSE(1, "engine started (host backend, %s, FIFOs %u x %zu bytes, timeout %.0f s)",
+                          c->preempt ? "preemptive" : "serial", c->fifo_slots, c->slot_bytes,
+                          c->timeout);
         }
     }
     if (c->context == NULL) rc = OMPI_ERROR;
