@@ -7,9 +7,10 @@ export LD_LIBRARY_PATH="$DFCCL_ENGINE_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH
 "$OMPI_INFO" | grep -q 'MCA coll: dfccl' || { echo "ompi_info does not list MCA coll: dfccl"; exit 1; }
 params=$("$OMPI_INFO" --param coll dfccl --level 9) || exit 1
 failed=0
-for p in priority enable verbose host_buffers slot_bytes fifo_slots timeout; do
+for p in priority enable verbose host_buffers slot_bytes fifo_slots timeout preempt \
+         default_priority budget_head_ns budget_ns budget_min_ns budget_max_ns; do
   echo "$params" | grep -q "coll_dfccl_$p" || { echo "parameter coll_dfccl_$p missing"; failed=$((failed + 1)); }
 done
 echo "$params"
-echo "ompi_info: $((7 - failed)) passed, $failed failed"
+echo "ompi_info: $((13 - failed)) passed, $failed failed"
 [ $failed -eq 0 ]
