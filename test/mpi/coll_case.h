@@ -1,0 +1,82 @@
+/*
+ * coll_case.h - one collective call with buffers of its own, so that many
+ * can be in flight at once: deterministic input (coll_values.c), the exact
+ * expected result, poisoned output, start (blocking or not) and a
+ * bit-exact check afterwards.
+ *
+ * count means what it means in coll_check: allreduce, elements per buffer;
+ * allgather, elements each rank contributes; reduce_scatter, elements of the
+ * reduced vector, split unevenly; reduce_scatter_block, the reduced vector's
+ * length rounded up to a multiple of the communicator size.
+ */
+#ifndef DFCCL_TEST_COLL_CASE_H
+#define DFCCL_TEST_COLL_CASE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <mpi.h>
+
+#include "coll_values.h"
+#include "dfccl.h"
+
+typedef enum {
+    CASE_ALLREDUCE, CASE_ALLGATHER, CASE_REDUCE_SCATTER,
+    CASE_REDUCE_SCATTER_BLOCK, CASE_KIND_COUNT
+} case_kind_t;
+
+/* A carried (MPI type, op) pair; op is DFCCL_OP_NONE for allgather. */
+typedef struct {
+    MPI_Datatype  mpi;
+    const char   *name;
+    dfccl_dtype_t elem;
+    dfccl_op_t    op;
+} case_type_t;
+
+/* The (type, op) pairs the tests draw from: every element size, integer
+ * and float, several ops. */
+extern const case_type_t case_reduce_types[];
+extern const size_t case_reduce_type_count;
+extern const case_type_t case_gather_types[];
+extern const size_t case_gather_type_count;
+
+typedef struct {
+    case_kind_t       kind;
+    const case_type_t *type;
+    size_t            count;
+    uint32_t          seed;
+    MPI_Comm          comm;
+    /* filled by coll_case_prepare */
+    int               size, me;
+    size_t            result_bytes;
+    unsigned char    *send, *recv, *expected;
+    int              *recvcounts;
+    int               block_count;
+} coll_case_t;
+
+const char *coll_case_kind_name(case_kind_t kind);
+dfccl_coll_type_t coll_case_engine_kind(case_kind_t kind);
+MPI_Op coll_case_mpi_op(dfccl_op_t op);
+
+/* Picks a type for kind: reduce pairs, or allgather types. */
+const case_type_t *coll_case_pick_type(case_kind_t kind, uint64_t draw);
+
+/* Element count giving about `bytes` of data per call (at least 1). */
+size_t coll_case_count_for_bytes(case_kind_t kind, const case_type_t *type,
+                                 size_t bytes, int comm_size);
+
+/* Allocates and fills the buffers; returns 0, or -1 when out of memory. */
+int coll_case_prepare(coll_case_t *c);
+/* Refills input and poisons output, so the case can run again. */
+void coll_case_reset(coll_case_t *c);
+int coll_case_start(coll_case_t *c, MPI_Request *request);
+int coll_case_run_blocking(coll_case_t *c);
+/* 1 when the output is exactly right; else 0 with the first wrong element
+ * described in why. */
+int coll_case_verify(const coll_case_t *c, char *why, size_t why_len);
+void coll_case_free(coll_case_t *c);
+
+/* "error N: text" of an MPI error code. */
+void coll_case_error_text(int rc, char *out, size_t out_len);
+
+#endif /* DFCCL_TEST_COLL_CASE_H */
