@@ -61,6 +61,16 @@ AC_DEFUN([DFCCL_CHECK_OMPI], [
     [AC_MSG_RESULT([no])
      AC_MSG_ERROR([cannot build against Open MPI's headers and libraries (Debian: apt-get install libopenmpi-dev); see config.log])])
   CPPFLAGS=$save_CPPFLAGS; LIBS=$save_LIBS; LDFLAGS=$save_LDFLAGS
+  # Open MPI's inline 128-bit atomics (its lock-free lists, used under
+  # MPI_THREAD_MULTIPLE) need cmpxchg16b on x86-64, as Open MPI itself was built.
+  OMPI_COMPONENT_CFLAGS=
+  AS_CASE([$host_cpu], [x86_64], [
+    save_CFLAGS=$CFLAGS; CFLAGS="$CFLAGS -mcx16"
+    AC_MSG_CHECKING([whether $CC accepts -mcx16])
+    AC_COMPILE_IFELSE([AC_LANG_PROGRAM([], [])],
+      [AC_MSG_RESULT([yes]); OMPI_COMPONENT_CFLAGS=-mcx16], [AC_MSG_RESULT([no])])
+    CFLAGS=$save_CFLAGS])
+  AC_SUBST([OMPI_COMPONENT_CFLAGS])
   AS_IF([test -n "$with_mca_component_dir" && test "$with_mca_component_dir" != yes],
         [DFCCL_MCA_COMPONENT_DIR=$with_mca_component_dir],
         [DFCCL_MCA_COMPONENT_DIR=$DFCCL_OMPI_PKGLIBDIR])

@@ -7,6 +7,9 @@
 #include <string.h>
 #include "coll_dfccl.h"
 #include "ompi/mca/coll/base/base.h"
+#include "ompi/mca/coll/base/coll_tags.h"
+#include "ompi/mca/pml/pml.h"
+#include "opal/runtime/opal_progress.h"
 
 static void dfccl_module_construct(mca_coll_dfccl_module_t *m)
 {
@@ -139,13 +142,50 @@ mca_coll_base_module_t *mca_coll_dfccl_comm_query(ompi_communicator_t *comm, int
     return &m->super;
 }
 
-/* Bootstrap for the engine: the allgather of the component below us. */
+/*
+ * Bootstrap allgather for the engine: a ring over the PML, waited for by
+ * driving opal_progress ourselves. It runs inside communicator creation,
+ * which Open MPI progresses from opal_progress; a blocking collective there
+ * would wait through ompi_request_wait, which under MPI_THREAD_MULTIPLE
+ * waits for the very progress loop that called us. Bounded by the timeout.
+ * The tag is the stock allgather's: nothing else is in flight on a
+ * communicator while it is created or while its first carried call runs.
+ */
 static int dfccl_bootstrap_allgather(const void *send, void *recv, size_t bytes, void *arg)
 {
     mca_coll_dfccl_module_t *m = arg;
+    ompi_communicator_t *comm = m->comm;
+    int size = ompi_comm_size(comm), rank = ompi_comm_rank(comm);
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    double deadline = MPI_Wtime() + mca_coll_dfccl_component.timeout;
+    char *blocks = recv;
+
     if (bytes > (size_t)INT32_MAX) return -1;
-    return m->previous_allgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, m->comm,
-                                 m->previous_allgather_module) == OMPI_SUCCESS ? 0 : -1;
+    memcpy(blocks + (size_t)rank * bytes, send, bytes);
+    for (int step = 0; step < size - 1; step++) {
+        int send_block = (rank - step + size) % size, recv_block = (rank - step - 1 + size) % size;
+        ompi_request_t *reqs[2];
+        int done = 0;
+
+        if (MCA_PML_CALL(irecv(blocks + (size_t)recv_block * bytes, (int)bytes, MPI_BYTE, prev,
+                               MCA_COLL_BASE_TAG_ALLGATHER, comm, &reqs[0])) != OMPI_SUCCESS)
+            return -1;
+        if (MCA_PML_CALL(isend(blocks + (size_t)send_block * bytes, (int)bytes, MPI_BYTE, next,
+                               MCA_COLL_BASE_TAG_ALLGATHER, MCA_PML_BASE_SEND_STANDARD, comm,
+                               &reqs[1])) != OMPI_SUCCESS)
+            return -1;
+        while (ompi_request_test_all(2, reqs, &done, MPI_STATUSES_IGNORE) == OMPI_SUCCESS && !done) {
+            if (MPI_Wtime() > deadline) {
+                DFCCL_ERROR("comm %s: engine set-up exchange with ranks %d and %d not done after"
+                            " %.0f s (step %d of %d)", comm->c_name, prev, next,
+                            mca_coll_dfccl_component.timeout, step + 1, size - 1);
+                return -1;
+            }
+            opal_progress();
+        }
+        if (!done) return -1;
+    }
+    return 0;
 }
 
 /*
