@@ -252,3 +252,17 @@ void coll_case_error_text(int rc, char *out, size_t out_len)
     MPI_Error_string(rc, message, &length);
     snprintf(out, out_len, "error %d: %s", rc, message);
 }
+
+bool coll_case_moves_data(const coll_case_t *c)
+{
+    switch (c->kind) {
+    case CASE_REDUCE_SCATTER:
+        for (int r = 0; r < c->size; r++)
+            if (c->recvcounts[r] > 0) return true;
+        return false;
+    case CASE_REDUCE_SCATTER_BLOCK:
+        return c->block_count > 0;
+    default:
+        return c->count > 0;
+    }
+}

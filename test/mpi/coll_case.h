@@ -55,6 +55,9 @@ typedef struct {
 } coll_case_t;
 
 const char *coll_case_kind_name(case_kind_t kind);
+/* False when every rank's part is empty: Open MPI's MPI layer may then
+ * return before any component sees the call (so no engine counter rises). */
+bool coll_case_moves_data(const coll_case_t *c);
 dfccl_coll_type_t coll_case_engine_kind(case_kind_t kind);
 MPI_Op coll_case_mpi_op(dfccl_op_t op);
 

@@ -216,7 +216,7 @@ static int run_round(const options_t *o, int round, const slot_t *slots, int cou
         start_order[active] = k;
         wait_order[active] = k;
         active++;
-        if (o->expect == EXPECT_ENGINE)
+        if (o->expect == EXPECT_ENGINE && coll_case_moves_data(c))
             rise[coll_case_engine_kind(kind)]++;
     }
     test_rng_shuffle(&mine, start_order, (size_t)active);

@@ -195,7 +195,7 @@ static bool run_scenario(const options_t *o, uint64_t sseed)
             fprintf(stderr, "rank %d: out of memory\n", world_rank);
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
-        if (o->expect == EXPECT_ENGINE)
+        if (o->expect == EXPECT_ENGINE && coll_case_moves_data(&call->c))
             rise[coll_case_engine_kind(call->c.kind)]++;
     }
     /* Segments of nonblocking calls, drawn once all blocking calls are known. */
