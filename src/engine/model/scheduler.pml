@@ -1,0 +1,322 @@
+/*
+ * scheduler.pml - model of the daemon's scheduling protocol: N ranks, K
+ * collectives (ring allreduce), one ring of bounded FIFOs per communicator,
+ * disordered arrival, give-up at slice boundaries and switching between
+ * collectives in one global order.
+ *
+ * Parameters (spin -DNAME=VALUE):
+ *   N       ranks, 2..3 (every rank is in every communicator)
+ *   K       collectives, 1..3, collective k on communicator k
+ *   C       FIFO capacity in chunks (>= 1; the engine needs >= 2)
+ *   ROUNDS  rounds of the ring program (the buffer in ROUNDS chunks)
+ *   L, S    failed attempts before giving up: head, others (>= 1)
+ * Variants:
+ *   SHARE       collectives 0 and 1 share communicator 0 (K = 3: two comms)
+ *   SERIAL      no switching: a rank runs its collectives in its own arrival
+ *               order, each to the end (expected to deadlock)
+ *   ANY_ON_COMM broken rule: a younger collective of a communicator may run
+ *               before the older one (expected to mix up slices; with SHARE)
+ *   BUSY        back-off restarts the walk at once (busy loop, the real
+ *               daemon); default: back-off sleeps until one of the rank's
+ *               runnable steps can move, so a deadlock is an end state
+ *   EARLY       every collective is posted (in any order) before the
+ *               daemons start: a smaller state space for 3 ranks
+ *   PROGRESS    progress labels after each slice move (pan -l)
+ *   LTL         adds the claim <> all_done (check with pan -a -f)
+ *
+ * Abstractions: a step moves one slice (chunk); checking readiness and
+ * moving it is one indivisible transition (only this rank can take away its
+ * own readiness: others only fill its input or drain its output); time
+ * budgets are counts of failed attempts, and the give-up may come after any
+ * count in [1, budget] (adaptive budgets); priorities and communicator keys
+ * are folded into one global order, the collective's index.
+ */
+
+#ifndef N
+#define N 2
+#endif
+#ifndef K
+#define K 2
+#endif
+#ifndef C
+#define C 2
+#endif
+#ifndef ROUNDS
+#define ROUNDS 1
+#endif
+#ifndef L
+#define L 3
+#endif
+#ifndef S
+#define S 1
+#endif
+
+/* ring allreduce: send, (N-2) x recvReduceSend, recvReduceCopySend,
+ * (N-2) x recvCopySend, recv */
+#define NSTEPS   (2 * N - 1)
+#define T        (ROUNDS * NSTEPS)          /* slices one rank moves */
+#define ALLMASK  ((1 << K) - 1)
+
+#ifdef SHARE
+#define NCOMM        (K - 1)
+#define COMM(k)      ((k) == 0 -> 0 : (k) - 1)
+#define PRED_ARR(r, k)  ((k) != 1 || ARR(r, 0))
+#define PRED_DONE(r, k) ((k) != 1 || DONE(r, 0))
+#else
+#define NCOMM        K
+#define COMM(k)      (k)
+#define PRED_ARR(r, k)  1
+#define PRED_DONE(r, k) 1
+#endif
+
+#define POS(r, k)     pos[(r) * K + (k)]
+#define DONE(r, k)    (POS(r, k) == T)
+#define ARR(r, k)     ((arrived[r] >> (k)) & 1)
+#define STEP(r, k)    (POS(r, k) % NSTEPS)
+#define HASRECV(r, k) (STEP(r, k) > 0)
+#define HASSEND(r, k) (STEP(r, k) < NSTEPS - 1)
+/* fifo[comm * N + r]: from rank r to rank r + 1 on that communicator */
+#define INF(r, k)     fifo[COMM(k) * N + ((r) + N - 1) % N]
+#define OUTF(r, k)    fifo[COMM(k) * N + (r)]
+/* input present and output slot free */
+#define ENABLED(r, k) ((!HASRECV(r, k) || len(INF(r, k)) > 0) && \
+                       (!HASSEND(r, k) || len(OUTF(r, k)) < C))
+/* a slice names its collective and the sender's position */
+#define TAG(k, p)     ((k) * T + (p))
+
+#ifdef ANY_ON_COMM
+#define RUNNABLE(r, k) (ARR(r, k) && !DONE(r, k))
+#else
+/* only the oldest collective of a communicator is runnable */
+#define RUNNABLE(r, k) (ARR(r, k) && !DONE(r, k) && PRED_DONE(r, k))
+#endif
+#define RE(r, k)          ((k) < K && RUNNABLE(r, k) && ENABLED(r, k))
+#define ANY_ENABLED(r)    (RE(r, 0) || RE(r, 1) || RE(r, 2))
+#define ANY_RUNNABLE(r)   (((0 < K) && RUNNABLE(r, 0)) || ((1 < K) && RUNNABLE(r, 1)) || \
+                           ((2 < K) && RUNNABLE(r, 2)))
+#define ALL_MINE_DONE(r)  (((0 >= K) || DONE(r, 0)) && ((1 >= K) || DONE(r, 1)) && \
+                           ((2 >= K) || DONE(r, 2)))
+
+chan fifo[NCOMM * N] = [C] of { byte };
+byte pos[N * K];          /* slices moved by collective k on rank r */
+byte arrived[N];          /* bit k: collective k was posted on rank r */
+byte finished;            /* daemons that completed everything */
+#ifdef SERIAL
+byte aseq[N * K];         /* arrival order on each rank */
+byte narr[N];
+#endif
+
+#define all_done (finished == N)
+
+/* Moves one slice of collective k on rank r; the guard is its readiness. */
+#define MOVE(r, k, t) \
+    d_step { \
+        ENABLED(r, k) -> \
+        if \
+        :: HASRECV(r, k) -> INF(r, k)?t; assert(t == TAG(k, POS(r, k) - 1)) \
+        :: else -> skip \
+        fi; \
+        if \
+        :: HASSEND(r, k) -> OUTF(r, k)!TAG(k, POS(r, k)) \
+        :: else -> skip \
+        fi; \
+        POS(r, k)++; \
+        t = 0 \
+    }
+
+/* The application on rank r posts its collectives in any order that keeps
+ * each communicator's order, at arbitrary times. */
+#ifdef SERIAL
+#define POST(r, k) d_step { (k) < K && !ARR(r, k) && PRED_ARR(r, k) -> \
+                            arrived[r] = arrived[r] | (1 << (k)); \
+                            aseq[(r) * K + narr[r]] = k; narr[r]++ }
+#else
+#define POST(r, k) d_step { (k) < K && !ARR(r, k) && PRED_ARR(r, k) -> \
+                            arrived[r] = arrived[r] | (1 << (k)) }
+#endif
+
+#define POST_ANY(r) \
+    if \
+    :: POST(r, 0) \
+    :: POST(r, 1) \
+    :: POST(r, 2) \
+    fi
+
+proctype App(byte r)
+{
+    POST_ANY(r);
+#if K > 1
+    POST_ANY(r);
+#endif
+#if K > 2
+    POST_ANY(r)
+#endif
+}
+
+#ifndef SERIAL
+
+#if L > 1 || S > 1
+#define BUDGETS
+#endif
+
+/* Scans from c for the next runnable collective in the global order; K when
+ * there is none. */
+#define SCAN(r) \
+    do \
+    :: c < K && !RUNNABLE(r, c) -> c++ \
+    :: else -> break \
+    od
+
+#ifdef BUDGETS
+#define RESET_BUDGET(h) head = h; tries = 0
+#else
+#define RESET_BUDGET(h) skip
+#endif
+
+/* A pass starts at the head: the first runnable collective in the order.
+ * c == K: nothing runnable (idle). */
+#define NEWPASS(r) c = 0; SCAN(r); RESET_BUDGET(true)
+
+#define BACKOFF (K + 1)
+
+/* The preemptive daemon. The real one restarts at the head after a pass
+ * that moved something and backs off first after a pass that did not; here
+ * the end of every pass waits until one of the rank's runnable steps can
+ * move (or, with BUSY, walks again at once). The two differ only by passes
+ * of failed attempts, which change nothing. */
+
+proctype Daemon(byte r)
+{
+    byte c;        /* collective being attempted; K: idle; BACKOFF */
+    byte t;
+#ifdef BUDGETS
+    byte tries;    /* failed attempts on c in a row */
+    bool head;     /* c is the head of the pass: long budget */
+#endif
+
+    d_step { NEWPASS(r) };
+    do
+    :: c < K && ENABLED(r, c) ->
+        /* moves a slice; keeps the core while it progresses (stickiness);
+         * a finished collective leaves the list and the walk starts again */
+        MOVE(r, c, t);
+#ifdef PROGRESS
+progress:
+        skip;
+#endif
+        d_step {
+#ifdef BUDGETS
+            tries = 0;
+#endif
+            if
+            :: DONE(r, c) -> NEWPASS(r)
+            :: else -> skip
+            fi
+        }
+#ifdef BUDGETS
+    :: c < K && !ENABLED(r, c) && tries + 1 < (head -> L : S) ->
+        tries++                         /* failed attempt: no effect, retry */
+#endif
+    :: c < K && !ENABLED(r, c) ->
+        /* gives up (budget spent, or a smaller adapted budget) and switches
+         * to the next runnable collective */
+        d_step {
+            c++; SCAN(r); RESET_BUDGET(false);
+            if
+            :: c < K -> skip
+            :: else ->                  /* end of the pass */
+#ifdef BUSY
+                NEWPASS(r)              /* (backs off and) walks again */
+#else
+                c = BACKOFF             /* waits until something can move */
+#endif
+            fi
+        }
+#ifndef BUSY
+    :: c == BACKOFF && ANY_ENABLED(r) -> d_step { NEWPASS(r) }
+#endif
+    :: atomic { c == K && ALL_MINE_DONE(r) -> finished++; c = 0 }; break
+    :: c == K && ANY_RUNNABLE(r) ->     /* was idle, sleeping on the queue */
+        d_step { NEWPASS(r) }
+    od
+}
+
+#else /* SERIAL: one collective at a time, in this rank's arrival order */
+
+proctype Daemon(byte r)
+{
+    byte i, c, t;
+
+    do
+    :: i < K ->
+        narr[r] > i;                    /* sleeps on the queue */
+        c = aseq[r * K + i];
+        do
+        :: MOVE(r, c, t);
+#ifdef PROGRESS
+progress:
+            skip;
+#endif
+            if
+            :: DONE(r, c) -> break
+            :: else -> skip
+            fi
+#ifdef BUSY
+        :: !ENABLED(r, c) -> skip       /* backs off and retries */
+#endif
+        od;
+        i++
+    :: else -> break
+    od;
+    atomic { finished++; i = 0; c = 0 }
+}
+
+#endif
+
+init
+{
+    byte r;
+
+#ifdef EARLY
+    /* every collective is posted, in any order, before the daemons start */
+    atomic {
+        r = 0;
+        do
+        :: r < N -> run App(r); r++
+        :: else -> break
+        od;
+        r = 0
+    }
+    do
+    :: r < N -> arrived[r] == ALLMASK; r++
+    :: else -> break
+    od;
+    atomic {
+        r = 0;
+        do
+        :: r < N -> run Daemon(r); r++
+        :: else -> break
+        od;
+        r = 0
+    }
+#else
+    atomic {
+        r = 0;
+        do
+        :: r < N -> run App(r); run Daemon(r); r++
+        :: else -> break
+        od;
+        r = 0
+    }
+#endif
+    all_done;
+    /* every slice sent was received by its own collective */
+    do
+    :: r < NCOMM * N -> assert(len(fifo[r]) == 0); r++
+    :: else -> break
+    od
+}
+
+#ifdef LTL
+ltl eventually_done { <> all_done }
+#endif
