@@ -8,7 +8,8 @@
  *   sequence number): a global order every rank computes alike.
  * - On each communicator only its oldest collective may run (they share the
  *   communicator's FIFOs, and MPI orders them alike on all ranks).
- * - A pass walks the runnable collectives in that order. A collective keeps
+ * - A pass walks the runnable collectives in that order, and ends at the
+ *   first that moved data (the next pass starts at the head again). A collective keeps
  *   the thread while it moves data (stickiness); once it has waited for a
  *   peer longer than its budget it gives way, with nothing half-done (the
  *   executor only stops between slices). The first in the order gets the
@@ -203,6 +204,9 @@ static int daemon_pass(daemon_t *d)
         }
         }
         if (!cfg->preempt) break;   /* serial: only the oldest submission runs */
+        /* After progress anywhere, start again from the head: it is what all
+         * ranks converge on, and the peers that just moved may now let it go. */
+        if (progressed) break;
         link = &coll->next;
     }
     return progressed;

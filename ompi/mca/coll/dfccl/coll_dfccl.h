@@ -49,6 +49,7 @@ typedef struct mca_coll_dfccl_component_t {
     dfccl_context_t *context;         /* NULL until the first carried call */
     bool             context_failed;
     opal_free_list_t requests;
+    int32_t          in_flight;       /* collectives posted and not yet completed */
 } mca_coll_dfccl_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_dfccl_component_t mca_coll_dfccl_component;

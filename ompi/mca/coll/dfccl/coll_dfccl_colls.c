@@ -77,8 +77,10 @@ static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_coll_args_t *args,
     if (req == NULL) return OMPI_ERR_OUT_OF_RESOURCE;   /* never fall back alone */
     args->user = req;
     args->priority = dfccl_priority_of(m->comm);
+    opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, 1);
     status = dfccl_coll_post(m->engine_comm, args);
     if (status != DFCCL_OK) {
+        opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, -1);
         DFCCL_ERROR("%s on comm %s not posted: %s", dfccl_coll_type_name(args->type),
                     m->comm->c_name, dfccl_status_string(status));
         mca_coll_dfccl_request_release(req);

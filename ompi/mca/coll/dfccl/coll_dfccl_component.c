@@ -3,6 +3,7 @@
  * engine context, created on the first call the engine carries so that a
  * program that never uses it pays nothing (no thread, no progress hook).
  */
+#include <sched.h>
 #include "coll_dfccl.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/runtime/opal_progress.h"
@@ -207,6 +208,15 @@ int mca_coll_dfccl_progress(void)
 
     if (ctx == NULL) return 0;
     n = dfccl_context_poll(ctx, done, 16);
+    if (n == 0) {
+        /* Waiting for the daemon: let it have the core. Ranks are often
+         * bound to one core each, which the daemon thread then shares with a
+         * caller spinning in MPI_Wait; on an otherwise idle core this costs
+         * next to nothing. */
+        if (opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, 0) > 0) sched_yield();
+        return 0;
+    }
+    opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, -n);
     for (i = 0; i < n; i++) {
         mca_coll_dfccl_request_t *req = done[i].user;
         req->super.req_status.MPI_ERROR = mca_coll_dfccl_request_error(done[i].status);
