@@ -125,8 +125,11 @@ static void daemon_relax(uint64_t waited_ns)
     }
 }
 
-/* One turn: run while data moves; give way after budget_ns without. */
-static daemon_run_t daemon_run(dfccl_coll_t *coll, uint64_t budget_ns)
+/* One turn: run while data moves; give way after budget_ns without, or
+ * at once when new collectives wait to be admitted (one of them may come
+ * first in the global order: ranks that started in different orders then
+ * find their common head sooner). */
+static daemon_run_t daemon_run(daemon_t *d, dfccl_coll_t *coll, uint64_t budget_ns)
 {
     uint64_t blocked_since = 0, now;
     int moved = 0;
@@ -142,7 +145,9 @@ static daemon_run_t daemon_run(dfccl_coll_t *coll, uint64_t budget_ns)
             continue;
         }
         if (blocked_since == 0) blocked_since = now;
-        if (now - blocked_since >= budget_ns) return moved ? RUN_PROGRESS : RUN_BLOCKED;
+        if (now - blocked_since >= budget_ns ||
+            __atomic_load_n(&d->ctx->submit.pending, __ATOMIC_ACQUIRE))
+            return moved ? RUN_PROGRESS : RUN_BLOCKED;
         daemon_relax(now - blocked_since);
     }
 }
@@ -181,7 +186,7 @@ static int daemon_pass(daemon_t *d)
         budget = coll->budget_ns;
         if (first && budget < cfg->budget_head_ns) budget = cfg->budget_head_ns;
         first = 0;
-        switch (daemon_run(coll, budget)) {
+        switch (daemon_run(d, coll, budget)) {
         case RUN_DONE:
             daemon_finish(d, link, DFCCL_OK);
             progressed = 1;
