@@ -3,6 +3,7 @@
  * (see coll_case.h).
  */
 #include "coll_case.h"
+#include "test_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,23 +46,6 @@ dfccl_coll_type_t coll_case_engine_kind(case_kind_t kind)
     case CASE_ALLREDUCE: return DFCCL_COLL_ALLREDUCE;
     case CASE_ALLGATHER: return DFCCL_COLL_ALLGATHER;
     default:             return DFCCL_COLL_REDUCE_SCATTER;
-    }
-}
-
-MPI_Op coll_case_mpi_op(dfccl_op_t op)
-{
-    switch (op) {
-    case DFCCL_OP_SUM:  return MPI_SUM;
-    case DFCCL_OP_PROD: return MPI_PROD;
-    case DFCCL_OP_MIN:  return MPI_MIN;
-    case DFCCL_OP_MAX:  return MPI_MAX;
-    case DFCCL_OP_LAND: return MPI_LAND;
-    case DFCCL_OP_LOR:  return MPI_LOR;
-    case DFCCL_OP_LXOR: return MPI_LXOR;
-    case DFCCL_OP_BAND: return MPI_BAND;
-    case DFCCL_OP_BOR:  return MPI_BOR;
-    case DFCCL_OP_BXOR: return MPI_BXOR;
-    default:            return MPI_OP_NULL;
     }
 }
 
@@ -177,7 +161,7 @@ void coll_case_reset(coll_case_t *c)
 int coll_case_start(coll_case_t *c, MPI_Request *request)
 {
     MPI_Datatype type = c->type->mpi;
-    MPI_Op op = coll_case_mpi_op(c->type->op);
+    MPI_Op op = test_mpi_op(c->type->op);
     switch (c->kind) {
     case CASE_ALLREDUCE:
         return MPI_Iallreduce(c->send, c->recv, (int)c->count, type, op, c->comm, request);
@@ -196,7 +180,7 @@ int coll_case_start(coll_case_t *c, MPI_Request *request)
 int coll_case_run_blocking(coll_case_t *c)
 {
     MPI_Datatype type = c->type->mpi;
-    MPI_Op op = coll_case_mpi_op(c->type->op);
+    MPI_Op op = test_mpi_op(c->type->op);
     switch (c->kind) {
     case CASE_ALLREDUCE:
         return MPI_Allreduce(c->send, c->recv, (int)c->count, type, op, c->comm);

@@ -59,7 +59,6 @@ const char *coll_case_kind_name(case_kind_t kind);
  * return before any component sees the call (so no engine counter rises). */
 bool coll_case_moves_data(const coll_case_t *c);
 dfccl_coll_type_t coll_case_engine_kind(case_kind_t kind);
-MPI_Op coll_case_mpi_op(dfccl_op_t op);
 
 /* Picks a type for kind: reduce pairs, or allgather types. */
 const case_type_t *coll_case_pick_type(case_kind_t kind, uint64_t draw);

@@ -88,23 +88,6 @@ static carried_type_t carried_types[] = {
 };
 #define TYPE_COUNT (sizeof carried_types / sizeof carried_types[0])
 
-static MPI_Op mpi_op_of(dfccl_op_t op)
-{
-    switch (op) {
-    case DFCCL_OP_SUM:  return MPI_SUM;
-    case DFCCL_OP_PROD: return MPI_PROD;
-    case DFCCL_OP_MIN:  return MPI_MIN;
-    case DFCCL_OP_MAX:  return MPI_MAX;
-    case DFCCL_OP_LAND: return MPI_LAND;
-    case DFCCL_OP_LOR:  return MPI_LOR;
-    case DFCCL_OP_LXOR: return MPI_LXOR;
-    case DFCCL_OP_BAND: return MPI_BAND;
-    case DFCCL_OP_BOR:  return MPI_BOR;
-    case DFCCL_OP_BXOR: return MPI_BXOR;
-    default:            return MPI_OP_NULL;
-    }
-}
-
 static const size_t default_counts[] = { 0, 1, 7, 4099, 65537, 1048579 };
 static const size_t quick_counts[] = { 0, 1, 7, 4099 };
 #define MAX_COUNTS 32
@@ -288,7 +271,7 @@ static int issue(const call_t *call, const void *sendbuf, void *recvbuf,
 {
     MPI_Comm comm = call->comm->comm;
     MPI_Datatype type = call->type->mpi;
-    MPI_Op op = mpi_op_of(call->op);
+    MPI_Op op = test_mpi_op(call->op);
     int count = (int)call->count;
     int size;
     MPI_Comm_size(comm, &size);

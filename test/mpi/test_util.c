@@ -132,3 +132,21 @@ size_t verdict_log_report(const verdict_log_t *log, const char *program,
     }
     return failed;
 }
+
+/* The predefined MPI op for an engine op (MPI_OP_NULL for none). */
+MPI_Op test_mpi_op(dfccl_op_t op)
+{
+    switch (op) {
+    case DFCCL_OP_SUM:  return MPI_SUM;
+    case DFCCL_OP_PROD: return MPI_PROD;
+    case DFCCL_OP_MIN:  return MPI_MIN;
+    case DFCCL_OP_MAX:  return MPI_MAX;
+    case DFCCL_OP_LAND: return MPI_LAND;
+    case DFCCL_OP_LOR:  return MPI_LOR;
+    case DFCCL_OP_LXOR: return MPI_LXOR;
+    case DFCCL_OP_BAND: return MPI_BAND;
+    case DFCCL_OP_BOR:  return MPI_BOR;
+    case DFCCL_OP_BXOR: return MPI_BXOR;
+    default:            return MPI_OP_NULL;
+    }
+}

@@ -63,4 +63,7 @@ void verdict_log_free(verdict_log_t *log);
 size_t verdict_log_report(const verdict_log_t *log, const char *program,
                           double elapsed_s, MPI_Comm comm);
 
+/* The predefined MPI op for an engine op (MPI_OP_NULL for none). */
+MPI_Op test_mpi_op(dfccl_op_t op);
+
 #endif /* DFCCL_TEST_UTIL_H */
