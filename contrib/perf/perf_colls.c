@@ -1,0 +1,122 @@
+/* perf_colls.c - buffer shapes, calls, inputs and result checks per collective. */
+#include "perf_colls.h"
+
+#include <string.h>
+
+static const char *const coll_names[PERF_COLL_COUNT] = {
+    "allreduce", "allgather", "reduce_scatter", "reduce_scatter_block"};
+
+const char *perf_coll_name(perf_coll_id_t coll) { return coll_names[coll]; }
+
+int perf_coll_parse(const char *name)
+{
+    for (int c = 0; c < PERF_COLL_COUNT; c++)
+        if (strcmp(name, coll_names[c]) == 0)
+            return c;
+    return -1;
+}
+
+bool perf_coll_reduces(perf_coll_id_t coll) { return coll != PERF_ALLGATHER; }
+
+double perf_coll_busbw_factor(perf_coll_id_t coll, int nranks)
+{
+    double n = nranks;
+    return coll == PERF_ALLREDUCE ? 2.0 * (n - 1.0) / n : (n - 1.0) / n;
+}
+
+bool perf_call_shape(perf_call_t *call, size_t bytes)
+{
+    size_t elements = bytes / call->type->size;
+    if (call->coll == PERF_ALLREDUCE) {
+        call->count = call->rank_count = elements;
+    } else {
+        call->rank_count = elements / (size_t)call->nranks;
+        call->count = call->rank_count * (size_t)call->nranks;
+    }
+    for (int r = 0; r < call->nranks; r++)
+        call->recv_counts[r] = (int)call->rank_count;
+    return call->rank_count > 0;
+}
+
+int perf_call_start(const perf_call_t *call, MPI_Request *request)
+{
+    const void *send = call->in_place ? MPI_IN_PLACE : call->send;
+    MPI_Datatype dt = call->type->mpi;
+    MPI_Op op = call->op->mpi;
+    int n = (int)call->rank_count;
+    switch (call->coll) {
+    case PERF_ALLREDUCE:
+        return request ? MPI_Iallreduce(send, call->recv, n, dt, op, call->comm, request)
+                       : MPI_Allreduce(send, call->recv, n, dt, op, call->comm);
+    case PERF_ALLGATHER:
+        return request ? MPI_Iallgather(send, n, dt, call->recv, n, dt, call->comm, request)
+                       : MPI_Allgather(send, n, dt, call->recv, n, dt, call->comm);
+    case PERF_REDUCE_SCATTER:
+        return request ? MPI_Ireduce_scatter(send, call->recv, call->recv_counts, dt, op,
+                                             call->comm, request)
+                       : MPI_Reduce_scatter(send, call->recv, call->recv_counts, dt, op,
+                                            call->comm);
+    case PERF_REDUCE_SCATTER_BLOCK:
+        return request ? MPI_Ireduce_scatter_block(send, call->recv, n, dt, op, call->comm,
+                                                   request)
+                       : MPI_Reduce_scatter_block(send, call->recv, n, dt, op, call->comm);
+    default:
+        return MPI_ERR_ARG;
+    }
+}
+
+void perf_call_fill(const perf_call_t *call)
+{
+    const perf_type_t *t = call->type;
+    size_t rc = call->rank_count;
+    switch (call->coll) {
+    case PERF_ALLREDUCE:
+    case PERF_REDUCE_SCATTER:
+    case PERF_REDUCE_SCATTER_BLOCK: {
+        void *in = call->in_place ? call->recv : call->send;
+        for (size_t i = 0; i < call->count; i++)
+            perf_type_store(t, in, i, perf_input_value(call->op, call->rank, call->nranks, i));
+        break;
+    }
+    case PERF_ALLGATHER: {
+        /* in place, this rank's block already sits at its offset of the result */
+        size_t offset = call->in_place ? (size_t)call->rank * rc : 0;
+        void *in = call->in_place ? call->recv : call->send;
+        for (size_t i = 0; i < rc; i++)
+            perf_type_store(t, in, offset + i,
+                            perf_input_value(call->op, call->rank, call->nranks, i));
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+size_t perf_call_wrong(const perf_call_t *call)
+{
+    const perf_type_t *t = call->type;
+    size_t rc = call->rank_count, wrong = 0;
+    switch (call->coll) {
+    case PERF_ALLREDUCE:
+        for (size_t i = 0; i < call->count; i++)
+            wrong += perf_type_load(t, call->recv, i) !=
+                     perf_reference_value(call->op, call->nranks, i);
+        break;
+    case PERF_ALLGATHER:
+        for (int r = 0; r < call->nranks; r++)
+            for (size_t i = 0; i < rc; i++)
+                wrong += perf_type_load(t, call->recv, (size_t)r * rc + i) !=
+                         perf_input_value(call->op, r, call->nranks, i);
+        break;
+    case PERF_REDUCE_SCATTER:
+    case PERF_REDUCE_SCATTER_BLOCK:
+        for (size_t i = 0; i < rc; i++)
+            wrong += perf_type_load(t, call->recv, i) !=
+                     perf_reference_value(call->op, call->nranks,
+                                          (size_t)call->rank * rc + i);
+        break;
+    default:
+        break;
+    }
+    return wrong;
+}
