@@ -14,11 +14,13 @@ command -v python3 >/dev/null || { echo "SKIP: perf_json needs python3"; exit 77
 [ -x "$program" ] || fail "no $program (run from the build directory after make)"
 
 # 16 B x 4 up to 4 KiB: 16, 64, 256, 1024, 4096 -> five rows
-DFCCL_TEST_MCA="--mca coll_dfccl_host_buffers engine" \
+# verbose 2: the component logs every call it hands to the engine (the proof
+# that dfccl_perf measured the engine and not the stock path)
+DFCCL_TEST_MCA="--mca coll_dfccl_host_buffers engine --mca coll_dfccl_verbose 2" \
     "$here/run_mpi_test.sh" 2 "$program" -b 16 -e 4K -f 4 -w 1 -n 2 --check \
     --no-progress -c allreduce --json "$work/out.json" > "$work/out.txt" 2>&1 ||
     { cat "$work/out.txt"; fail "the run failed"; }
-cat "$work/out.txt"
+grep -v 'posted to the engine' "$work/out.txt"
 
 grep -q '^# collective *size *count *type *redop *time *algbw *busbw *#wrong$' "$work/out.txt" ||
     fail "no table header"
@@ -29,6 +31,10 @@ bad=$(grep '^  allreduce ' "$work/out.txt" | awk '
     $2 !~ /^[0-9]+$/ || $3 !~ /^[0-9]+$/ || $4 != "float" || $5 != "sum" { print; next }
     $6 !~ /^[0-9.]+$/ || $7 !~ /^[0-9.]+$/ || $8 !~ /^[0-9.]+$/ || $9 != "0" { print }')
 [ -z "$bad" ] || fail "malformed rows: $bad"
+
+carried=$(grep -c 'coll:dfccl: allreduce on comm .* posted to the engine' "$work/out.txt")
+# 2 ranks x 5 sizes x (1 warm-up + 2 timed) at least
+[ "$carried" -ge 30 ] || fail "only $carried allreduce calls reached the engine"
 
 python3 -m json.tool "$work/out.json" > /dev/null || fail "out.json is not valid JSON"
 python3 - "$work/out.json" <<'PY' || fail "out.json does not hold the expected rows"
