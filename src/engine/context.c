@@ -20,10 +20,11 @@ dfccl_status_t dfccl_context_create(const dfccl_config_t *config, dfccl_context_
     /* two slots at least: a step that receives and sends holds one chunk
      * while the next rank still holds the previous one */
     if (ctx->config.slot_bytes < 64 || ctx->config.fifo_slots < 2 ||
-        !(ctx->config.timeout_sec > 0) || ctx->config.budget_min_ns == 0 ||
+        !(ctx->config.timeout_sec > 0 && ctx->config.timeout_sec <= 1e9) ||
+        ctx->config.budget_min_ns == 0 ||
         ctx->config.budget_min_ns > ctx->config.budget_max_ns) {
         dfccl_error("invalid engine configuration: slot_bytes %zu (>= 64), fifo_slots %u (>= 2),"
-                    " timeout %.3f s (> 0), budgets %llu..%llu ns (0 < min <= max)",
+                    " timeout %.3f s (0 < t <= 1e9), budgets %llu..%llu ns (0 < min <= max)",
                     ctx->config.slot_bytes, ctx->config.fifo_slots, ctx->config.timeout_sec,
                     (unsigned long long)ctx->config.budget_min_ns,
                     (unsigned long long)ctx->config.budget_max_ns);

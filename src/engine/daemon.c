@@ -20,7 +20,8 @@
  * Serial mode (config.preempt = 0) runs only the oldest submission, the way
  * NCCL does: kept as the baseline that deadlocks on disordered programs.
  *
- * Watchdog: a runnable collective without progress for config.timeout_sec
+ * Watchdog: a runnable collective blocked for config.timeout_sec (time the
+ * daemon spent on other collectives that moved is not counted against it)
  * fails with one line saying what it waits for; its communicator is then
  * broken (its FIFO counters are out of step) and later collectives on it
  * fail at once.
@@ -42,6 +43,10 @@
 /* An idle daemon polls for new work this long before it sleeps on the queue:
  * back-to-back collectives then skip a thread wake-up. */
 #define DAEMON_IDLE_SPIN_NS 50000ull
+/* Watchdog accounting: the time between two turns of a blocked collective
+ * counts against it up to this much; beyond, the daemon was busy with other
+ * collectives that moved, and the gap is not this one's fault. */
+#define DAEMON_VISIT_GAP_CAP_NS 100000000ull
 /* Slices moved per executor call before the clock is read again. */
 #define DAEMON_SLICE_BATCH 64
 
@@ -140,7 +145,6 @@ static daemon_run_t daemon_run(daemon_t *d, dfccl_coll_t *coll, uint64_t budget_
         now = dfccl_now_ns();
         if (r == DFCCL_EXEC_PROGRESS) {
             moved = 1;
-            coll->last_progress_ns = now;
             blocked_since = 0;
             continue;
         }
@@ -173,7 +177,7 @@ static int daemon_pass(daemon_t *d)
             link = &coll->next;
             continue;
         }
-        if (coll->last_progress_ns == 0) coll->last_progress_ns = dfccl_now_ns();
+        if (coll->last_visit_ns == 0) coll->last_visit_ns = dfccl_now_ns();
         if (coll->comm->broken) {
             dfccl_error("rank %d of comm %#llx: %s #%llu fails at once: an earlier collective"
                         " on this communicator failed", coll->comm->rank,
@@ -186,20 +190,24 @@ static int daemon_pass(daemon_t *d)
         budget = coll->budget_ns;
         if (first && budget < cfg->budget_head_ns) budget = cfg->budget_head_ns;
         first = 0;
-        switch (daemon_run(d, coll, budget)) {
+        daemon_run_t r = daemon_run(d, coll, budget);
+        uint64_t now = dfccl_now_ns(), gap = now - coll->last_visit_ns;
+        coll->last_visit_ns = now;
+        switch (r) {
         case RUN_DONE:
             daemon_finish(d, link, DFCCL_OK);
             progressed = 1;
             continue;
         case RUN_PROGRESS:
             coll->budget_ns = budget_clamp(cfg, 2 * coll->budget_ns);
+            coll->blocked_ns = 0;
             progressed = 1;
             break;
         case RUN_BLOCKED: {
-            uint64_t idle = dfccl_now_ns() - coll->last_progress_ns;
+            coll->blocked_ns += gap < DAEMON_VISIT_GAP_CAP_NS ? gap : DAEMON_VISIT_GAP_CAP_NS;
             coll->budget_ns = budget_clamp(cfg, coll->budget_ns / 2);
-            if (idle > d->timeout_ns) {
-                daemon_diagnose(coll, (double)idle / 1e9);
+            if (coll->blocked_ns > d->timeout_ns) {
+                daemon_diagnose(coll, (double)coll->blocked_ns / 1e9);
                 coll->comm->broken = 1;
                 daemon_finish(d, link, DFCCL_ERR_TIMEOUT);
                 progressed = 1;

@@ -21,7 +21,8 @@ typedef struct dfccl_coll {
     size_t             total_count; /* elements handled by this rank's plan */
     void              *user;
     dfccl_exec_t       exec;        /* plan interpretation and saved context */
-    uint64_t           last_progress_ns; /* 0 until it first becomes runnable */
+    uint64_t           last_visit_ns; /* end of its last turn; 0 until first runnable */
+    uint64_t           blocked_ns;    /* watchdog: time blocked since its last progress */
     uint64_t           budget_ns;   /* adaptive wait allowed per turn */
     dfccl_step_t       steps[];     /* the plan */
 } dfccl_coll_t;

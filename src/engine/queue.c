@@ -48,7 +48,7 @@ dfccl_coll_t *dfccl_queue_take_all(dfccl_queue_t *q, int wait)
 void dfccl_queue_stop(dfccl_queue_t *q)
 {
     pthread_mutex_lock(&q->lock);
-    q->stop = 1;
+    __atomic_store_n(&q->stop, 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&q->nonempty);
     pthread_mutex_unlock(&q->lock);
 }
@@ -94,7 +94,8 @@ dfccl_status_t dfccl_cqueue_push(dfccl_cqueue_t *cq, void *user, dfccl_status_t 
         pthread_mutex_unlock(&cq->lock);
         return DFCCL_ERR_NO_MEMORY;
     }
-    dfccl_completion_t *c = &cq->ring[(cq->first + cq->used++) % cq->capacity];
+    dfccl_completion_t *c = &cq->ring[(cq->first + cq->used) % cq->capacity];
+    __atomic_store_n(&cq->used, cq->used + 1, __ATOMIC_RELEASE);  /* read unlocked by poll */
     c->user = user;
     c->status = status;
     pthread_cond_broadcast(&cq->nonempty);
@@ -111,7 +112,7 @@ int dfccl_cqueue_poll(dfccl_cqueue_t *cq, dfccl_completion_t *out, int max)
     while (n < max && cq->used > 0) {
         out[n++] = cq->ring[cq->first];
         cq->first = (cq->first + 1) % cq->capacity;
-        cq->used--;
+        __atomic_store_n(&cq->used, cq->used - 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&cq->lock);
     return n;

@@ -30,7 +30,8 @@
     X(DFCCL_DOUBLE, double, double)
 
 #define DFCCL_R_SUM(T, U, a, b)  ((T)((U)(a) + (U)(b)))
-#define DFCCL_R_PROD(T, U, a, b) ((T)((U)(a) * (U)(b)))
+/* 1u first: uint8/uint16 operands would otherwise promote to (signed) int */
+#define DFCCL_R_PROD(T, U, a, b) ((T)(1u * (U)(a) * (U)(b)))
 #define DFCCL_R_MIN(T, U, a, b)  ((b) < (a) ? (b) : (a))
 #define DFCCL_R_MAX(T, U, a, b)  ((b) > (a) ? (b) : (a))
 #define DFCCL_R_LAND(T, U, a, b) ((T)(((a) != 0) && ((b) != 0)))

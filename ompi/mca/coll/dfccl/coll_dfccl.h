@@ -116,6 +116,9 @@ bool mca_coll_dfccl_map_reduction(ompi_datatype_t *dtype, struct ompi_op_t *op,
 bool mca_coll_dfccl_map_gather_type(ompi_datatype_t *dtype, int count, size_t *bytes);
 void mca_coll_dfccl_types_init(void);
 
+/* memory kind: true for CUDA device memory (the driver is asked if loaded) */
+bool mca_coll_dfccl_is_device_memory(const void *buf);
+
 /* requests */
 mca_coll_dfccl_request_t *mca_coll_dfccl_request_get(ompi_communicator_t *comm);
 void mca_coll_dfccl_request_release(mca_coll_dfccl_request_t *req);

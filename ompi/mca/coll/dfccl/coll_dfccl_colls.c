@@ -12,10 +12,12 @@
 
 #define DFCCL_FALLBACK OMPI_ERR_NOT_SUPPORTED   /* internal: take the stock path */
 
-/* Host buffers go to the engine only when asked (DESIGN.md, routing). */
+/* Host buffers go to the engine only when asked (DESIGN.md, routing);
+ * device buffers take the stock path until the CUDA backend exists. */
 static bool dfccl_route_buffers(const void *sbuf, const void *rbuf)
 {
-    return mca_coll_dfccl_component.host_buffers == MCA_COLL_DFCCL_HOST_BUFFERS_ENGINE;
+    return mca_coll_dfccl_component.host_buffers == MCA_COLL_DFCCL_HOST_BUFFERS_ENGINE &&
+           !mca_coll_dfccl_is_device_memory(sbuf) && !mca_coll_dfccl_is_device_memory(rbuf);
 }
 
 /*
@@ -226,6 +228,7 @@ static int dfccl_reduce_scatter_any(const void *sbuf, void *rbuf, const int *rco
     size_t *counts = malloc(sizeof(size_t) * (size_t)size);
     dfccl_coll_args_t args;
 
+    *fallback = false;   /* an error is returned, never a lone fallback */
     if (counts == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
     if (dfccl_prepare_reduce_scatter(sbuf, rbuf, rcounts, rcount, dtype, op, size, counts, &args))
         rc = dfccl_run(m, &args, request);

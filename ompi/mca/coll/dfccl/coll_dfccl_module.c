@@ -159,33 +159,42 @@ static int dfccl_bootstrap_allgather(const void *send, void *recv, size_t bytes,
     int next = (rank + 1) % size, prev = (rank + size - 1) % size;
     double deadline = MPI_Wtime() + mca_coll_dfccl_component.timeout;
     char *blocks = recv;
+    ompi_request_t *reqs[2] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL };
 
     if (bytes > (size_t)INT32_MAX) return -1;
     memcpy(blocks + (size_t)rank * bytes, send, bytes);
     for (int step = 0; step < size - 1; step++) {
         int send_block = (rank - step + size) % size, recv_block = (rank - step - 1 + size) % size;
-        ompi_request_t *reqs[2];
         int done = 0;
 
+        reqs[0] = reqs[1] = MPI_REQUEST_NULL;
         if (MCA_PML_CALL(irecv(blocks + (size_t)recv_block * bytes, (int)bytes, MPI_BYTE, prev,
-                               MCA_COLL_BASE_TAG_ALLGATHER, comm, &reqs[0])) != OMPI_SUCCESS)
-            return -1;
-        if (MCA_PML_CALL(isend(blocks + (size_t)send_block * bytes, (int)bytes, MPI_BYTE, next,
+                               MCA_COLL_BASE_TAG_ALLGATHER, comm, &reqs[0])) != OMPI_SUCCESS ||
+            MCA_PML_CALL(isend(blocks + (size_t)send_block * bytes, (int)bytes, MPI_BYTE, next,
                                MCA_COLL_BASE_TAG_ALLGATHER, MCA_PML_BASE_SEND_STANDARD, comm,
                                &reqs[1])) != OMPI_SUCCESS)
-            return -1;
+            goto err_requests;
         while (ompi_request_test_all(2, reqs, &done, MPI_STATUSES_IGNORE) == OMPI_SUCCESS && !done) {
             if (MPI_Wtime() > deadline) {
                 DFCCL_ERROR("comm %s: engine set-up exchange with ranks %d and %d not done after"
                             " %.0f s (step %d of %d)", comm->c_name, prev, next,
                             mca_coll_dfccl_component.timeout, step + 1, size - 1);
-                return -1;
+                goto err_requests;
             }
             opal_progress();
         }
-        if (!done) return -1;
+        if (!done) goto err_requests;
     }
     return 0;
+
+err_requests:
+    /* leave nothing posted that a later stock allgather (same tag) could match */
+    for (int i = 0; i < 2; i++) {
+        if (reqs[i] == MPI_REQUEST_NULL) continue;
+        ompi_request_cancel(reqs[i]);
+        ompi_request_free(&reqs[i]);
+    }
+    return -1;
 }
 
 /*
