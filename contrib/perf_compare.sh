@@ -6,7 +6,7 @@
 #   times and the ratios dfccl/stock of time and of busbw.
 #   Run from the build directory (it uses contrib/perf/dfccl_perf and the
 #   component in test/components); DFCCL_BENCH_MCA adds mpirun arguments to
-#   the dfccl run. Example: contrib/perf_compare.sh 4 -b 1K -e 16M -c all
+#   the dfccl run. Example: contrib/perf_compare.sh 4 -b 1K -e 16M -x all
 set -eu
 np=${1:-4}
 shift || true

@@ -4,7 +4,7 @@
  * size sweep, printed like nccl-tests so that figures compare directly.
  *
  * Each size: inputs written, -w untimed calls, a barrier, -n timed calls;
- * the time is the largest over ranks of the average per call. With --check
+ * the time is the largest over ranks of the average per call. With -c 1
  * one further call on fresh inputs is compared with a local reference.
  * Rank 0 ends with "dfccl_perf: N passed, M failed" (rows without wrong
  * elements or failed calls), which the project's test driver reads.
@@ -154,7 +154,7 @@ int main(int argc, char **argv)
             failed++;
         }
         if (!o.check)
-            printf("# without --check the count below is of rows measured without errors\n");
+            printf("# without -c 1 the count below is of rows measured without errors\n");
         printf("dfccl_perf: %d passed, %d failed\n", passed, failed);
         fflush(stdout);
     }

@@ -41,7 +41,7 @@ static void usage(FILE *out)
             "  -b, --minbytes SIZE      first size in bytes (K/M/G suffixes; default 4)\n"
             "  -e, --maxbytes SIZE      last size in bytes (default 32M)\n"
             "  -f, --stepfactor F       multiply the size by F each step (default 2)\n"
-            "  -c, --collective NAME    allreduce|allgather|reduce_scatter|reduce_scatter_block|all\n"
+            "  -x, --collective NAME    allreduce|allgather|reduce_scatter|reduce_scatter_block|all\n"
             "                           (default allreduce; repeat or comma-separate for several)\n"
             "  -d, --datatype TYPE      %s (default float)\n"
             "  -o, --op OP              %s (default sum)\n"
@@ -49,7 +49,8 @@ static void usage(FILE *out)
             "  -n, --iters N            timed calls per size (default 20)\n"
             "      --in-place           MPI_IN_PLACE as the send buffer\n"
             "      --nonblocking        the I-forms, each completed with MPI_Wait\n"
-            "  -C, --check              verify every size against a local reference\n"
+            "  -c, --check 0|1          1: verify every size against a local reference (as\n"
+            "                           nccl-tests' -c; default 0)\n"
             "      --memory host        where the buffers live (device is not carried yet)\n"
             "      --json FILE          also write the parameters and rows as JSON\n"
             "      --no-progress        no progress lines on stderr\n"
@@ -95,12 +96,12 @@ int perf_options_parse(perf_options_t *o, int argc, char **argv, bool verbose)
         {"minbytes", required_argument, NULL, 'b'},
         {"maxbytes", required_argument, NULL, 'e'},
         {"stepfactor", required_argument, NULL, 'f'},
-        {"collective", required_argument, NULL, 'c'},
+        {"collective", required_argument, NULL, 'x'},
         {"datatype", required_argument, NULL, 'd'},
         {"op", required_argument, NULL, 'o'},
         {"warmup_iters", required_argument, NULL, 'w'},
         {"iters", required_argument, NULL, 'n'},
-        {"check", no_argument, NULL, 'C'},
+        {"check", required_argument, NULL, 'c'},
         {"in-place", no_argument, NULL, OPT_IN_PLACE},
         {"nonblocking", no_argument, NULL, OPT_NONBLOCKING},
         {"memory", required_argument, NULL, OPT_MEMORY},
@@ -123,7 +124,7 @@ int perf_options_parse(perf_options_t *o, int argc, char **argv, bool verbose)
 
     opterr = 0;  /* errors are reported once, by rank 0 */
     int c;
-    while ((c = getopt_long(argc, argv, "b:e:f:c:d:o:w:n:Ch", longs, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "b:e:f:x:c:d:o:w:n:h", longs, NULL)) != -1) {
         const char *bad = NULL;
         switch (c) {
         case 'b': if (perf_size_parse(optarg, &o->begin_bytes)) bad = "size"; break;
@@ -134,12 +135,17 @@ int perf_options_parse(perf_options_t *o, int argc, char **argv, bool verbose)
             if (end == optarg || *end != '\0' || !(o->factor > 1.0)) bad = "factor (> 1)";
             break;
         }
-        case 'c': if (colls_parse(o->colls, optarg)) bad = "collective"; else any_coll = true; break;
+        case 'x': if (colls_parse(o->colls, optarg)) bad = "collective"; else any_coll = true; break;
         case 'd': if (!(o->type = perf_type_find(optarg))) bad = "datatype"; break;
         case 'o': if (!(o->op = perf_op_find(optarg))) bad = "op"; break;
         case 'w': if (count_parse(optarg, 0, &o->warmup)) bad = "warm-up count"; break;
         case 'n': if (count_parse(optarg, 1, &o->iterations)) bad = "iteration count"; break;
-        case 'C': o->check = true; break;
+        case 'c': {
+            int check;
+            if (count_parse(optarg, 0, &check)) bad = "check (0 or 1)";
+            else o->check = check != 0;
+            break;
+        }
         case OPT_IN_PLACE: o->in_place = true; break;
         case OPT_NONBLOCKING: o->nonblocking = true; break;
         case OPT_JSON: o->json_path = optarg; break;

@@ -17,8 +17,8 @@ command -v python3 >/dev/null || { echo "SKIP: perf_json needs python3"; exit 77
 # verbose 2: the component logs every call it hands to the engine (the proof
 # that dfccl_perf measured the engine and not the stock path)
 DFCCL_TEST_MCA="--mca coll_dfccl_host_buffers engine --mca coll_dfccl_verbose 2" \
-    "$here/run_mpi_test.sh" 2 "$program" -b 16 -e 4K -f 4 -w 1 -n 2 --check \
-    --no-progress -c allreduce --json "$work/out.json" > "$work/out.txt" 2>&1 ||
+    "$here/run_mpi_test.sh" 2 "$program" -b 16 -e 4K -f 4 -w 1 -n 2 -c 1 \
+    --no-progress -x allreduce --json "$work/out.json" > "$work/out.txt" 2>&1 ||
     { cat "$work/out.txt"; fail "the run failed"; }
 grep -v 'posted to the engine' "$work/out.txt"
 
