@@ -57,6 +57,7 @@ set output '$1'
 set logscale x 2
 set logscale y 10
 set format x '%.0b%B'
+set format y '%g'
 set xlabel 'size (bytes)'
 set ylabel '$2'
 set grid
