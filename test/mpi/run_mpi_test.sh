@@ -15,6 +15,8 @@
 #   DFCCL_TEST_MCA       extra mpirun arguments, word-split, e.g.
 #                        "--mca coll_dfccl_host_buffers engine"
 #   DFCCL_TEST_TIMEOUT   seconds before the run is killed (default: 900)
+#   DFCCL_TEST_REQUIRE_ENGINE  non-empty: the log must show calls posted to
+#                        the engine (with --mca coll_dfccl_verbose 2)
 #
 # The engine's counters, checked inside the programs, prove which path a
 # call took; coll_base_verbose is deliberately not raised (too noisy).
@@ -80,6 +82,13 @@ if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
 fi
 if [ "$status" -ne 0 ]; then
     echo "FAIL: $name at np=$np exited with status $status" >&2
+    exit 1
+fi
+# Programs that do not check the engine's counters themselves run with
+# coll_dfccl_verbose 2 and DFCCL_TEST_REQUIRE_ENGINE=1: the component's log of
+# calls posted to the engine is then the proof that dfccl carried them.
+if [ -n "${DFCCL_TEST_REQUIRE_ENGINE:-}" ] && ! grep -q 'coll:dfccl: .* posted to the engine' "$log"; then
+    echo "FAIL: $name at np=$np: no call reached the dfccl engine" >&2
     exit 1
 fi
 if ! grep -Eq "^${name}: [1-9][0-9]* passed, 0 failed" "$log"; then
