@@ -127,9 +127,21 @@ AC_DEFUN([DFCCL_CHECK_CUDA], [
   AS_IF([test -n "$dfccl_cuda_dir"],
     [NVCC=${NVCC:-$dfccl_cuda_dir/bin/nvcc}
      CUDA_CPPFLAGS="-I$dfccl_cuda_dir/include"
-     DFCCL_CUDA_SUMMARY="yes ($NVCC)"
+     dfccl_cuda_libdir=$dfccl_cuda_dir/lib64
+     AS_IF([test -f "$dfccl_cuda_libdir/libcudart_static.a"], [],
+           [dfccl_cuda_libdir=$dfccl_cuda_dir/targets/x86_64-linux/lib])
+     AS_IF([test -f "$dfccl_cuda_libdir/libcudart_static.a"], [],
+           [AC_MSG_ERROR([libcudart_static.a not found under $dfccl_cuda_dir (use --without-cuda to build without the GPU backend)])])
+     # The engine carries the CUDA runtime statically (it loads the driver at
+     # run time), so the component loads on machines without CUDA.
+     CUDA_ENGINE_LIBS="$dfccl_cuda_libdir/libcudart_static.a -ldl -lrt"
+     # Test and benchmark programs use the shared runtime.
+     CUDA_RT_LIBS="-L$dfccl_cuda_libdir -Wl,-rpath,$dfccl_cuda_libdir -lcudart"
+     DFCCL_CUDA_SUMMARY="yes ($NVCC): GPU backend built"
      AC_DEFINE([DFCCL_HAVE_CUDA_TOOLKIT], [1], [nvcc found: CUDA kernels are built])],
-    [DFCCL_CUDA_SUMMARY="no (nvcc not found)"])
+    [DFCCL_CUDA_SUMMARY="no (nvcc not found): no GPU backend"])
   AM_CONDITIONAL([DFCCL_BUILD_CUDA], [test -n "$dfccl_cuda_dir"])
   AC_SUBST([CUDA_CPPFLAGS])
+  AC_SUBST([CUDA_ENGINE_LIBS])
+  AC_SUBST([CUDA_RT_LIBS])
 ])

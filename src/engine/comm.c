@@ -129,6 +129,7 @@ dfccl_status_t dfccl_comm_create(dfccl_context_t *context, const dfccl_comm_para
 void dfccl_comm_release(dfccl_comm_t *comm)
 {
     if (__atomic_sub_fetch(&comm->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    if (comm->gpu != NULL) dfccl_gpu_comm_release(comm);
     dfccl_shm_release(&comm->send_seg);
     dfccl_shm_release(&comm->recv_seg);
     free(comm);

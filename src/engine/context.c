@@ -32,6 +32,7 @@ dfccl_status_t dfccl_context_create(const dfccl_config_t *config, dfccl_context_
         return DFCCL_ERR_INVALID_PARAM;
     }
     dfccl_log_level = ctx->config.verbose;
+    pthread_mutex_init(&ctx->gpu_lock, NULL);
     dfccl_queue_init(&ctx->submit);
     dfccl_cqueue_init(&ctx->complete);
     rc = pthread_create(&ctx->daemon, NULL, dfccl_daemon_main, ctx);
@@ -39,6 +40,7 @@ dfccl_status_t dfccl_context_create(const dfccl_config_t *config, dfccl_context_
         dfccl_error("cannot start the engine daemon thread: %s", strerror(rc));
         dfccl_cqueue_fini(&ctx->complete);
         dfccl_queue_fini(&ctx->submit);
+        pthread_mutex_destroy(&ctx->gpu_lock);
         free(ctx);
         return DFCCL_ERR_SYSTEM;
     }
@@ -52,10 +54,12 @@ dfccl_status_t dfccl_context_create(const dfccl_config_t *config, dfccl_context_
 void dfccl_context_destroy(dfccl_context_t *ctx)
 {
     if (ctx == NULL) return;
+    dfccl_gpu_destroy(ctx);
     dfccl_queue_stop(&ctx->submit);
     pthread_join(ctx->daemon, NULL);
     dfccl_cqueue_fini(&ctx->complete);
     dfccl_queue_fini(&ctx->submit);
+    pthread_mutex_destroy(&ctx->gpu_lock);
     free(ctx);
 }
 
@@ -130,6 +134,21 @@ dfccl_status_t dfccl_coll_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args
     coll->exec.send_fifo   = &comm->send_fifo;
     __atomic_add_fetch(&comm->refs, 1, __ATOMIC_ACQ_REL);
     coll->comm = comm;
+    if (comm->gpu != NULL) {
+        if (comm->broken) status = DFCCL_ERR_TIMEOUT;   /* see the earlier failure's diagnosis */
+        else status = dfccl_gpu_submit(coll, args);
+        if (status != DFCCL_OK) {
+            dfccl_comm_release(comm);
+            free(coll);
+            return status;
+        }
+        dfccl_stats_add_posted(args->type);
+        dfccl_debug("post %s #%llu on GPU comm %#llx: %zu x %s op %s%s, priority %d",
+                    dfccl_coll_type_name(args->type), (unsigned long long)coll->seq,
+                    (unsigned long long)comm->key, total, dfccl_dtype_name(args->dtype),
+                    dfccl_op_name(args->op), in_place ? " in place" : "", args->priority);
+        return DFCCL_OK;
+    }
     dfccl_stats_add_posted(args->type);
     dfccl_debug("post %s #%llu on comm %#llx: %zu x %s op %s%s, priority %d",
                 dfccl_coll_type_name(args->type), (unsigned long long)coll->seq,

@@ -32,6 +32,7 @@
 #include "clock.h"
 #include "internal.h"
 #include "log.h"
+#include "sched_policy.h"
 
 /* While waiting within a budget: spin briefly (a peer on another core
  * answers within microseconds), then yield (ranks may outnumber cores). */
@@ -53,17 +54,17 @@
 typedef enum { RUN_DONE, RUN_PROGRESS, RUN_BLOCKED } daemon_run_t;
 
 typedef struct daemon {
-    dfccl_context_t *ctx;
-    dfccl_coll_t    *active;          /* sorted (preempt) or in arrival order (serial) */
-    uint64_t         timeout_ns;
+    dfccl_context_t      *ctx;
+    dfccl_coll_t         *active;     /* sorted (preempt) or in arrival order (serial) */
+    uint64_t              timeout_ns;
+    dfccl_sched_budgets_t budgets;
 } daemon_t;
 
-/* The global order: priority (higher first), communicator key, sequence. */
 static int coll_before(const dfccl_coll_t *a, const dfccl_coll_t *b)
 {
-    if (a->priority != b->priority) return a->priority > b->priority;
-    if (a->comm->key != b->comm->key) return a->comm->key < b->comm->key;
-    return a->seq < b->seq;
+    dfccl_sched_key_t ka = { a->priority, a->comm->key, a->seq };
+    dfccl_sched_key_t kb = { b->priority, b->comm->key, b->seq };
+    return dfccl_sched_before(&ka, &kb);
 }
 
 static void daemon_admit(daemon_t *d, dfccl_coll_t *first)
@@ -156,12 +157,6 @@ static daemon_run_t daemon_run(daemon_t *d, dfccl_coll_t *coll, uint64_t budget_
     }
 }
 
-static uint64_t budget_clamp(const dfccl_config_t *cfg, uint64_t ns)
-{
-    return ns < cfg->budget_min_ns ? cfg->budget_min_ns
-         : ns > cfg->budget_max_ns ? cfg->budget_max_ns : ns;
-}
-
 /* One pass over the runnable collectives; returns 1 when anything moved. */
 static int daemon_pass(daemon_t *d)
 {
@@ -187,8 +182,7 @@ static int daemon_pass(daemon_t *d)
             progressed = 1;
             continue;
         }
-        budget = coll->budget_ns;
-        if (first && budget < cfg->budget_head_ns) budget = cfg->budget_head_ns;
+        budget = dfccl_sched_turn_budget(&d->budgets, coll->budget_ns, first);
         first = 0;
         daemon_run_t r = daemon_run(d, coll, budget);
         uint64_t now = dfccl_now_ns(), gap = now - coll->last_visit_ns;
@@ -199,13 +193,13 @@ static int daemon_pass(daemon_t *d)
             progressed = 1;
             continue;
         case RUN_PROGRESS:
-            coll->budget_ns = budget_clamp(cfg, 2 * coll->budget_ns);
+            coll->budget_ns = dfccl_sched_adapt(&d->budgets, coll->budget_ns, 1);
             coll->blocked_ns = 0;
             progressed = 1;
             break;
         case RUN_BLOCKED: {
             coll->blocked_ns += gap < DAEMON_VISIT_GAP_CAP_NS ? gap : DAEMON_VISIT_GAP_CAP_NS;
-            coll->budget_ns = budget_clamp(cfg, coll->budget_ns / 2);
+            coll->budget_ns = dfccl_sched_adapt(&d->budgets, coll->budget_ns, 0);
             if (coll->blocked_ns > d->timeout_ns) {
                 daemon_diagnose(coll, (double)coll->blocked_ns / 1e9);
                 coll->comm->broken = 1;
@@ -227,11 +221,12 @@ static int daemon_pass(daemon_t *d)
 
 void *dfccl_daemon_main(void *arg)
 {
-    daemon_t d = { arg, NULL, 0 };
+    daemon_t d = { arg, NULL, 0, { 0, 0, 0, 0 } };
     dfccl_queue_t *sq = &d.ctx->submit;
     uint64_t stalled_since = 0;
 
     d.timeout_ns = (uint64_t)(d.ctx->config.timeout_sec * 1e9);
+    dfccl_config_budgets(&d.ctx->config, &d.budgets);
     for (;;) {
         if (d.active == NULL) {
             uint64_t idle_since = dfccl_now_ns();

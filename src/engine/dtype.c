@@ -88,4 +88,18 @@ void dfccl_config_init(dfccl_config_t *config)
     config->budget_ns      = 10000;
     config->budget_min_ns  = 2000;
     config->budget_max_ns  = 1000000;
+    /* GPU: 16 blocks of 512 threads move ~1 TB/s per rank on an H200 and
+     * leave room for 8 ranks' daemons on one GPU; 128 KiB slices keep the
+     * per-slice handshake small against the copy; 4 slots: 8 MiB of device
+     * memory per communicator. */
+    config->gpu_channels      = 16;
+    config->gpu_threads       = 512;
+    config->gpu_slot_bytes    = 128 * 1024;
+    config->gpu_fifo_slots    = 4;
+    /* An application's cudaDeviceSynchronize waits at most this long for
+     * an idle daemon; back-to-back collectives keep it running. */
+    config->gpu_idle_quit_ns  = 500000;
+    /* A collective whose peer is late (or busy elsewhere) gives the GPU back
+     * after 1 ms; the host launches the daemon again while work is pending. */
+    config->gpu_stuck_quit_ns = 1000000;
 }

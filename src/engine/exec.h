@@ -13,6 +13,11 @@
  * byte moves, so giving up while waiting leaves no partial effect and the
  * saved context {step, offset} is all that resuming needs.
  *
+ * A GPU runs a collective on several channels (blocks) at once: each
+ * executor then moves one part of every step (x->part of x->nparts), cut at
+ * 16-byte boundaries so that vector loads stay aligned. Sender and receiver
+ * of a block cut it alike, as both know its length.
+ *
  * The including backend defines, before including this file:
  *   DFCCL_LOAD_ACQUIRE(p)      load a uint64_t counter with acquire order
  *   DFCCL_STORE_RELEASE(p, v)  store a uint64_t counter with release order
@@ -44,6 +49,8 @@ typedef struct dfccl_exec {
     uint64_t            round;     /* saved: current round */
     uint64_t            offset;    /* saved: elements of the step's round part moved */
     uint64_t            nrounds;
+    uint32_t            part;      /* this executor's part of every step ... */
+    uint32_t            nparts;    /* ... of this many (0 or 1: the whole step) */
     uint64_t            chunk_elems;
     uint64_t            slices;    /* slices moved so far (progress measure) */
     uint64_t            sent_bytes;
@@ -75,10 +82,30 @@ DFCCL_INLINE DFCCL_HD char *dfccl_exec_buf(const dfccl_exec_t *x, uint8_t which,
     return NULL;
 }
 
+/* This executor's part of a block of count elements: returns its length and
+ * sets *off, its first element within the block. */
+DFCCL_INLINE DFCCL_HD uint64_t dfccl_exec_part(const dfccl_exec_t *x, uint64_t count, uint64_t *off)
+{
+    uint64_t unit, units, base, rem, p = x->part, len;
+
+    if (x->nparts <= 1) {
+        *off = 0;
+        return count;
+    }
+    unit  = 16 / x->esize;
+    units = count / unit;
+    base  = units / x->nparts;
+    rem   = units % x->nparts;
+    *off  = (p * base + (p < rem ? p : rem)) * unit;
+    len   = (base + (p < rem)) * unit;
+    if (p == x->nparts - 1) len += count % unit;   /* the tail short of a whole unit */
+    return len;
+}
+
 /* Elements of the current step that belong to the current round. */
 DFCCL_INLINE DFCCL_HD uint64_t dfccl_exec_round_len(const dfccl_exec_t *x, uint64_t *lo)
 {
-    uint64_t count = x->steps[x->step].count;
+    uint64_t part_off, count = dfccl_exec_part(x, x->steps[x->step].count, &part_off);
     *lo = x->round * x->chunk_elems;
     if (count <= *lo) return 0;
     return count - *lo < x->chunk_elems ? count - *lo : x->chunk_elems;
@@ -107,8 +134,10 @@ DFCCL_INLINE DFCCL_HD int dfccl_exec_done(dfccl_exec_t *x)
 DFCCL_INLINE DFCCL_HD int dfccl_exec_slice_begin(dfccl_exec_t *x, dfccl_slice_t *slice)
 {
     const dfccl_step_t *s = &x->steps[x->step];
-    uint64_t lo, left = dfccl_exec_round_len(x, &lo) - x->offset;
+    uint64_t lo, left = dfccl_exec_round_len(x, &lo) - x->offset, part_off;
 
+    dfccl_exec_part(x, s->count, &part_off);
+    lo += part_off;
     if (s->recv && DFCCL_LOAD_ACQUIRE(&x->recv_fifo->ctrl->tail) <= x->recv_fifo->count) {
         x->waiting = DFCCL_WAIT_RECV;
         return 0;

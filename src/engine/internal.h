@@ -9,7 +9,16 @@
 #include "fifo.h"
 #include "plan.h"
 #include "queue.h"
+#include "sched_policy.h"
 #include "shm.h"
+
+static inline void dfccl_config_budgets(const dfccl_config_t *cfg, dfccl_sched_budgets_t *b)
+{
+    b->head_ns    = cfg->budget_head_ns;
+    b->initial_ns = cfg->budget_ns;
+    b->min_ns     = cfg->budget_min_ns;
+    b->max_ns     = cfg->budget_max_ns;
+}
 
 /* One collective as the daemon sees it. */
 typedef struct dfccl_coll {
@@ -40,6 +49,7 @@ struct dfccl_comm {
     dfccl_shm_t      send_seg;      /* the next rank's incoming FIFO, mapped */
     dfccl_fifo_t     recv_fifo;     /* from rank - 1 */
     dfccl_fifo_t     send_fifo;     /* to rank + 1 */
+    struct dfccl_gpu_comm *gpu;     /* GPU communicators only */
 };
 
 struct dfccl_context {
@@ -48,11 +58,18 @@ struct dfccl_context {
     dfccl_cqueue_t   complete;      /* daemon -> application threads */
     pthread_t        daemon;
     int              daemon_started;
+    pthread_mutex_t  gpu_lock;      /* creation of the GPU side */
+    struct dfccl_gpu *gpu;          /* NULL until the first GPU communicator */
 };
 
 void dfccl_comm_release(dfccl_comm_t *comm);
 void dfccl_daemon_start(dfccl_context_t *context);
 void *dfccl_daemon_main(void *arg);
+
+/* gpu.c: the GPU backend's host side */
+dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *args);
+void dfccl_gpu_comm_release(dfccl_comm_t *comm);
+void dfccl_gpu_destroy(dfccl_context_t *context);
 
 /* stats.c */
 void dfccl_stats_add_posted(dfccl_coll_type_t type);

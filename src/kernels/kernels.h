@@ -1,8 +1,6 @@
 /*
- * kernels.h - host-callable entry points of the CUDA side. The daemon kernel
- * itself comes with the CUDA backend; what is here is the device
- * instantiation of the portable core (reductions, slice protocol) that it
- * will run, compiled for sm_90 plus PTX wherever nvcc is found.
+ * kernels.h - host-callable entry point of the CUDA side: the daemon kernel,
+ * compiled for sm_90 plus PTX wherever nvcc is found.
  */
 #ifndef DFCCL_KERNELS_H
 #define DFCCL_KERNELS_H
@@ -14,11 +12,11 @@
 extern "C" {
 #endif
 
-/* dst[i] = a[i] OP b[i] on the device, on stream (a cudaStream_t, may be
- * NULL). Returns 0 on success, -1 for an uncarried (type, op), or the CUDA
- * error code of the launch. */
-int dfccl_cuda_reduce(void *dst, const void *a, const void *b, size_t n,
-                      dfccl_dtype_t dtype, dfccl_op_t op, void *stream);
+/* Launches the daemon kernel (daemon_kernel.cu) with *env as its
+ * parameter. Returns the CUDA error code of the launch (0 on success). */
+struct dfccl_gpu_env;
+int dfccl_gpu_kernel_launch(const struct dfccl_gpu_env *env, unsigned blocks, unsigned threads,
+                            void *stream);
 
 #ifdef __cplusplus
 }

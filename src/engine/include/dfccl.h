@@ -87,6 +87,13 @@ typedef struct dfccl_config {
     uint64_t budget_ns;       /* initial wait allowed to the others */
     uint64_t budget_min_ns;   /* adaptive range: no progress halves a budget, */
     uint64_t budget_max_ns;   /* progress doubles it */
+    /* GPU backend (communicators created with dfccl_gpu_comm_*). */
+    unsigned gpu_channels;       /* blocks of the daemon kernel; a collective's parts */
+    unsigned gpu_threads;        /* threads per block */
+    size_t   gpu_slot_bytes;     /* FIFO slot of a channel, in device memory */
+    unsigned gpu_fifo_slots;     /* slots per channel FIFO */
+    uint64_t gpu_idle_quit_ns;   /* the kernel leaves after this long with nothing to do, */
+    uint64_t gpu_stuck_quit_ns;  /* or after this long without moving anything */
 } dfccl_config_t;
 
 void dfccl_config_init(dfccl_config_t *config);
@@ -125,6 +132,37 @@ dfccl_status_t dfccl_comm_create(dfccl_context_t *context,
 void dfccl_comm_destroy(dfccl_comm_t *comm);
 int  dfccl_comm_rank(const dfccl_comm_t *comm);
 int  dfccl_comm_size(const dfccl_comm_t *comm);
+
+/*
+ * GPU communicators: device buffers, carried by the daemon kernel. Set-up is
+ * split so that the caller can exchange the hellos without blocking (MPI
+ * programs may start their first collectives on several communicators in
+ * different orders on different ranks):
+ *   1. dfccl_gpu_comm_begin(): allocates this rank's FIFOs and inbox on the
+ *      calling thread's current CUDA device and fills `hello`
+ *      (dfccl_gpu_hello_bytes() bytes). Creates the GPU side of the context
+ *      on first use. Always fills the hello (a failure travels in it) and
+ *      returns the communicator unless memory ran out.
+ *   2. the caller gathers every rank's hello, rank-ordered;
+ *   3. dfccl_gpu_comm_connect(): maps the peers' memory (CUDA IPC); returns
+ *      this rank's outcome;
+ *   4. the caller agrees on the worst outcome of all ranks, then
+ *      dfccl_gpu_comm_finish(comm, agreed): the communicator is usable when
+ *      agreed is DFCCL_OK; otherwise its collectives fail with that status.
+ * dfccl_gpu_comm_create() runs all four with the params' blocking allgather.
+ */
+/* 1 when the engine was built with the GPU backend and a CUDA device is
+ * usable from this process; else 0 and why in `why`. */
+int dfccl_gpu_available(char *why, size_t why_len);
+size_t dfccl_gpu_hello_bytes(void);
+dfccl_status_t dfccl_gpu_comm_begin(dfccl_context_t *context, const dfccl_comm_params_t *params,
+                                    dfccl_comm_t **comm_p, void *hello);
+dfccl_status_t dfccl_gpu_comm_connect(dfccl_comm_t *comm, const void *hellos);
+dfccl_status_t dfccl_gpu_comm_finish(dfccl_comm_t *comm, dfccl_status_t agreed);
+dfccl_status_t dfccl_gpu_comm_create(dfccl_context_t *context, const dfccl_comm_params_t *params,
+                                     dfccl_comm_t **comm_p);
+/* Largest communicator the GPU backend carries. */
+int dfccl_gpu_max_ranks(void);
 
 /* sendbuf == DFCCL_IN_PLACE: the input is already in recvbuf where MPI's
  * MPI_IN_PLACE rules put it. */

@@ -50,6 +50,8 @@ typedef struct mca_coll_dfccl_component_t {
     bool             context_failed;
     opal_free_list_t requests;
     int32_t          in_flight;       /* collectives posted and not yet completed */
+    opal_mutex_t     gpu_setup_lock;  /* guards gpu_setups and their pending lists */
+    struct mca_coll_dfccl_gpu_setup_t *gpu_setups;   /* GPU set-ups in progress */
 } mca_coll_dfccl_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_dfccl_component_t mca_coll_dfccl_component;
@@ -57,15 +59,23 @@ OMPI_MODULE_DECLSPEC extern mca_coll_dfccl_component_t mca_coll_dfccl_component;
 /* Lazy state of a communicator's engine side; decided identically on all ranks. */
 typedef enum {
     MCA_COLL_DFCCL_ENGINE_UNSET = 0,
+    MCA_COLL_DFCCL_ENGINE_SETUP,      /* GPU side: set-up exchange in progress */
     MCA_COLL_DFCCL_ENGINE_READY,
     MCA_COLL_DFCCL_ENGINE_FAILED      /* every call falls back from now on */
 } mca_coll_dfccl_engine_state_t;
+
+typedef struct mca_coll_dfccl_gpu_setup_t mca_coll_dfccl_gpu_setup_t;
 
 typedef struct mca_coll_dfccl_module_t {
     mca_coll_base_module_t super;
     ompi_communicator_t   *comm;
     dfccl_comm_t          *engine_comm;
     mca_coll_dfccl_engine_state_t engine_state;
+    /* GPU side, for device buffers: set up on the first such call */
+    bool                   all_local;   /* every rank on this node (CUDA IPC reaches them) */
+    dfccl_comm_t          *gpu_comm;
+    mca_coll_dfccl_engine_state_t gpu_state;
+    mca_coll_dfccl_gpu_setup_t   *gpu_setup;
 
     /* the functions of the components below us, for everything we do not carry */
     mca_coll_base_module_allreduce_fn_t                previous_allreduce;
@@ -123,6 +133,12 @@ bool mca_coll_dfccl_is_device_memory(const void *buf);
 mca_coll_dfccl_request_t *mca_coll_dfccl_request_get(ompi_communicator_t *comm);
 void mca_coll_dfccl_request_release(mca_coll_dfccl_request_t *req);
 int  mca_coll_dfccl_request_error(dfccl_status_t status);
+
+/* GPU side (coll_dfccl_gpu.c) */
+int  mca_coll_dfccl_gpu_progress(void);
+int  mca_coll_dfccl_gpu_submit(mca_coll_dfccl_module_t *m, dfccl_coll_args_t *args,
+                               mca_coll_dfccl_request_t *req, bool *posted);
+void mca_coll_dfccl_gpu_module_fini(mca_coll_dfccl_module_t *m);
 
 /* module: engine communicator on first use; OMPI_SUCCESS or fall back */
 int  mca_coll_dfccl_module_engine_ready(mca_coll_dfccl_module_t *m);

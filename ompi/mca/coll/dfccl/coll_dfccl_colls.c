@@ -12,12 +12,31 @@
 
 #define DFCCL_FALLBACK OMPI_ERR_NOT_SUPPORTED   /* internal: take the stock path */
 
-/* Host buffers go to the engine only when asked (DESIGN.md, routing);
- * device buffers take the stock path until the CUDA backend exists. */
-static bool dfccl_route_buffers(const void *sbuf, const void *rbuf)
+/*
+ * Routing (DESIGN.md): device buffers go to the GPU side, host buffers to
+ * the host engine only when asked (coll_dfccl_host_buffers=engine), the rest
+ * to the stock path. A rank whose buffers differ in kind from its peers'
+ * takes another route than they do: their watchdog then names it.
+ */
+typedef enum { DFCCL_ROUTE_STOCK, DFCCL_ROUTE_HOST, DFCCL_ROUTE_GPU } dfccl_route_t;
+
+static dfccl_route_t dfccl_route(const mca_coll_dfccl_module_t *m, const void *sbuf,
+                                 const void *rbuf)
 {
-    return mca_coll_dfccl_component.host_buffers == MCA_COLL_DFCCL_HOST_BUFFERS_ENGINE &&
-           !mca_coll_dfccl_is_device_memory(sbuf) && !mca_coll_dfccl_is_device_memory(rbuf);
+    bool send_dev = mca_coll_dfccl_is_device_memory(sbuf);
+    bool recv_dev = mca_coll_dfccl_is_device_memory(rbuf);
+
+    if (send_dev || recv_dev) {
+        /* both on the device (or in place), on one node, GPU backend built */
+        if ((sbuf == MPI_IN_PLACE || send_dev) && recv_dev && m->all_local &&
+            ompi_comm_size(m->comm) <= dfccl_gpu_max_ranks() &&
+            m->gpu_state != MCA_COLL_DFCCL_ENGINE_FAILED)
+            return DFCCL_ROUTE_GPU;
+        return DFCCL_ROUTE_STOCK;
+    }
+    if (mca_coll_dfccl_component.host_buffers == MCA_COLL_DFCCL_HOST_BUFFERS_ENGINE)
+        return DFCCL_ROUTE_HOST;
+    return DFCCL_ROUTE_STOCK;
 }
 
 /*
@@ -66,31 +85,46 @@ static int dfccl_priority_of(ompi_communicator_t *comm)
     return mca_coll_dfccl_component.default_priority;
 }
 
-/* Posts to the engine; blocking calls (request == NULL) wait for completion. */
-static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_coll_args_t *args,
+/* Posts to the engine (host or GPU side, per route); blocking calls
+ * (request == NULL) wait for completion. */
+static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_route_t route, dfccl_coll_args_t *args,
                      ompi_request_t **request)
 {
     mca_coll_dfccl_request_t *req;
     dfccl_status_t status;
     int rc;
 
-    if (mca_coll_dfccl_module_engine_ready(m) != OMPI_SUCCESS) return DFCCL_FALLBACK;
+    if (route == DFCCL_ROUTE_STOCK) return DFCCL_FALLBACK;
+    if (route == DFCCL_ROUTE_HOST && mca_coll_dfccl_module_engine_ready(m) != OMPI_SUCCESS)
+        return DFCCL_FALLBACK;
     req = mca_coll_dfccl_request_get(m->comm);
     if (req == NULL) return OMPI_ERR_OUT_OF_RESOURCE;   /* never fall back alone */
     args->user = req;
     args->priority = dfccl_priority_of(m->comm);
     opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, 1);
-    status = dfccl_coll_post(m->engine_comm, args);
-    if (status != DFCCL_OK) {
-        opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, -1);
-        DFCCL_ERROR("%s on comm %s not posted: %s", dfccl_coll_type_name(args->type),
-                    m->comm->c_name, dfccl_status_string(status));
-        mca_coll_dfccl_request_release(req);
-        mca_coll_dfccl_request_release(req);
-        return mca_coll_dfccl_request_error(status);
+    if (route == DFCCL_ROUTE_GPU) {
+        bool posted;
+        rc = mca_coll_dfccl_gpu_submit(m, args, req, &posted);
+        if (!posted) {
+            opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, -1);
+            mca_coll_dfccl_request_release(req);
+            mca_coll_dfccl_request_release(req);
+            return rc == OMPI_ERR_NOT_SUPPORTED ? DFCCL_FALLBACK : rc;
+        }
+    } else {
+        status = dfccl_coll_post(m->engine_comm, args);
+        if (status != DFCCL_OK) {
+            opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, -1);
+            DFCCL_ERROR("%s on comm %s not posted: %s", dfccl_coll_type_name(args->type),
+                        m->comm->c_name, dfccl_status_string(status));
+            mca_coll_dfccl_request_release(req);
+            mca_coll_dfccl_request_release(req);
+            return mca_coll_dfccl_request_error(status);
+        }
     }
-    DFCCL_VERBOSE(2, "%s%s on comm %s posted to the engine", request ? "i" : "",
-                  dfccl_coll_type_name(args->type), m->comm->c_name);
+    DFCCL_VERBOSE(2, "%s%s on comm %s posted to the engine%s", request ? "i" : "",
+                  dfccl_coll_type_name(args->type), m->comm->c_name,
+                  route == DFCCL_ROUTE_GPU ? " (GPU)" : "");
     if (request != NULL) {
         *request = &req->super;
         return OMPI_SUCCESS;
@@ -101,10 +135,11 @@ static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_coll_args_t *args,
     return rc;
 }
 
-static bool dfccl_prepare_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
-                                    struct ompi_op_t *op, dfccl_coll_args_t *args)
+static bool dfccl_prepare_allreduce(const mca_coll_dfccl_module_t *m, const void *sbuf, void *rbuf,
+                                    int count, ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                    dfccl_coll_args_t *args, dfccl_route_t *route)
 {
-    if (count < 0 || !dfccl_route_buffers(sbuf, rbuf)) return false;
+    if (count < 0 || (*route = dfccl_route(m, sbuf, rbuf)) == DFCCL_ROUTE_STOCK) return false;
     if (!mca_coll_dfccl_map_reduction(dtype, op, &args->dtype, &args->op)) return false;
     args->type = DFCCL_COLL_ALLREDUCE;
     args->sendbuf = sbuf == MPI_IN_PLACE ? DFCCL_IN_PLACE : sbuf;
@@ -120,10 +155,11 @@ int mca_coll_dfccl_allreduce(const void *sbuf, void *rbuf, int count, ompi_datat
 {
     mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
     dfccl_coll_args_t args;
+    dfccl_route_t route;
     int rc;
 
-    if (dfccl_prepare_allreduce(sbuf, rbuf, count, dtype, op, &args)) {
-        rc = dfccl_run(m, &args, NULL);
+    if (dfccl_prepare_allreduce(m, sbuf, rbuf, count, dtype, op, &args, &route)) {
+        rc = dfccl_run(m, route, &args, NULL);
         if (rc != DFCCL_FALLBACK) return rc;
     }
     return m->previous_allreduce(sbuf, rbuf, count, dtype, op, comm, m->previous_allreduce_module);
@@ -135,10 +171,11 @@ int mca_coll_dfccl_iallreduce(const void *sbuf, void *rbuf, int count, ompi_data
 {
     mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
     dfccl_coll_args_t args;
+    dfccl_route_t route;
     int rc;
 
-    if (dfccl_prepare_allreduce(sbuf, rbuf, count, dtype, op, &args)) {
-        rc = dfccl_run(m, &args, request);
+    if (dfccl_prepare_allreduce(m, sbuf, rbuf, count, dtype, op, &args, &route)) {
+        rc = dfccl_run(m, route, &args, request);
         if (rc != DFCCL_FALLBACK) return rc;
     }
     return m->previous_iallreduce(sbuf, rbuf, count, dtype, op, comm, request,
@@ -146,13 +183,14 @@ int mca_coll_dfccl_iallreduce(const void *sbuf, void *rbuf, int count, ompi_data
 }
 
 /* Allgather carries bytes: same predefined type and count on both sides. */
-static bool dfccl_prepare_allgather(const void *sbuf, int scount, ompi_datatype_t *sdtype,
-                                    void *rbuf, int rcount, ompi_datatype_t *rdtype,
-                                    dfccl_coll_args_t *args)
+static bool dfccl_prepare_allgather(const mca_coll_dfccl_module_t *m, const void *sbuf, int scount,
+                                    ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                                    ompi_datatype_t *rdtype, dfccl_coll_args_t *args,
+                                    dfccl_route_t *route)
 {
     size_t bytes;
 
-    if (rcount < 0 || !dfccl_route_buffers(sbuf, rbuf)) return false;
+    if (rcount < 0 || (*route = dfccl_route(m, sbuf, rbuf)) == DFCCL_ROUTE_STOCK) return false;
     if (sbuf != MPI_IN_PLACE && (sdtype != rdtype || scount != rcount)) return false;
     if (!mca_coll_dfccl_map_gather_type(rdtype, rcount, &bytes)) return false;
     args->type = DFCCL_COLL_ALLGATHER;
@@ -171,10 +209,11 @@ int mca_coll_dfccl_allgather(const void *sbuf, int scount, ompi_datatype_t *sdty
 {
     mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
     dfccl_coll_args_t args;
+    dfccl_route_t route;
     int rc;
 
-    if (dfccl_prepare_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, &args)) {
-        rc = dfccl_run(m, &args, NULL);
+    if (dfccl_prepare_allgather(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, &args, &route)) {
+        rc = dfccl_run(m, route, &args, NULL);
         if (rc != DFCCL_FALLBACK) return rc;
     }
     return m->previous_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
@@ -187,10 +226,11 @@ int mca_coll_dfccl_iallgather(const void *sbuf, int scount, ompi_datatype_t *sdt
 {
     mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
     dfccl_coll_args_t args;
+    dfccl_route_t route;
     int rc;
 
-    if (dfccl_prepare_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, &args)) {
-        rc = dfccl_run(m, &args, request);
+    if (dfccl_prepare_allgather(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, &args, &route)) {
+        rc = dfccl_run(m, route, &args, request);
         if (rc != DFCCL_FALLBACK) return rc;
     }
     return m->previous_iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
@@ -199,11 +239,13 @@ int mca_coll_dfccl_iallgather(const void *sbuf, int scount, ompi_datatype_t *sdt
 
 /* counts: the caller's per-rank counts (rcounts), or NULL for the block form
  * with every rank receiving rcount. The engine copies what it needs at post. */
-static bool dfccl_prepare_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
-                                         int rcount, ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                         int size, size_t *counts, dfccl_coll_args_t *args)
+static bool dfccl_prepare_reduce_scatter(const mca_coll_dfccl_module_t *m, const void *sbuf,
+                                         void *rbuf, const int *rcounts, int rcount,
+                                         ompi_datatype_t *dtype, struct ompi_op_t *op, int size,
+                                         size_t *counts, dfccl_coll_args_t *args,
+                                         dfccl_route_t *route)
 {
-    if (!dfccl_route_buffers(sbuf, rbuf)) return false;
+    if ((*route = dfccl_route(m, sbuf, rbuf)) == DFCCL_ROUTE_STOCK) return false;
     for (int i = 0; i < size; i++) {
         int c = rcounts ? rcounts[i] : rcount;
         if (c < 0) return false;
@@ -227,11 +269,13 @@ static int dfccl_reduce_scatter_any(const void *sbuf, void *rbuf, const int *rco
     int size = ompi_comm_size(comm), rc = DFCCL_FALLBACK;
     size_t *counts = malloc(sizeof(size_t) * (size_t)size);
     dfccl_coll_args_t args;
+    dfccl_route_t route;
 
     *fallback = false;   /* an error is returned, never a lone fallback */
     if (counts == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
-    if (dfccl_prepare_reduce_scatter(sbuf, rbuf, rcounts, rcount, dtype, op, size, counts, &args))
-        rc = dfccl_run(m, &args, request);
+    if (dfccl_prepare_reduce_scatter(m, sbuf, rbuf, rcounts, rcount, dtype, op, size, counts, &args,
+                                     &route))
+        rc = dfccl_run(m, route, &args, request);
     free(counts);
     *fallback = rc == DFCCL_FALLBACK;
     return rc;

@@ -1,7 +1,7 @@
 /*
  * coll_dfccl_memory.c - is a buffer GPU memory? Asked of the CUDA driver
  * found at run time, so the component loads and works where there is no
- * driver. Until the CUDA backend exists, device buffers take the stock path.
+ * driver. Device buffers go to the GPU side (coll_dfccl_gpu.c).
  */
 #include <dlfcn.h>
 #include "coll_dfccl.h"
@@ -29,8 +29,7 @@ bool mca_coll_dfccl_is_device_memory(const void *buf)
         cu_pointer_get_attribute =
             (dfccl_cu_pointer_get_attribute_fn)dlsym(driver, "cuPointerGetAttribute");
         if (cu_pointer_get_attribute == NULL) return false;
-        DFCCL_VERBOSE(1, "CUDA driver found: device buffers are recognised (and take the stock"
-                      " path until the CUDA backend exists)");
+        DFCCL_VERBOSE(1, "CUDA driver found: device buffers are recognised");
     }
     /* host memory the driver does not know answers with an error: not device */
     return cu_pointer_get_attribute(&memory_type, DFCCL_CU_POINTER_ATTRIBUTE_MEMORY_TYPE,

@@ -16,6 +16,10 @@ static void dfccl_module_construct(mca_coll_dfccl_module_t *m)
     m->comm = NULL;
     m->engine_comm = NULL;
     m->engine_state = MCA_COLL_DFCCL_ENGINE_UNSET;
+    m->all_local = false;
+    m->gpu_comm = NULL;
+    m->gpu_state = MCA_COLL_DFCCL_ENGINE_UNSET;
+    m->gpu_setup = NULL;
 #define DFCCL_CLEAR_PREV(api) m->previous_##api = NULL; m->previous_##api##_module = NULL
     DFCCL_CLEAR_PREV(allreduce);
     DFCCL_CLEAR_PREV(allgather);
@@ -33,6 +37,7 @@ static void dfccl_module_destruct(mca_coll_dfccl_module_t *m)
     /* local: the engine frees the FIFOs once in-flight collectives are done */
     if (m->engine_comm != NULL) dfccl_comm_destroy(m->engine_comm);
     m->engine_comm = NULL;
+    mca_coll_dfccl_gpu_module_fini(m);
 #define DFCCL_RELEASE_PREV(api) \
     if (m->previous_##api##_module != NULL) OBJ_RELEASE(m->previous_##api##_module)
     DFCCL_RELEASE_PREV(allreduce);
@@ -75,6 +80,13 @@ static int dfccl_module_enable(mca_coll_base_module_t *module, ompi_communicator
     DFCCL_SAVE_PREV(ireduce_scatter_block);
 #undef DFCCL_SAVE_PREV
     m->comm = comm;
+    /* The GPU side reaches peers through CUDA IPC: same node only. The same
+     * answer on every rank, as every rank sees the same set of nodes. */
+    m->all_local = true;
+    for (int i = 0; i < ompi_comm_size(comm); i++) {
+        ompi_proc_t *proc = ompi_comm_peer_lookup(comm, i);
+        if (proc == NULL || !OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags)) m->all_local = false;
+    }
     /* When host buffers go to the engine, set it up now, while the ranks
      * create the communicator together: doing it at the first nonblocking
      * call would put a blocking exchange there, and ranks that start

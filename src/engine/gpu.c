@@ -1,0 +1,847 @@
+/*
+ * gpu.c - the GPU backend's host side: the daemon kernel's queues, its
+ * launches, the proxy thread that turns completion entries into engine
+ * completions, and GPU communicators (FIFOs and inboxes in device memory,
+ * shared with the peers through CUDA IPC).
+ *
+ * The proxy thread owns the kernel: it launches it when work is pending and
+ * it is not running, and again after a short backoff when it left while a
+ * collective still waited for a peer (its state stays in device memory).
+ * Application threads only write submission entries into pinned memory.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <cuda_runtime_api.h>
+#include "clock.h"
+#include "exec_host.h"
+#include "gpu_shared.h"
+#include "internal.h"
+#include "kernels.h"
+#include "log.h"
+
+/* After the kernel left with work pending and nothing new arrived, launch
+ * it again after this backoff, doubling up to the cap: a peer that is late
+ * by milliseconds does not cost a launch every few microseconds, and the
+ * application's cudaDeviceSynchronize gets its window. */
+#define GPU_RELAUNCH_MIN_NS 20000ull
+#define GPU_RELAUNCH_MAX_NS 1000000ull
+/* The proxy thread's poll while collectives are in flight: yield between
+ * polls (ranks may share cores); with nothing in flight it sleeps. */
+#define GPU_PROXY_IDLE_WAIT_NS 10000000ull
+/* Bytes of a collective per channel below which fewer channels are used:
+ * each channel has a fixed cost per slice. */
+#define GPU_BYTES_PER_CHANNEL (256u * 1024u)
+#define GPU_FIFO_ALIGN 256
+
+typedef struct gpu_job {
+    struct gpu_job   *next;
+    dfccl_coll_t     *coll;        /* the engine's record (comm reference, user, stats) */
+    dfccl_gpu_desc_t  desc;        /* what goes into the submission queue */
+} gpu_job_t;
+
+typedef struct dfccl_gpu_comm {
+    int                index;      /* in the device communicator table; -1 if none */
+    int                ready;
+    dfccl_status_t     failed;     /* set-up outcome when not ready */
+    char              *region;     /* our inbox and incoming FIFOs */
+    size_t             region_bytes;
+    cudaIpcMemHandle_t handle;
+    char              *peer_base[DFCCL_GPU_MAX_RANKS];   /* mapped peers' regions */
+    struct dfccl_gpu_comm *next_dead;
+} dfccl_gpu_comm_t;
+
+typedef struct gpu_hello {
+    int32_t            status;
+    int32_t            device;
+    uint32_t           nchannels;
+    uint32_t           nslots;
+    uint64_t           slot_bytes;
+    uint64_t           region_bytes;
+    char               uuid[16];
+    cudaIpcMemHandle_t handle;
+} gpu_hello_t;
+
+typedef struct dfccl_gpu {
+    dfccl_context_t      *ctx;
+    int                   device;
+    unsigned              blocks, threads;
+    cudaStream_t          stream;       /* the daemon kernel */
+    cudaStream_t          copy_stream;  /* set-up copies, never behind the kernel */
+    cudaEvent_t           exited;
+    dfccl_gpu_ctrl_t     *ctrl;         /* pinned, mapped */
+    dfccl_gpu_desc_t     *descs;
+    dfccl_gpu_cqe_t      *cq;
+    dfccl_gpu_env_t       env;          /* device views */
+    pthread_t             proxy;
+    pthread_mutex_t       lock;
+    pthread_cond_t        wake;
+    int                   stop;
+    /* under lock */
+    uint64_t              next_ticket;
+    gpu_job_t            *slot_job[DFCCL_GPU_SQ_DEPTH];
+    gpu_job_t            *backlog, *backlog_tail;
+    uint64_t              in_flight;    /* submitted or backlogged, not completed */
+    unsigned char         comm_used[DFCCL_GPU_MAX_COMMS];
+    dfccl_gpu_comm_t     *dead;         /* released communicators to free */
+    int                   kernel_live;  /* read by posters as a hint */
+    /* proxy thread only */
+    uint64_t              cq_head;
+    int                   launched;
+    uint64_t              launch_ticket, exit_ns, backoff_ns;
+    int                   broken;       /* the kernel faulted: the backend is unusable */
+} dfccl_gpu_t;
+
+static const char *gpu_err(cudaError_t e)
+{
+    return cudaGetErrorString(e);
+}
+
+int dfccl_gpu_max_ranks(void)
+{
+    return DFCCL_GPU_MAX_RANKS;
+}
+
+size_t dfccl_gpu_hello_bytes(void)
+{
+    return sizeof(gpu_hello_t);
+}
+
+int dfccl_gpu_available(char *why, size_t why_len)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+
+    if (e != cudaSuccess || n == 0) {
+        if (why && why_len)
+            snprintf(why, why_len, "no usable CUDA device: %s",
+                     e != cudaSuccess ? gpu_err(e) : "none found");
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- completions --------------------------------------------------------- */
+
+static void gpu_diagnose(const dfccl_coll_t *coll, const dfccl_gpu_desc_t *d,
+                         const dfccl_gpu_diag_t *g)
+{
+    const dfccl_comm_t *comm = coll->comm;
+
+    if (g->waiting == 0xffffffffu) {
+        dfccl_error("rank %d of comm %#llx: %s #%llu fails at once: an earlier collective on this"
+                    " communicator failed", comm->rank, (unsigned long long)comm->key,
+                    dfccl_coll_type_name(coll->type), (unsigned long long)coll->seq);
+        return;
+    }
+    if (d->algo == DFCCL_GPU_ALGO_ONESHOT) {
+        dfccl_error("rank %d of comm %#llx (size %d, GPU): %s #%llu (%zu x %s, op %s, priority %d)"
+                    " made no progress for %.1f s in its one-shot %s phase: waiting for %s rank %d"
+                    " (a rank that passes host buffers takes the stock path: is rank %d passing"
+                    " host memory?)", comm->rank, (unsigned long long)comm->key, comm->size,
+                    dfccl_coll_type_name(coll->type), (unsigned long long)coll->seq,
+                    coll->total_count, dfccl_dtype_name((dfccl_dtype_t)d->dtype),
+                    dfccl_op_name((dfccl_op_t)d->op), coll->priority, (double)g->blocked_ns / 1e9,
+                    g->phase == 0 ? "send" : "receive",
+                    g->phase == 0 ? "its inbox to be free at" : "the data of", (int)g->peer,
+                    (int)g->peer);
+        return;
+    }
+    dfccl_error("rank %d of comm %#llx (size %d, GPU): %s #%llu (%zu x %s, op %s, priority %d) made"
+                " no progress for %.1f s on channel %u at round %llu of %llu, step %u of %u"
+                " (element %llu): waiting for %s rank %u (fifo tail %llu, head %llu); a rank that"
+                " passes host buffers takes the stock path: is rank %u passing host memory?",
+                comm->rank, (unsigned long long)comm->key, comm->size,
+                dfccl_coll_type_name(coll->type), (unsigned long long)coll->seq, coll->total_count,
+                dfccl_dtype_name((dfccl_dtype_t)d->dtype), dfccl_op_name((dfccl_op_t)d->op),
+                coll->priority, (double)g->blocked_ns / 1e9, g->channel,
+                (unsigned long long)g->round + 1, (unsigned long long)g->nrounds, g->step + 1,
+                g->nsteps, (unsigned long long)g->offset,
+                g->waiting == DFCCL_WAIT_SEND ? "a free slot at" : "data from", g->peer,
+                (unsigned long long)g->tail, (unsigned long long)g->head, g->peer);
+}
+
+/* Hands a finished job to the engine's completion queue; lock held. */
+static void gpu_job_complete(dfccl_gpu_t *g, gpu_job_t *job, dfccl_status_t status)
+{
+    dfccl_coll_t *coll = job->coll;
+
+    g->in_flight--;
+    dfccl_stats_add_completed(coll->type, status);
+    if (status == DFCCL_OK) {
+        uint64_t bytes = coll->total_count * job->desc.esize;
+        dfccl_stats_add_bytes(bytes);
+    }
+    if (dfccl_cqueue_push(&g->ctx->complete, coll->user, status) != DFCCL_OK)
+        dfccl_error("completion of %s #%llu lost: out of memory", dfccl_coll_type_name(coll->type),
+                    (unsigned long long)coll->seq);
+    dfccl_comm_release(coll->comm);
+    free(coll);
+    free(job);
+}
+
+/* Writes a job into its submission slot and publishes it; lock held. */
+static void gpu_job_submit(dfccl_gpu_t *g, gpu_job_t *job)
+{
+    uint64_t ticket = g->next_ticket++;
+    int slot = (int)(ticket % DFCCL_GPU_SQ_DEPTH);
+    dfccl_gpu_desc_t *d = &g->descs[slot];
+    size_t head = offsetof(dfccl_gpu_desc_t, steps);
+
+    g->slot_job[slot] = job;
+    d->ticket = UINT64_MAX;                 /* lagging blocks: not this one */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    memcpy((char *)d + sizeof(d->ticket), (char *)&job->desc + sizeof(d->ticket),
+           head - sizeof(d->ticket));
+    memcpy(d->steps, job->desc.steps, job->desc.nsteps * sizeof(dfccl_step_t));
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    d->ticket = ticket;
+    __atomic_store_n(&g->ctrl->sq_tail, ticket + 1, __ATOMIC_SEQ_CST);
+}
+
+static void gpu_backlog_flush(dfccl_gpu_t *g)
+{
+    while (g->backlog != NULL && g->slot_job[g->next_ticket % DFCCL_GPU_SQ_DEPTH] == NULL) {
+        gpu_job_t *job = g->backlog;
+        g->backlog = job->next;
+        if (g->backlog == NULL) g->backlog_tail = NULL;
+        gpu_job_submit(g, job);
+    }
+}
+
+/* Moves completion entries to the engine's completion queue; returns how many. */
+static int gpu_drain(dfccl_gpu_t *g)
+{
+    int n = 0;
+
+    for (;;) {
+        dfccl_gpu_cqe_t *e = &g->cq[g->cq_head % DFCCL_GPU_SQ_DEPTH];
+        if (__atomic_load_n(&e->marker, __ATOMIC_ACQUIRE) != g->cq_head + 1) break;
+        int slot = (int)e->ticket;
+        dfccl_status_t status = (dfccl_status_t)e->status;
+        pthread_mutex_lock(&g->lock);
+        gpu_job_t *job = g->slot_job[slot];
+        g->slot_job[slot] = NULL;
+        if (job != NULL) {
+            if (status != DFCCL_OK) {
+                gpu_diagnose(job->coll, &job->desc, &e->diag);
+                job->coll->comm->broken = 1;
+            }
+            gpu_job_complete(g, job, status);
+        } else {
+            dfccl_error("GPU completion for an empty slot %d ignored", slot);
+        }
+        gpu_backlog_flush(g);
+        pthread_mutex_unlock(&g->lock);
+        g->cq_head++;
+        n++;
+    }
+    return n;
+}
+
+/* Everything still queued or running fails with status; lock held. */
+static void gpu_fail_all(dfccl_gpu_t *g, dfccl_status_t status)
+{
+    for (int s = 0; s < DFCCL_GPU_SQ_DEPTH; s++) {
+        if (g->slot_job[s] == NULL) continue;
+        gpu_job_complete(g, g->slot_job[s], status);
+        g->slot_job[s] = NULL;
+    }
+    while (g->backlog != NULL) {
+        gpu_job_t *job = g->backlog;
+        g->backlog = job->next;
+        gpu_job_complete(g, job, status);
+    }
+    g->backlog_tail = NULL;
+}
+
+static void gpu_comm_free_resources(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc, int size, int rank)
+{
+    for (int p = 0; p < size; p++)
+        if (p != rank && gc->peer_base[p] != NULL) cudaIpcCloseMemHandle(gc->peer_base[p]);
+    if (gc->region != NULL) cudaFree(gc->region);
+    if (gc->index >= 0) {
+        pthread_mutex_lock(&g->lock);
+        g->comm_used[gc->index] = 0;
+        pthread_mutex_unlock(&g->lock);
+    }
+}
+
+/* Released communicators: their memory goes while the kernel is out (a
+ * cudaFree would wait for it anyway). */
+typedef struct gpu_dead {
+    dfccl_gpu_comm_t *gc;
+    int size, rank;
+} gpu_dead_t;
+
+static void gpu_free_dead(dfccl_gpu_t *g)
+{
+    dfccl_gpu_comm_t *list;
+
+    pthread_mutex_lock(&g->lock);
+    list = g->dead;
+    g->dead = NULL;
+    pthread_mutex_unlock(&g->lock);
+    while (list != NULL) {
+        dfccl_gpu_comm_t *gc = list;
+        gpu_dead_t *info = (gpu_dead_t *)(gc + 1);
+        list = gc->next_dead;
+        gpu_comm_free_resources(g, gc, info->size, info->rank);
+        free(gc);
+    }
+}
+
+static void gpu_launch(dfccl_gpu_t *g)
+{
+    int rc = dfccl_gpu_kernel_launch(&g->env, g->blocks, g->threads, g->stream);
+    cudaError_t e = rc == 0 ? cudaEventRecord(g->exited, g->stream) : (cudaError_t)rc;
+
+    if (e != cudaSuccess) {
+        dfccl_error("GPU daemon launch failed: %s: GPU collectives fail", gpu_err(e));
+        g->broken = 1;
+        pthread_mutex_lock(&g->lock);
+        gpu_fail_all(g, DFCCL_ERR_SYSTEM);
+        pthread_mutex_unlock(&g->lock);
+        return;
+    }
+    g->launched = 1;
+    __atomic_store_n(&g->kernel_live, 1, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&g->lock);
+    g->launch_ticket = g->next_ticket;
+    pthread_mutex_unlock(&g->lock);
+}
+
+static void *gpu_proxy_main(void *arg)
+{
+    dfccl_gpu_t *g = arg;
+
+    cudaSetDevice(g->device);
+    g->backoff_ns = GPU_RELAUNCH_MIN_NS;
+    for (;;) {
+        if (gpu_drain(g) > 0) g->backoff_ns = GPU_RELAUNCH_MIN_NS;
+        if (g->launched) {
+            cudaError_t e = cudaEventQuery(g->exited);
+            if (e != cudaErrorNotReady) {
+                g->launched = 0;
+                __atomic_store_n(&g->kernel_live, 0, __ATOMIC_RELEASE);
+                g->exit_ns = dfccl_now_ns();
+                gpu_drain(g);   /* what it completed on its way out */
+                if (e != cudaSuccess) {
+                    dfccl_error("GPU daemon kernel failed: %s: GPU collectives fail", gpu_err(e));
+                    g->broken = 1;
+                    pthread_mutex_lock(&g->lock);
+                    gpu_fail_all(g, DFCCL_ERR_SYSTEM);
+                    pthread_mutex_unlock(&g->lock);
+                }
+            }
+        }
+        pthread_mutex_lock(&g->lock);
+        int stop = g->stop;
+        uint64_t in_flight = g->in_flight, fresh = g->next_ticket > g->launch_ticket;
+        int dead = g->dead != NULL;
+        pthread_mutex_unlock(&g->lock);
+        if (!g->launched) {
+            if (dead) gpu_free_dead(g);
+            if (stop) break;
+            if (in_flight > 0 && !g->broken) {
+                uint64_t now = dfccl_now_ns();
+                if (fresh) {
+                    gpu_launch(g);
+                } else if (now - g->exit_ns >= g->backoff_ns) {
+                    gpu_launch(g);
+                    g->backoff_ns = 2 * g->backoff_ns < GPU_RELAUNCH_MAX_NS ? 2 * g->backoff_ns
+                                                                           : GPU_RELAUNCH_MAX_NS;
+                }
+            }
+        }
+        if (in_flight == 0 && !stop) {
+            pthread_mutex_lock(&g->lock);
+            if (g->in_flight == 0 && !g->stop && g->dead == NULL) {
+                struct timespec until;
+                clock_gettime(CLOCK_REALTIME, &until);
+                until.tv_nsec += (long)(GPU_PROXY_IDLE_WAIT_NS % 1000000000ull);
+                if (until.tv_nsec >= 1000000000L) {
+                    until.tv_sec++;
+                    until.tv_nsec -= 1000000000L;
+                }
+                pthread_cond_timedwait(&g->wake, &g->lock, &until);
+            }
+            pthread_mutex_unlock(&g->lock);
+        } else {
+            sched_yield();
+        }
+    }
+    /* shutting down: the kernel has left */
+    gpu_drain(g);
+    pthread_mutex_lock(&g->lock);
+    gpu_fail_all(g, DFCCL_ERR_SHUTDOWN);
+    pthread_mutex_unlock(&g->lock);
+    gpu_free_dead(g);
+    return NULL;
+}
+
+/* ---- the backend ----------------------------------------------------------- */
+
+static void gpu_release_resources(dfccl_gpu_t *g)
+{
+    if (g->env.state) cudaFree(g->env.state);
+    if (g->env.comms) cudaFree(g->env.comms);
+    if (g->ctrl) cudaFreeHost(g->ctrl);
+    if (g->descs) cudaFreeHost(g->descs);
+    if (g->cq) cudaFreeHost(g->cq);
+    if (g->exited) cudaEventDestroy(g->exited);
+    if (g->stream) cudaStreamDestroy(g->stream);
+    if (g->copy_stream) cudaStreamDestroy(g->copy_stream);
+}
+
+static dfccl_status_t gpu_create(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
+{
+    const dfccl_config_t *cfg = &ctx->config;
+    dfccl_gpu_t *g = calloc(1, sizeof(*g));
+    cudaError_t e;
+    void *dev;
+    int rc;
+
+    if (g == NULL) return DFCCL_ERR_NO_MEMORY;
+    g->ctx = ctx;
+    e = cudaGetDevice(&g->device);
+    if (e != cudaSuccess) goto err_cuda;
+    g->blocks = cfg->gpu_channels;
+    g->threads = cfg->gpu_threads;
+    if ((e = cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking)) != cudaSuccess ||
+        (e = cudaStreamCreateWithFlags(&g->copy_stream, cudaStreamNonBlocking)) != cudaSuccess ||
+        (e = cudaEventCreateWithFlags(&g->exited, cudaEventDisableTiming)) != cudaSuccess ||
+        (e = cudaHostAlloc((void **)&g->ctrl, sizeof(*g->ctrl), cudaHostAllocMapped)) !=
+            cudaSuccess ||
+        (e = cudaHostAlloc((void **)&g->descs, sizeof(*g->descs) * DFCCL_GPU_SQ_DEPTH,
+                           cudaHostAllocMapped)) != cudaSuccess ||
+        (e = cudaHostAlloc((void **)&g->cq, sizeof(*g->cq) * DFCCL_GPU_SQ_DEPTH,
+                           cudaHostAllocMapped)) != cudaSuccess ||
+        (e = cudaMalloc((void **)&g->env.state, sizeof(dfccl_gpu_state_t))) != cudaSuccess ||
+        (e = cudaMalloc((void **)&g->env.comms, sizeof(dfccl_gpu_comm_dev_t) * DFCCL_GPU_MAX_COMMS)) !=
+            cudaSuccess)
+        goto err_cuda;
+    memset(g->ctrl, 0, sizeof(*g->ctrl));
+    memset(g->descs, 0, sizeof(*g->descs) * DFCCL_GPU_SQ_DEPTH);
+    for (int s = 0; s < DFCCL_GPU_SQ_DEPTH; s++) g->descs[s].ticket = UINT64_MAX;
+    memset(g->cq, 0, sizeof(*g->cq) * DFCCL_GPU_SQ_DEPTH);
+    if ((e = cudaMemsetAsync(g->env.state, 0, sizeof(dfccl_gpu_state_t), g->copy_stream)) !=
+            cudaSuccess ||
+        (e = cudaStreamSynchronize(g->copy_stream)) != cudaSuccess)
+        goto err_cuda;
+    if ((e = cudaHostGetDevicePointer(&dev, g->ctrl, 0)) != cudaSuccess) goto err_cuda;
+    g->env.ctrl = dev;
+    if ((e = cudaHostGetDevicePointer(&dev, g->descs, 0)) != cudaSuccess) goto err_cuda;
+    g->env.descs = dev;
+    if ((e = cudaHostGetDevicePointer(&dev, g->cq, 0)) != cudaSuccess) goto err_cuda;
+    g->env.cq = dev;
+    g->env.budget_head_ns = cfg->budget_head_ns;
+    g->env.budget_ns = cfg->budget_ns;
+    g->env.budget_min_ns = cfg->budget_min_ns;
+    g->env.budget_max_ns = cfg->budget_max_ns;
+    g->env.timeout_ns = (uint64_t)(cfg->timeout_sec * 1e9);
+    g->env.idle_quit_ns = cfg->gpu_idle_quit_ns;
+    g->env.stuck_quit_ns = cfg->gpu_stuck_quit_ns;
+    pthread_mutex_init(&g->lock, NULL);
+    pthread_cond_init(&g->wake, NULL);
+    rc = pthread_create(&g->proxy, NULL, gpu_proxy_main, g);
+    if (rc != 0) {
+        dfccl_error("cannot start the GPU proxy thread: %s", strerror(rc));
+        pthread_cond_destroy(&g->wake);
+        pthread_mutex_destroy(&g->lock);
+        gpu_release_resources(g);
+        free(g);
+        return DFCCL_ERR_SYSTEM;
+    }
+    dfccl_info("GPU backend started on device %d: %u channels x %u threads, FIFOs %u x %zu bytes",
+               g->device, g->blocks, g->threads, cfg->gpu_fifo_slots, cfg->gpu_slot_bytes);
+    *gpu_p = g;
+    return DFCCL_OK;
+
+err_cuda:
+    dfccl_error("GPU backend not started: %s", gpu_err(e));
+    gpu_release_resources(g);
+    free(g);
+    return DFCCL_ERR_SYSTEM;
+}
+
+static dfccl_status_t gpu_get(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
+{
+    dfccl_status_t status = DFCCL_OK;
+
+    pthread_mutex_lock(&ctx->gpu_lock);
+    if (ctx->gpu == NULL) {
+        const dfccl_config_t *cfg = &ctx->config;
+        if (cfg->gpu_channels < 1 || cfg->gpu_channels > DFCCL_GPU_MAX_CHANNELS ||
+            cfg->gpu_threads < 64 || cfg->gpu_threads > 1024 || cfg->gpu_threads % 32 != 0 ||
+            cfg->gpu_slot_bytes < 1024 || cfg->gpu_slot_bytes % 16 != 0 || cfg->gpu_fifo_slots < 2) {
+            dfccl_error("invalid GPU configuration: channels %u (1..%d), threads %u (64..1024, a"
+                        " multiple of 32), slot bytes %zu (>= 1024, a multiple of 16), slots %u"
+                        " (>= 2)", cfg->gpu_channels, DFCCL_GPU_MAX_CHANNELS, cfg->gpu_threads,
+                        cfg->gpu_slot_bytes, cfg->gpu_fifo_slots);
+            status = DFCCL_ERR_INVALID_PARAM;
+        } else {
+            status = gpu_create(ctx, &ctx->gpu);
+        }
+    }
+    *gpu_p = ctx->gpu;
+    pthread_mutex_unlock(&ctx->gpu_lock);
+    return status;
+}
+
+void dfccl_gpu_destroy(dfccl_context_t *ctx)
+{
+    dfccl_gpu_t *g = ctx->gpu;
+
+    if (g == NULL) return;
+    __atomic_store_n(&g->ctrl->stop, 1u, __ATOMIC_SEQ_CST);
+    pthread_mutex_lock(&g->lock);
+    g->stop = 1;
+    pthread_cond_signal(&g->wake);
+    pthread_mutex_unlock(&g->lock);
+    pthread_join(g->proxy, NULL);
+    pthread_cond_destroy(&g->wake);
+    pthread_mutex_destroy(&g->lock);
+    gpu_release_resources(g);
+    free(g);
+    ctx->gpu = NULL;
+}
+
+/* ---- communicators ----------------------------------------------------------- */
+
+static size_t gpu_fifo_bytes(const dfccl_config_t *cfg)
+{
+    size_t b = dfccl_fifo_bytes(cfg->gpu_slot_bytes, cfg->gpu_fifo_slots);
+    return (b + GPU_FIFO_ALIGN - 1) / GPU_FIFO_ALIGN * GPU_FIFO_ALIGN;
+}
+
+static size_t gpu_inbox_bytes(int size)
+{
+    size_t b = DFCCL_GPU_INBOX_BYTES(size);
+    return (b + GPU_FIFO_ALIGN - 1) / GPU_FIFO_ALIGN * GPU_FIFO_ALIGN;
+}
+
+dfccl_status_t dfccl_gpu_comm_begin(dfccl_context_t *ctx, const dfccl_comm_params_t *p,
+                                    dfccl_comm_t **comm_p, void *hello_out)
+{
+    gpu_hello_t hello;
+    dfccl_comm_t *comm;
+    dfccl_gpu_comm_t *gc;
+    dfccl_gpu_t *g = NULL;
+    dfccl_status_t status;
+    struct cudaDeviceProp prop;
+    cudaError_t e;
+
+    memset(&hello, 0, sizeof(hello));
+    if (ctx == NULL || p == NULL || comm_p == NULL || p->size < 1 || p->rank < 0 ||
+        p->rank >= p->size)
+        return DFCCL_ERR_INVALID_PARAM;
+    comm = calloc(1, sizeof(*comm));
+    gc = calloc(1, sizeof(*gc) + sizeof(gpu_dead_t));
+    if (comm == NULL || gc == NULL) {
+        free(comm);
+        free(gc);
+        return DFCCL_ERR_NO_MEMORY;
+    }
+    comm->context = ctx;
+    comm->rank = p->rank;
+    comm->size = p->size;
+    comm->key = p->key;
+    comm->refs = 1;
+    comm->gpu = gc;
+    gc->index = -1;
+    gc->failed = DFCCL_ERR_UNSUPPORTED;
+    *comm_p = comm;
+
+    hello.nchannels = ctx->config.gpu_channels;
+    hello.nslots = ctx->config.gpu_fifo_slots;
+    hello.slot_bytes = ctx->config.gpu_slot_bytes;
+    if (p->size > DFCCL_GPU_MAX_RANKS) {
+        dfccl_info("comm %#llx: %d ranks, the GPU backend carries at most %d",
+                   (unsigned long long)p->key, p->size, DFCCL_GPU_MAX_RANKS);
+        status = DFCCL_ERR_UNSUPPORTED;
+        goto out;
+    }
+    status = gpu_get(ctx, &g);
+    if (status != DFCCL_OK) goto out;
+    hello.device = g->device;
+    if ((e = cudaGetDeviceProperties(&prop, g->device)) != cudaSuccess) goto err_cuda;
+    memcpy(hello.uuid, &prop.uuid, sizeof(hello.uuid));
+    gc->region_bytes = gpu_inbox_bytes(p->size) + (size_t)g->blocks * gpu_fifo_bytes(&ctx->config);
+    hello.region_bytes = gc->region_bytes;
+    {
+        int current = -1;
+        cudaGetDevice(&current);
+        if (current != g->device) cudaSetDevice(g->device);
+        e = cudaMalloc((void **)&gc->region, gc->region_bytes);
+        if (e == cudaSuccess) e = cudaMemsetAsync(gc->region, 0, gc->region_bytes, g->copy_stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(g->copy_stream);
+        if (e == cudaSuccess) e = cudaIpcGetMemHandle(&gc->handle, gc->region);
+        if (current >= 0 && current != g->device) cudaSetDevice(current);
+    }
+    if (e != cudaSuccess) goto err_cuda;
+    hello.handle = gc->handle;
+    status = DFCCL_OK;
+    goto out;
+
+err_cuda:
+    dfccl_error("comm %#llx: GPU set-up on rank %d failed: %s", (unsigned long long)p->key,
+                p->rank, gpu_err(e));
+    status = DFCCL_ERR_SYSTEM;
+out:
+    hello.status = (int32_t)status;
+    memcpy(hello_out, &hello, sizeof(hello));
+    gc->failed = status;
+    return DFCCL_OK;
+}
+
+dfccl_status_t dfccl_gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
+{
+    const gpu_hello_t *all = hellos;
+    dfccl_gpu_comm_t *gc = comm->gpu;
+    dfccl_context_t *ctx = comm->context;
+    dfccl_gpu_t *g = ctx->gpu;
+    const dfccl_config_t *cfg = &ctx->config;
+    dfccl_gpu_comm_dev_t dev;
+    int me = comm->rank, n = comm->size, next = (me + 1) % n, prev = (me + n - 1) % n, current = -1;
+    size_t inbox = gpu_inbox_bytes(n), fifo = gpu_fifo_bytes(cfg);
+    cudaError_t e = cudaSuccess;
+
+    for (int r = 0; r < n; r++) {
+        if (all[r].status != DFCCL_OK) return (dfccl_status_t)all[r].status;
+        if (all[r].nchannels != all[me].nchannels || all[r].nslots != all[me].nslots ||
+            all[r].slot_bytes != all[me].slot_bytes) {
+            if (me == 0)
+                dfccl_error("comm %#llx: rank %d runs %u GPU channels with FIFOs of %u x %llu"
+                            " bytes, rank 0 %u x %u x %llu: these settings must be equal on all"
+                            " ranks", (unsigned long long)comm->key, r, all[r].nchannels,
+                            all[r].nslots, (unsigned long long)all[r].slot_bytes,
+                            all[me].nchannels, all[me].nslots,
+                            (unsigned long long)all[me].slot_bytes);
+            return DFCCL_ERR_INVALID_PARAM;
+        }
+    }
+    if (gc->failed != DFCCL_OK || g == NULL) return gc->failed;
+    cudaGetDevice(&current);
+    if (current != g->device) cudaSetDevice(g->device);
+    for (int r = 0; r < n && e == cudaSuccess; r++) {
+        if (r == me) continue;
+        e = cudaIpcOpenMemHandle((void **)&gc->peer_base[r], all[r].handle,
+                                 cudaIpcMemLazyEnablePeerAccess);
+        if (e != cudaSuccess)
+            dfccl_error("comm %#llx: rank %d cannot map the GPU memory of rank %d (device %d):"
+                        " %s", (unsigned long long)comm->key, me, r, all[r].device, gpu_err(e));
+    }
+    if (e == cudaSuccess) {
+        memset(&dev, 0, sizeof(dev));
+        dev.rank = me;
+        dev.size = n;
+        dev.nchannels = g->blocks;
+        dev.key = comm->key;
+        for (int r = 0; r < n; r++) dev.inbox[r] = r == me ? gc->region : gc->peer_base[r];
+        for (unsigned c = 0; c < g->blocks; c++) {
+            char *mine = gc->region + inbox + c * fifo;
+            char *theirs = (n > 1 ? gc->peer_base[next] : gc->region) + inbox + c * fifo;
+            dev.recv_fifo[c].ctrl = (dfccl_fifo_ctrl_t *)mine;
+            dev.recv_fifo[c].slots = mine + sizeof(dfccl_fifo_ctrl_t);
+            dev.recv_fifo[c].slot_bytes = cfg->gpu_slot_bytes;
+            dev.recv_fifo[c].nslots = cfg->gpu_fifo_slots;
+            dev.recv_fifo[c].peer = prev;
+            dev.send_fifo[c].ctrl = (dfccl_fifo_ctrl_t *)theirs;
+            dev.send_fifo[c].slots = theirs + sizeof(dfccl_fifo_ctrl_t);
+            dev.send_fifo[c].slot_bytes = cfg->gpu_slot_bytes;
+            dev.send_fifo[c].nslots = cfg->gpu_fifo_slots;
+            dev.send_fifo[c].peer = next;
+        }
+        pthread_mutex_lock(&g->lock);
+        for (int i = 0; i < DFCCL_GPU_MAX_COMMS; i++) {
+            if (!g->comm_used[i]) {
+                g->comm_used[i] = 1;
+                gc->index = i;
+                break;
+            }
+        }
+        pthread_mutex_unlock(&g->lock);
+        if (gc->index < 0) {
+            dfccl_error("comm %#llx: more than %d GPU communicators in this process",
+                        (unsigned long long)comm->key, DFCCL_GPU_MAX_COMMS);
+            if (current >= 0 && current != g->device) cudaSetDevice(current);
+            return DFCCL_ERR_NO_MEMORY;
+        }
+        e = cudaMemcpyAsync(&g->env.comms[gc->index], &dev, sizeof(dev), cudaMemcpyHostToDevice,
+                            g->copy_stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(g->copy_stream);
+    }
+    if (current >= 0 && current != g->device) cudaSetDevice(current);
+    return e == cudaSuccess ? DFCCL_OK : DFCCL_ERR_SYSTEM;
+}
+
+dfccl_status_t dfccl_gpu_comm_finish(dfccl_comm_t *comm, dfccl_status_t agreed)
+{
+    dfccl_gpu_comm_t *gc = comm->gpu;
+
+    if (agreed == DFCCL_OK) {
+        gc->ready = 1;
+        gc->failed = DFCCL_OK;
+        dfccl_stats_add_comm();
+        dfccl_debug("comm %#llx: rank %d of %d connected on the GPU", (unsigned long long)comm->key,
+                    comm->rank, comm->size);
+        return DFCCL_OK;
+    }
+    gc->failed = agreed;
+    if (comm->context->gpu != NULL) {
+        gpu_comm_free_resources(comm->context->gpu, gc, comm->size, comm->rank);
+    } else if (gc->region != NULL) {
+        cudaFree(gc->region);
+    }
+    memset(gc->peer_base, 0, sizeof(gc->peer_base));
+    gc->region = NULL;
+    gc->index = -1;
+    return agreed;
+}
+
+dfccl_status_t dfccl_gpu_comm_create(dfccl_context_t *ctx, const dfccl_comm_params_t *p,
+                                     dfccl_comm_t **comm_p)
+{
+    size_t hb = dfccl_gpu_hello_bytes();
+    char *mine, *all;
+    dfccl_comm_t *comm = NULL;
+    dfccl_status_t status, worst = DFCCL_OK;
+    int32_t me, *every;
+
+    if (p == NULL || p->allgather == NULL) return DFCCL_ERR_INVALID_PARAM;
+    mine = malloc(hb);
+    all = malloc(hb * (size_t)p->size);
+    every = malloc(sizeof(int32_t) * (size_t)p->size);
+    if (mine == NULL || all == NULL || every == NULL) {
+        status = DFCCL_ERR_NO_MEMORY;
+        goto out;
+    }
+    status = dfccl_gpu_comm_begin(ctx, p, &comm, mine);
+    if (status != DFCCL_OK) goto out;
+    if (p->allgather(mine, all, hb, p->allgather_arg) != 0) {
+        status = DFCCL_ERR_BOOTSTRAP;
+        goto out;
+    }
+    me = (int32_t)dfccl_gpu_comm_connect(comm, all);
+    if (p->allgather(&me, every, sizeof(me), p->allgather_arg) != 0) {
+        status = DFCCL_ERR_BOOTSTRAP;
+        goto out;
+    }
+    for (int r = 0; r < p->size; r++)
+        if (every[r] != DFCCL_OK) worst = (dfccl_status_t)every[r];
+    status = dfccl_gpu_comm_finish(comm, worst);
+out:
+    if (status != DFCCL_OK && comm != NULL) {
+        if (comm->gpu->ready || comm->gpu->region) dfccl_gpu_comm_finish(comm, status);
+        dfccl_comm_destroy(comm);
+        comm = NULL;
+    }
+    *comm_p = comm;
+    free(mine);
+    free(all);
+    free(every);
+    return status;
+}
+
+void dfccl_gpu_comm_release(dfccl_comm_t *comm)
+{
+    dfccl_gpu_comm_t *gc = comm->gpu;
+    dfccl_gpu_t *g = comm->context->gpu;
+    gpu_dead_t *info = (gpu_dead_t *)(gc + 1);
+
+    if (g == NULL || (!gc->ready && gc->region == NULL && gc->index < 0)) {
+        free(gc);
+        return;
+    }
+    info->size = comm->size;
+    info->rank = comm->rank;
+    pthread_mutex_lock(&g->lock);
+    gc->next_dead = g->dead;
+    g->dead = gc;
+    pthread_cond_signal(&g->wake);
+    pthread_mutex_unlock(&g->lock);
+}
+
+/* ---- collectives ---------------------------------------------------------------- */
+
+dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *args)
+{
+    dfccl_comm_t *comm = coll->comm;
+    dfccl_gpu_comm_t *gc = comm->gpu;
+    dfccl_gpu_t *g = comm->context->gpu;
+    const dfccl_config_t *cfg = &comm->context->config;
+    size_t esize = dfccl_dtype_size(args->dtype), slot_bytes = 0, total_bytes;
+    gpu_job_t *job;
+    dfccl_gpu_desc_t *d;
+    unsigned parts;
+    int wake;
+
+    if (!gc->ready || g == NULL) return gc->failed != DFCCL_OK ? gc->failed : DFCCL_ERR_UNSUPPORTED;
+    if (g->broken) return DFCCL_ERR_SYSTEM;
+    job = calloc(1, sizeof(*job));
+    if (job == NULL) return DFCCL_ERR_NO_MEMORY;
+    job->coll = coll;
+    d = &job->desc;
+    d->comm_index = (uint32_t)gc->index;
+    d->type = (uint8_t)args->type;
+    d->dtype = (uint8_t)args->dtype;
+    d->op = (uint8_t)(args->op == DFCCL_OP_NONE ? 0 : args->op);
+    d->priority = coll->priority;
+    d->nsteps = coll->exec.nsteps;
+    d->comm_key = comm->key;
+    d->seq = coll->seq;
+    d->count = args->count;
+    d->esize = esize;
+    d->sendbuf = args->sendbuf == DFCCL_IN_PLACE ? NULL : (char *)args->sendbuf;
+    d->recvbuf = args->recvbuf;
+    d->slice_elems = cfg->gpu_slot_bytes / esize;
+    d->chunk_elems = dfccl_plan_chunk_elems(cfg->gpu_slot_bytes, cfg->gpu_fifo_slots, esize);
+    memcpy(d->steps, coll->steps, coll->exec.nsteps * sizeof(dfccl_step_t));
+    /* The algorithm and the channels follow from what every rank knows
+     * alike (type, counts, element size): all ranks choose the same. */
+    switch (args->type) {
+    case DFCCL_COLL_ALLREDUCE:
+        slot_bytes = args->count * esize;
+        total_bytes = slot_bytes;
+        break;
+    case DFCCL_COLL_ALLGATHER:
+        slot_bytes = args->count * esize;
+        total_bytes = slot_bytes * (size_t)comm->size;
+        break;
+    default:
+        total_bytes = 0;
+        for (int r = 0; r < comm->size; r++) {
+            d->rs_counts[r] = args->counts[r];
+            if (args->counts[r] * esize > slot_bytes) slot_bytes = args->counts[r] * esize;
+            total_bytes += args->counts[r] * esize;
+        }
+        break;
+    }
+    if (slot_bytes <= DFCCL_GPU_SMALL_BYTES) {
+        d->algo = DFCCL_GPU_ALGO_ONESHOT;
+        d->nparts = 1;
+    } else {
+        d->algo = DFCCL_GPU_ALGO_RING;
+        parts = (unsigned)(total_bytes / GPU_BYTES_PER_CHANNEL);
+        d->nparts = parts < 1 ? 1 : parts > g->blocks ? g->blocks : parts;
+    }
+    pthread_mutex_lock(&g->lock);
+    /* the proxy sleeps while nothing is in flight: wake it for the first */
+    wake = g->in_flight++ == 0;
+    if (g->backlog == NULL && g->slot_job[g->next_ticket % DFCCL_GPU_SQ_DEPTH] == NULL) {
+        gpu_job_submit(g, job);
+    } else {
+        job->next = NULL;
+        if (g->backlog_tail) g->backlog_tail->next = job;
+        else g->backlog = job;
+        g->backlog_tail = job;
+    }
+    if (wake || !__atomic_load_n(&g->kernel_live, __ATOMIC_ACQUIRE)) pthread_cond_signal(&g->wake);
+    pthread_mutex_unlock(&g->lock);
+    return DFCCL_OK;
+}

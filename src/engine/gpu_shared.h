@@ -1,0 +1,152 @@
+/*
+ * gpu_shared.h - what the host side of the GPU backend (gpu.c) and the
+ * daemon kernel (src/kernels/daemon_kernel.cu) share: the submission queue
+ * entries and completion entries in pinned, mapped host memory, the
+ * communicator table and the kernel's saved state in device memory.
+ *
+ * Submission: the host fills descs[ticket % DFCCL_GPU_SQ_DEPTH] and then
+ * publishes ctrl->sq_tail = ticket + 1. Every block of the kernel admits
+ * every ticket (each channel runs its part of a collective).
+ * Completion: the last channel to finish a collective reserves the next
+ * completion entry, fills it and writes its marker last.
+ */
+#ifndef DFCCL_GPU_SHARED_H
+#define DFCCL_GPU_SHARED_H
+
+#include <stdint.h>
+#include "exec.h"
+#include "fifo.h"
+#include "plan.h"
+#include "sched_policy.h"
+
+#define DFCCL_GPU_MAX_RANKS    32     /* ranks of one communicator on the GPU backend */
+#define DFCCL_GPU_MAX_STEPS    (2 * DFCCL_GPU_MAX_RANKS + 1)
+#define DFCCL_GPU_MAX_CHANNELS 32     /* blocks of the daemon kernel */
+#define DFCCL_GPU_SQ_DEPTH     64     /* collectives in the kernel at once, per process */
+#define DFCCL_GPU_MAX_COMMS    1024   /* communicators with a GPU side, per process */
+/* The one-shot path: every rank writes its contribution into every peer's
+ * inbox slot of this size, then each reduces locally. */
+#define DFCCL_GPU_SMALL_BYTES  65536
+
+typedef enum {
+    DFCCL_GPU_ALGO_RING    = 0,   /* the plan's ring through the channel FIFOs */
+    DFCCL_GPU_ALGO_ONESHOT = 1    /* small messages through the inboxes, channel 0 only */
+} dfccl_gpu_algo_t;
+
+/* A submission queue entry. */
+typedef struct dfccl_gpu_desc {
+    volatile uint64_t ticket;    /* written first (invalid) and last (valid): a seqlock */
+    uint32_t     comm_index;
+    uint8_t      type, dtype, op, algo;
+    int32_t      priority;
+    uint32_t     nsteps;
+    uint32_t     nparts;         /* channels that take part (0 .. nparts-1) */
+    uint64_t     comm_key;
+    uint64_t     seq;            /* on its communicator */
+    uint64_t     count;          /* ALLREDUCE: elements; ALLGATHER: elements per rank */
+    uint64_t     esize;
+    char        *sendbuf;        /* NULL when in place */
+    char        *recvbuf;
+    uint64_t     chunk_elems;
+    uint64_t     slice_elems;
+    uint64_t     rs_counts[DFCCL_GPU_MAX_RANKS];   /* REDUCE_SCATTER */
+    dfccl_step_t steps[DFCCL_GPU_MAX_STEPS];
+} dfccl_gpu_desc_t;
+
+/* Why a channel failed, for the host's diagnosis line. */
+typedef struct dfccl_gpu_diag {
+    uint32_t channel, step, nsteps, waiting, peer, algo, phase, pad;
+    uint64_t round, nrounds, offset, tail, head, blocked_ns;
+} dfccl_gpu_diag_t;
+
+typedef struct dfccl_gpu_cqe {
+    volatile uint64_t marker;    /* completion index + 1, written last */
+    uint64_t          ticket;
+    int32_t           status;    /* dfccl_status_t */
+    int32_t           pad;
+    dfccl_gpu_diag_t  diag;
+} dfccl_gpu_cqe_t;
+
+/* Host-written control words (pinned, mapped). */
+typedef struct dfccl_gpu_ctrl {
+    volatile uint64_t sq_tail;
+    char              pad0[56];
+    volatile uint32_t stop;      /* context shutdown: blocks leave at once */
+    char              pad1[60];
+} dfccl_gpu_ctrl_t;
+
+/* One rank's view of a communicator, in device memory; built by the host at
+ * set-up. Channel c's FIFOs are touched only by block c; the inbox counters
+ * only by block 0. */
+typedef struct dfccl_gpu_comm_dev {
+    int32_t        rank, size;
+    uint32_t       nchannels;
+    volatile int32_t broken;      /* a collective failed: later ones fail at once */
+    uint64_t       key;
+    uint64_t       small_count;   /* one-shot collectives started (block 0) */
+    dfccl_fifo_t   recv_fifo[DFCCL_GPU_MAX_CHANNELS];   /* from rank - 1, in our memory */
+    dfccl_fifo_t   send_fifo[DFCCL_GPU_MAX_CHANNELS];   /* to rank + 1, in its memory */
+    char          *inbox[DFCCL_GPU_MAX_RANKS];          /* every rank's inbox, ours too */
+} dfccl_gpu_comm_dev_t;
+
+/* Inbox of one rank for one communicator: counters, then one data slot per
+ * peer. arrived[p]: one-shots whose data p has written into slot p;
+ * acked[p]: one-shots of ours whose data p has consumed. */
+typedef struct dfccl_gpu_inbox_ctrl {
+    volatile uint64_t arrived[DFCCL_GPU_MAX_RANKS];
+    volatile uint64_t acked[DFCCL_GPU_MAX_RANKS];
+} dfccl_gpu_inbox_ctrl_t;
+
+#define DFCCL_GPU_INBOX_DATA_OFFSET 1024   /* data slots start 16-byte aligned */
+#define DFCCL_GPU_INBOX_BYTES(size) \
+    (DFCCL_GPU_INBOX_DATA_OFFSET + (size_t)(size) * DFCCL_GPU_SMALL_BYTES)
+
+/* A collective on one channel: the saved dynamic context. */
+typedef struct dfccl_gpu_task {
+    dfccl_exec_t  exec;          /* ring: step, round, offset */
+    uint32_t      phase;         /* one-shot: 0 send, 1 receive, 2 done */
+    uint32_t      algo;
+    uint32_t      comm_index;
+    uint32_t      type;
+    uint64_t      small_k;       /* one-shot: its number on the communicator */
+    uint64_t      budget_ns;
+    uint64_t      blocked_since; /* 0 while moving */
+    dfccl_sched_key_t key;
+    uint64_t      count;
+    uint64_t      rs_counts[DFCCL_GPU_MAX_RANKS];
+    dfccl_step_t  steps[DFCCL_GPU_MAX_STEPS];
+} dfccl_gpu_task_t;
+
+/* A block's own scheduler state, kept across kernel launches. */
+typedef struct dfccl_gpu_block {
+    uint64_t admitted;            /* tickets seen */
+    uint32_t nactive;
+    uint32_t pad;
+    uint16_t active[DFCCL_GPU_SQ_DEPTH];   /* slots, in the global order */
+} dfccl_gpu_block_t;
+
+/* Device-resident state of the daemon kernel. */
+typedef struct dfccl_gpu_state {
+    unsigned long long cq_reserved;          /* completion entries handed out */
+    uint32_t           done[DFCCL_GPU_SQ_DEPTH];     /* channels finished per slot */
+    int32_t            status[DFCCL_GPU_SQ_DEPTH];   /* worst channel status per slot */
+    uint32_t           diag_taken[DFCCL_GPU_SQ_DEPTH];
+    dfccl_gpu_diag_t   diag[DFCCL_GPU_SQ_DEPTH];
+    dfccl_gpu_block_t  blocks[DFCCL_GPU_MAX_CHANNELS];
+    dfccl_gpu_task_t   tasks[DFCCL_GPU_SQ_DEPTH][DFCCL_GPU_MAX_CHANNELS];
+} dfccl_gpu_state_t;
+
+/* Everything a launch needs (kernel parameter). */
+typedef struct dfccl_gpu_env {
+    dfccl_gpu_ctrl_t     *ctrl;      /* mapped host memory */
+    dfccl_gpu_desc_t     *descs;     /* mapped host memory */
+    dfccl_gpu_cqe_t      *cq;        /* mapped host memory */
+    dfccl_gpu_state_t    *state;     /* device memory */
+    dfccl_gpu_comm_dev_t *comms;     /* device memory */
+    uint64_t budget_head_ns, budget_ns, budget_min_ns, budget_max_ns;
+    uint64_t timeout_ns;
+    uint64_t idle_quit_ns;           /* nothing to do this long: the kernel leaves */
+    uint64_t stuck_quit_ns;          /* nothing moved this long: the kernel leaves */
+} dfccl_gpu_env_t;
+
+#endif

@@ -1,0 +1,709 @@
+/*
+ * daemon_kernel.cu - the GPU daemon: a persistent kernel whose block c runs
+ * channel c of every collective the host submits.
+ *
+ * Thread 0 of a block is the scheduler: it admits submissions, walks the
+ * block's active list in the global order with the policy of sched_policy.h, and
+ * checks whether the current collective's next primitive can run (its peer
+ * is ready). Every thread then moves that primitive's data; thread 0
+ * publishes the counters. A primitive that would wait past its budget gives
+ * the block to another collective; what it leaves behind is the task's saved
+ * context in global memory (exec: step, round, offset; one-shot: phase).
+ *
+ * Two algorithms:
+ * - ring: the engine's plan (plan.c) through per-channel FIFOs in device
+ *   memory shared by CUDA IPC, every channel moving its part of each step;
+ * - one-shot, for small messages: each rank writes its contribution into
+ *   every peer's inbox, then reduces (or gathers) all of them in rank order,
+ *   so every rank computes bit-identical results.
+ *
+ * The kernel leaves on its own when it has had nothing to do, or when
+ * nothing moved, for a bounded time; its state stays in global memory and
+ * the host launches it again when work is pending. So the application's
+ * cudaDeviceSynchronize or cudaFree never waits for a peer forever.
+ */
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#define DFCCL_HD __device__
+#define DFCCL_LOAD_ACQUIRE(p) gpu_load_acquire(p)
+#define DFCCL_STORE_RELEASE(p, v) gpu_store_release((p), (v))
+
+__device__ static inline uint64_t gpu_load_acquire(volatile uint64_t *p)
+{
+    uint64_t v = *p;
+    __threadfence_system();
+    return v;
+}
+
+__device__ static inline void gpu_store_release(volatile uint64_t *p, uint64_t v)
+{
+    __threadfence_system();
+    *p = v;
+}
+
+#include "gpu_shared.h"
+#include "kernels.h"
+#include "reduce.h"
+#include "sched_policy.h"
+
+__device__ static inline uint64_t gpu_now_ns(void)
+{
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+/* ---- data movers: all threads of the block ------------------------------ */
+
+__device__ static inline int gpu_aligned16(const void *p)
+{
+    return ((uintptr_t)p & 15) == 0;
+}
+
+/* dst and out (either may be NULL) receive bytes from `from`. Loads bypass
+ * L1: FIFO slots and inboxes are rewritten by other processes. */
+__device__ static void gpu_copy(char *dst, char *out, const char *from, size_t bytes)
+{
+    size_t i = threadIdx.x, vecs = 0;
+
+    if (gpu_aligned16(from) && (!dst || gpu_aligned16(dst)) && (!out || gpu_aligned16(out))) {
+        vecs = bytes / 16;
+        for (; i < vecs; i += blockDim.x) {
+            uint4 v = __ldcg((const uint4 *)from + i);
+            if (dst) ((uint4 *)dst)[i] = v;
+            if (out) ((uint4 *)out)[i] = v;
+        }
+        i = vecs * 16 + threadIdx.x;
+    }
+    for (; i < bytes; i += blockDim.x) {
+        char v = from[i];
+        if (dst) dst[i] = v;
+        if (out) out[i] = v;
+    }
+}
+
+/* A local copy whose ranges may overlap (reduce-scatter in place moves its
+ * result to the front: dst < src). Every pass reads its whole piece before
+ * anyone writes, and later pieces lie beyond what earlier ones wrote. */
+__device__ static void gpu_move_overlapping(char *dst, const char *src, size_t bytes)
+{
+    size_t piece = (size_t)blockDim.x;
+
+    for (size_t base = 0; base < bytes; base += piece) {
+        size_t i = base + threadIdx.x;
+        char v = 0;
+        if (i < bytes) v = src[i];
+        __syncthreads();
+        if (i < bytes) dst[i] = v;
+        __syncthreads();
+    }
+}
+
+/* Reductions 16 bytes at a time: r = in OP src, stored to dst and/or out. */
+#define GPU_VEC_REDUCE(DT, T, U, OPN, OPM)                                                  \
+    __device__ static void gpu_vec_##DT##_##OPN(const uint4 *in, const uint4 *src, uint4 *dst, \
+                                                uint4 *out, size_t n)                         \
+    {                                                                                         \
+        for (size_t i = threadIdx.x; i < n; i += blockDim.x) {                                \
+            uint4 a = __ldcg(in + i), b = __ldcg(src + i), r;                                 \
+            const T *x = (const T *)&a, *y = (const T *)&b;                                   \
+            T *z = (T *)&r;                                                                   \
+            _Pragma("unroll") for (int k = 0; k < (int)(16 / sizeof(T)); k++)                 \
+                z[k] = OPM(T, U, x[k], y[k]);                                                 \
+            if (dst) dst[i] = r;                                                              \
+            if (out) out[i] = r;                                                              \
+        }                                                                                     \
+    }
+#define GPU_VEC_INT(DT, T, U)                                                                 \
+    GPU_VEC_REDUCE(DT, T, U, SUM, DFCCL_R_SUM) GPU_VEC_REDUCE(DT, T, U, PROD, DFCCL_R_PROD)   \
+    GPU_VEC_REDUCE(DT, T, U, MIN, DFCCL_R_MIN) GPU_VEC_REDUCE(DT, T, U, MAX, DFCCL_R_MAX)     \
+    GPU_VEC_REDUCE(DT, T, U, LAND, DFCCL_R_LAND) GPU_VEC_REDUCE(DT, T, U, LOR, DFCCL_R_LOR)   \
+    GPU_VEC_REDUCE(DT, T, U, LXOR, DFCCL_R_LXOR) GPU_VEC_REDUCE(DT, T, U, BAND, DFCCL_R_BAND) \
+    GPU_VEC_REDUCE(DT, T, U, BOR, DFCCL_R_BOR) GPU_VEC_REDUCE(DT, T, U, BXOR, DFCCL_R_BXOR)
+#define GPU_VEC_FLOAT(DT, T, U)                                                               \
+    GPU_VEC_REDUCE(DT, T, U, SUM, DFCCL_R_SUM) GPU_VEC_REDUCE(DT, T, U, PROD, DFCCL_R_PROD)   \
+    GPU_VEC_REDUCE(DT, T, U, MIN, DFCCL_R_MIN) GPU_VEC_REDUCE(DT, T, U, MAX, DFCCL_R_MAX)
+DFCCL_FOREACH_INT_TYPE(GPU_VEC_INT)
+DFCCL_FOREACH_FLOAT_TYPE(GPU_VEC_FLOAT)
+GPU_VEC_REDUCE(DFCCL_BOOL, uint8_t, uint8_t, LAND, DFCCL_R_LAND)
+GPU_VEC_REDUCE(DFCCL_BOOL, uint8_t, uint8_t, LOR, DFCCL_R_LOR)
+GPU_VEC_REDUCE(DFCCL_BOOL, uint8_t, uint8_t, LXOR, DFCCL_R_LXOR)
+GPU_VEC_REDUCE(DFCCL_BYTE, uint8_t, uint8_t, BAND, DFCCL_R_BAND)
+GPU_VEC_REDUCE(DFCCL_BYTE, uint8_t, uint8_t, BOR, DFCCL_R_BOR)
+GPU_VEC_REDUCE(DFCCL_BYTE, uint8_t, uint8_t, BXOR, DFCCL_R_BXOR)
+
+/* Returns 0 for a (type, op) the engine does not carry (never submitted). */
+__device__ static int gpu_vec_reduce(const uint4 *in, const uint4 *src, uint4 *dst, uint4 *out,
+                                     size_t n, dfccl_dtype_t dtype, dfccl_op_t op)
+{
+#define GPU_CASE(DT, OP) \
+    case DFCCL_OP_##OP: gpu_vec_##DT##_##OP(in, src, dst, out, n); return 1;
+#define GPU_INT_CASES(DT, T, U)                                                         \
+    case DT:                                                                            \
+        switch (op) {                                                                   \
+        GPU_CASE(DT, SUM) GPU_CASE(DT, PROD) GPU_CASE(DT, MIN) GPU_CASE(DT, MAX)        \
+        GPU_CASE(DT, LAND) GPU_CASE(DT, LOR) GPU_CASE(DT, LXOR) GPU_CASE(DT, BAND)      \
+        GPU_CASE(DT, BOR) GPU_CASE(DT, BXOR)                                            \
+        default: return 0;                                                              \
+        }
+#define GPU_FLOAT_CASES(DT, T, U)                                                       \
+    case DT:                                                                            \
+        switch (op) {                                                                   \
+        GPU_CASE(DT, SUM) GPU_CASE(DT, PROD) GPU_CASE(DT, MIN) GPU_CASE(DT, MAX)        \
+        default: return 0;                                                              \
+        }
+    switch (dtype) {
+    DFCCL_FOREACH_INT_TYPE(GPU_INT_CASES)
+    DFCCL_FOREACH_FLOAT_TYPE(GPU_FLOAT_CASES)
+    case DFCCL_BOOL:
+        switch (op) {
+        GPU_CASE(DFCCL_BOOL, LAND) GPU_CASE(DFCCL_BOOL, LOR) GPU_CASE(DFCCL_BOOL, LXOR)
+        default: return 0;
+        }
+    case DFCCL_BYTE:
+        switch (op) {
+        GPU_CASE(DFCCL_BYTE, BAND) GPU_CASE(DFCCL_BYTE, BOR) GPU_CASE(DFCCL_BYTE, BXOR)
+        default: return 0;
+        }
+    default:
+        return 0;
+    }
+#undef GPU_INT_CASES
+#undef GPU_FLOAT_CASES
+#undef GPU_CASE
+}
+
+/* target = in OP src over count elements; target is dst, else out; out gets
+ * a copy when both are wanted. */
+__device__ static void gpu_reduce(char *dst, char *out, const char *in, const char *src,
+                                  size_t count, size_t esize, dfccl_dtype_t dtype, dfccl_op_t op)
+{
+    size_t bytes = count * esize, vec_bytes = 0;
+    char *target = dst ? dst : out;
+
+    if (gpu_aligned16(in) && gpu_aligned16(src) && gpu_aligned16(target) &&
+        (!dst || !out || gpu_aligned16(out))) {
+        vec_bytes = bytes & ~(size_t)15;
+        gpu_vec_reduce((const uint4 *)in, (const uint4 *)src, (uint4 *)dst, (uint4 *)out,
+                       vec_bytes / 16, dtype, op);
+    }
+    if (vec_bytes < bytes) {
+        size_t done = vec_bytes / esize;
+        dfccl_reduce_strided(target + vec_bytes, in + vec_bytes, src + vec_bytes, count - done,
+                             threadIdx.x, blockDim.x, dtype, op);
+        if (dst && out) {
+            __syncthreads();
+            gpu_copy(NULL, out + vec_bytes, dst + vec_bytes, bytes - vec_bytes);
+        }
+    }
+}
+
+/* One ring slice: exactly what exec_host.c does on the host. */
+__device__ static void gpu_slice_move(const dfccl_exec_t *x, const dfccl_slice_t *s)
+{
+    size_t bytes = s->count * x->esize;
+
+    if (s->in && s->reduce) {
+        gpu_reduce(s->dst, s->out, s->in, s->src, s->count, x->esize, x->dtype, x->op);
+    } else if (s->in) {
+        gpu_copy(s->dst, s->out, s->in, bytes);
+    } else if (s->out) {
+        gpu_copy(s->dst != s->src ? s->dst : NULL, s->out, s->src, bytes);
+    } else if (s->dst && s->dst != s->src) {
+        gpu_move_overlapping(s->dst, s->src, bytes);
+    }
+}
+
+/* ---- one-shot for small messages ------------------------------------------ */
+
+__device__ static inline dfccl_gpu_inbox_ctrl_t *gpu_inbox_ctrl(const dfccl_gpu_comm_dev_t *c, int r)
+{
+    return (dfccl_gpu_inbox_ctrl_t *)c->inbox[r];
+}
+
+__device__ static inline char *gpu_inbox_slot(const dfccl_gpu_comm_dev_t *c, int owner, int from)
+{
+    return c->inbox[owner] + DFCCL_GPU_INBOX_DATA_OFFSET + (size_t)from * DFCCL_GPU_SMALL_BYTES;
+}
+
+__device__ static uint64_t gpu_rs_displ(const dfccl_gpu_task_t *t, int r)
+{
+    uint64_t d = 0;
+    for (int i = 0; i < r; i++) d += t->rs_counts[i];
+    return d;
+}
+
+/* Thread 0: may the one-shot's current phase run? Records the peer it waits for. */
+__device__ static int gpu_oneshot_ready(dfccl_gpu_task_t *t, const dfccl_gpu_comm_dev_t *c,
+                                        uint32_t *peer)
+{
+    const dfccl_gpu_inbox_ctrl_t *mine = gpu_inbox_ctrl(c, c->rank);
+
+    for (int p = 0; p < c->size; p++) {
+        if (p == c->rank) continue;
+        uint64_t have = t->phase == 0 ? mine->acked[p] : mine->arrived[p];
+        uint64_t need = t->phase == 0 ? t->small_k - 1 : t->small_k;
+        if (have < need) {
+            *peer = (uint32_t)p;
+            t->exec.waiting = t->phase == 0 ? DFCCL_WAIT_SEND : DFCCL_WAIT_RECV;
+            return 0;
+        }
+    }
+    __threadfence_system();   /* acquire: the peers' data and slots are ours now */
+    t->exec.waiting = DFCCL_WAIT_NONE;
+    return 1;
+}
+
+/* All threads: phase 0 writes our contribution into every inbox (ours too,
+ * so that phase 1 reads all inputs alike and in-place inputs are saved). */
+__device__ static void gpu_oneshot_send(const dfccl_gpu_task_t *t, const dfccl_gpu_comm_dev_t *c)
+{
+    const dfccl_exec_t *x = &t->exec;
+    const char *in = x->sendbuf ? x->sendbuf : x->recvbuf;
+
+    for (int p = 0; p < c->size; p++) {
+        char *slot = gpu_inbox_slot(c, p, c->rank);
+        switch (t->type) {
+        case DFCCL_COLL_ALLREDUCE:
+            gpu_copy(slot, NULL, in, t->count * x->esize);
+            break;
+        case DFCCL_COLL_ALLGATHER:
+            gpu_copy(slot, NULL, x->sendbuf ? x->sendbuf : x->recvbuf + (size_t)c->rank *
+                     t->count * x->esize, t->count * x->esize);
+            break;
+        default:
+            gpu_copy(slot, NULL, in + gpu_rs_displ(t, p) * x->esize, t->rs_counts[p] * x->esize);
+            break;
+        }
+    }
+}
+
+/* All threads: phase 1 combines the inbox slots in rank order. */
+__device__ static void gpu_oneshot_recv(const dfccl_gpu_task_t *t, const dfccl_gpu_comm_dev_t *c)
+{
+    const dfccl_exec_t *x = &t->exec;
+    int me = c->rank, n = c->size;
+
+    if (t->type == DFCCL_COLL_ALLGATHER) {
+        for (int p = 0; p < n; p++)
+            gpu_copy(x->recvbuf + (size_t)p * t->count * x->esize, NULL, gpu_inbox_slot(c, me, p),
+                     t->count * x->esize);
+        return;
+    }
+    size_t count = t->type == DFCCL_COLL_ALLREDUCE ? t->count : t->rs_counts[me];
+    if (n == 1) {
+        gpu_copy(x->recvbuf, NULL, gpu_inbox_slot(c, me, 0), count * x->esize);
+        return;
+    }
+    /* each thread owns its elements through every pass: no barrier needed */
+    dfccl_reduce_strided(x->recvbuf, gpu_inbox_slot(c, me, 0), gpu_inbox_slot(c, me, 1), count,
+                         threadIdx.x, blockDim.x, x->dtype, x->op);
+    for (int p = 2; p < n; p++)
+        dfccl_reduce_strided(x->recvbuf, x->recvbuf, gpu_inbox_slot(c, me, p), count,
+                             threadIdx.x, blockDim.x, x->dtype, x->op);
+}
+
+/* Thread 0, after a phase moved: tell the peers. */
+__device__ static void gpu_oneshot_publish(dfccl_gpu_task_t *t, const dfccl_gpu_comm_dev_t *c)
+{
+    __threadfence_system();
+    for (int p = 0; p < c->size; p++) {
+        if (p == c->rank) continue;
+        dfccl_gpu_inbox_ctrl_t *theirs = gpu_inbox_ctrl(c, p);
+        if (t->phase == 0) theirs->arrived[c->rank] = t->small_k;
+        else theirs->acked[c->rank] = t->small_k;
+    }
+    t->phase++;
+}
+
+/* ---- the scheduler (thread 0) --------------------------------------------- */
+
+typedef enum {
+    CMD_NONE,          /* nothing for the other threads this round */
+    CMD_QUIT,
+    CMD_ADMIT,         /* copy new submissions into this block's tasks */
+    CMD_RING_SLICE,
+    CMD_ONESHOT_SEND,
+    CMD_ONESHOT_RECV
+} gpu_cmd_t;
+
+typedef struct gpu_shared {
+    gpu_cmd_t     cmd;
+    int           slot;
+    dfccl_slice_t slice;
+} gpu_shared_t;
+
+/* Thread 0's state within one launch. */
+typedef struct gpu_sched {
+    int      turn;            /* index in the active list of the running turn, or -1 */
+    int      pos;             /* where the pass goes on */
+    int      first_of_pass;
+    uint64_t turn_budget, turn_blocked_since;
+    int      turn_moved;
+    uint64_t last_progress_ns, idle_since_ns, relax_ns;
+    uint32_t wait_peer;
+} gpu_sched_t;
+
+__device__ static dfccl_gpu_task_t *gpu_task(const dfccl_gpu_env_t *env, int slot)
+{
+    return &env->state->tasks[slot][blockIdx.x];
+}
+
+/* Oldest collective of its communicator in this block's list? */
+__device__ static int gpu_runnable(const dfccl_gpu_env_t *env, const dfccl_gpu_block_t *blk, int i)
+{
+    const dfccl_gpu_task_t *t = gpu_task(env, blk->active[i]);
+    for (uint32_t j = 0; j < blk->nactive; j++) {
+        const dfccl_gpu_task_t *o = gpu_task(env, blk->active[j]);
+        if (o->comm_index == t->comm_index && o->key.seq < t->key.seq) return 0;
+    }
+    return 1;
+}
+
+/* The channel's part of a collective is over: the last channel completes it. */
+__device__ static void gpu_finish(const dfccl_gpu_env_t *env, dfccl_gpu_block_t *blk, int idx,
+                                  int32_t status, const dfccl_gpu_diag_t *diag)
+{
+    int slot = blk->active[idx];
+    const dfccl_gpu_desc_t *d = &env->descs[slot];
+    dfccl_gpu_state_t *st = env->state;
+    uint32_t nparts = ((volatile const dfccl_gpu_desc_t *)d)->nparts;
+
+    for (uint32_t j = (uint32_t)idx; j + 1 < blk->nactive; j++) blk->active[j] = blk->active[j + 1];
+    blk->nactive--;
+    if (status != DFCCL_OK) {
+        atomicMin(&st->status[slot], status);
+        if (diag && atomicExch(&st->diag_taken[slot], 1u) == 0) st->diag[slot] = *diag;
+    }
+    __threadfence();
+    if (atomicAdd(&st->done[slot], 1u) + 1 < nparts) return;
+    /* last channel: hand the completion to the host */
+    unsigned long long idx_cq = atomicAdd(&st->cq_reserved, 1ull);
+    dfccl_gpu_cqe_t *e = &env->cq[idx_cq % DFCCL_GPU_SQ_DEPTH];
+    e->ticket = (uint64_t)slot;
+    e->status = st->status[slot];
+    e->diag = st->diag[slot];
+    st->done[slot] = 0;
+    st->status[slot] = DFCCL_OK;
+    st->diag_taken[slot] = 0;
+    __threadfence_system();
+    e->marker = idx_cq + 1;
+}
+
+__device__ static void gpu_diag_fill(const dfccl_gpu_task_t *t, const dfccl_gpu_comm_dev_t *c,
+                                     uint32_t peer, uint64_t blocked_ns, dfccl_gpu_diag_t *g)
+{
+    const dfccl_exec_t *x = &t->exec;
+    const dfccl_fifo_t *f = x->waiting == DFCCL_WAIT_SEND ? x->send_fifo : x->recv_fifo;
+
+    g->channel = blockIdx.x;
+    g->algo = t->algo;
+    g->phase = t->phase;
+    g->step = x->step;
+    g->nsteps = x->nsteps;
+    g->waiting = x->waiting;
+    g->round = x->round;
+    g->nrounds = x->nrounds;
+    g->offset = x->offset;
+    g->blocked_ns = blocked_ns;
+    if (t->algo == DFCCL_GPU_ALGO_RING && f != NULL) {
+        g->peer = (uint32_t)f->peer;
+        g->tail = f->ctrl->tail;
+        g->head = f->ctrl->head;
+    } else {
+        g->peer = peer;
+        g->tail = t->small_k;
+        g->head = 0;
+    }
+}
+
+/* Thread 0: does this block take part in ticket's collective? The host
+ * reuses a slot once its collective completed, which needs every channel
+ * that takes part: a block that lags behind may find a newer submission
+ * there, which it reads as a seqlock (ticket, fields, ticket again). */
+__device__ static int gpu_takes_part(const dfccl_gpu_env_t *env, uint64_t ticket)
+{
+    volatile const dfccl_gpu_desc_t *d = &env->descs[ticket % DFCCL_GPU_SQ_DEPTH];
+    uint64_t before = d->ticket;
+    uint32_t nparts = d->nparts;
+    __threadfence_system();
+    return before == ticket && d->ticket == ticket && blockIdx.x < nparts;
+}
+
+/* Thread 0, after the other threads copied the task's steps: executor state
+ * and a place in the active list, in the global order. */
+__device__ static void gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_block_t *blk, int slot)
+{
+    volatile const dfccl_gpu_desc_t *d = &env->descs[slot];
+    dfccl_gpu_task_t *t = gpu_task(env, slot);
+    dfccl_gpu_comm_dev_t *c = &env->comms[d->comm_index];
+    dfccl_exec_t *x = &t->exec;
+
+    t->algo = d->algo;
+    t->type = d->type;
+    t->comm_index = d->comm_index;
+    t->count = d->count;
+    t->phase = 0;
+    t->budget_ns = env->budget_ns;
+    t->blocked_since = 0;
+    t->key.priority = d->priority;
+    t->key.comm_key = d->comm_key;
+    t->key.seq = d->seq;
+    x->steps = t->steps;
+    x->nsteps = d->nsteps;
+    x->step = 0;
+    x->round = 0;
+    x->offset = 0;
+    x->part = blockIdx.x;
+    x->nparts = d->nparts;
+    x->chunk_elems = d->chunk_elems;
+    x->slice_elems = d->slice_elems;
+    x->slices = 0;
+    x->sent_bytes = 0;
+    x->sendbuf = d->sendbuf;
+    x->recvbuf = d->recvbuf;
+    x->esize = d->esize;
+    x->dtype = (dfccl_dtype_t)d->dtype;
+    x->op = (dfccl_op_t)d->op;
+    x->recv_fifo = &c->recv_fifo[blockIdx.x];
+    x->send_fifo = &c->send_fifo[blockIdx.x];
+    x->waiting = DFCCL_WAIT_NONE;
+    x->nrounds = 0;
+    if (t->algo == DFCCL_GPU_ALGO_RING) {
+        for (uint32_t i = 0; i < x->nsteps; i++) {
+            uint64_t off, len = dfccl_exec_part(x, t->steps[i].count, &off);
+            uint64_t rounds = (len + x->chunk_elems - 1) / x->chunk_elems;
+            if (rounds > x->nrounds) x->nrounds = rounds;
+        }
+    } else {
+        t->small_k = ++c->small_count;   /* admitted in order on a communicator */
+    }
+    uint32_t i = blk->nactive;
+    while (i > 0 && dfccl_sched_before(&t->key, &gpu_task(env, blk->active[i - 1])->key)) {
+        blk->active[i] = blk->active[i - 1];
+        i--;
+    }
+    blk->active[i] = (uint16_t)slot;
+    blk->nactive++;
+}
+
+/* Thread 0: can the task's next primitive run now? Fills the shared command. */
+__device__ static int gpu_try_move(const dfccl_gpu_env_t *env, dfccl_gpu_task_t *t, int slot,
+                                   gpu_shared_t *sh, gpu_sched_t *s)
+{
+    const dfccl_gpu_comm_dev_t *c = &env->comms[t->comm_index];
+
+    if (t->algo == DFCCL_GPU_ALGO_RING) {
+        if (!dfccl_exec_slice_begin(&t->exec, &sh->slice)) return 0;
+        sh->cmd = CMD_RING_SLICE;
+    } else {
+        if (!gpu_oneshot_ready(t, c, &s->wait_peer)) return 0;
+        sh->cmd = t->phase == 0 ? CMD_ONESHOT_SEND : CMD_ONESHOT_RECV;
+    }
+    sh->slot = slot;
+    return 1;
+}
+
+__device__ static int gpu_task_done(dfccl_gpu_task_t *t)
+{
+    return t->algo == DFCCL_GPU_ALGO_RING ? dfccl_exec_done(&t->exec) : t->phase >= 2;
+}
+
+__device__ static void gpu_end_turn(const dfccl_gpu_env_t *env, dfccl_gpu_block_t *blk,
+                                    gpu_sched_t *s, uint64_t now)
+{
+    dfccl_sched_budgets_t b = { env->budget_head_ns, env->budget_ns, env->budget_min_ns,
+                                env->budget_max_ns };
+    dfccl_gpu_task_t *t = gpu_task(env, blk->active[s->turn]);
+
+    t->budget_ns = dfccl_sched_adapt(&b, t->budget_ns, s->turn_moved);
+    if (s->turn_moved) {
+        s->pos = 0;            /* progress: the next pass starts at the head again */
+    } else {
+        if (t->blocked_since == 0) t->blocked_since = s->turn_blocked_since;
+        if (now - t->blocked_since > env->timeout_ns) {
+            dfccl_gpu_diag_t g;
+            gpu_diag_fill(t, &env->comms[t->comm_index], s->wait_peer, now - t->blocked_since, &g);
+            env->comms[t->comm_index].broken = 1;
+            gpu_finish(env, blk, s->turn, DFCCL_ERR_TIMEOUT, &g);
+            s->pos = s->turn;  /* the list moved up by one */
+            s->turn = -1;
+            return;
+        }
+        s->pos = s->turn + 1;
+    }
+    s->turn = -1;
+}
+
+/* Thread 0: decide what the block does next. */
+__device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_t *blk,
+                                    gpu_shared_t *sh, gpu_sched_t *s)
+{
+    dfccl_sched_budgets_t b = { env->budget_head_ns, env->budget_ns, env->budget_min_ns,
+                                env->budget_max_ns };
+
+    sh->cmd = CMD_NONE;
+    for (;;) {
+        uint64_t now = gpu_now_ns();
+
+        if (s->turn >= 0) {
+            int slot = blk->active[s->turn];
+            dfccl_gpu_task_t *t = gpu_task(env, slot);
+            if (gpu_task_done(t)) {
+                gpu_finish(env, blk, s->turn, DFCCL_OK, NULL);
+                s->turn = -1;
+                s->pos = 0;
+                s->last_progress_ns = now;
+                continue;
+            }
+            if (gpu_try_move(env, t, slot, sh, s)) {
+                s->turn_moved = 1;
+                s->turn_blocked_since = 0;
+                t->blocked_since = 0;
+                s->last_progress_ns = now;
+                return;
+            }
+            if (s->turn_blocked_since == 0) s->turn_blocked_since = now;
+            /* give way after the budget, or at once when new work arrived */
+            if (now - s->turn_blocked_since >= s->turn_budget || env->ctrl->sq_tail > blk->admitted ||
+                env->ctrl->stop)
+                gpu_end_turn(env, blk, s, now);
+            else
+                __nanosleep(64);
+            continue;
+        }
+        if (env->ctrl->stop) {
+            sh->cmd = CMD_QUIT;
+            return;
+        }
+        if (env->ctrl->sq_tail > blk->admitted) {
+            uint64_t ticket = blk->admitted;
+            s->idle_since_ns = now;
+            if (!gpu_takes_part(env, ticket)) {
+                blk->admitted = ticket + 1;
+                continue;
+            }
+            sh->cmd = CMD_ADMIT;
+            sh->slot = (int)(ticket % DFCCL_GPU_SQ_DEPTH);
+            return;
+        }
+        /* the next runnable collective of this pass */
+        while (s->pos < (int)blk->nactive && !gpu_runnable(env, blk, s->pos)) s->pos++;
+        if (s->pos < (int)blk->nactive) {
+            dfccl_gpu_task_t *t = gpu_task(env, blk->active[s->pos]);
+            if (env->comms[t->comm_index].broken) {
+                dfccl_gpu_diag_t g = {};
+                g.channel = blockIdx.x;
+                g.waiting = 0xffffffffu;   /* failed because an earlier one did */
+                gpu_finish(env, blk, s->pos, DFCCL_ERR_TIMEOUT, &g);
+                continue;
+            }
+            s->turn = s->pos;
+            s->turn_budget = dfccl_sched_turn_budget(&b, t->budget_ns, s->first_of_pass);
+            s->first_of_pass = 0;
+            s->turn_blocked_since = 0;
+            s->turn_moved = 0;
+            continue;
+        }
+        /* a pass without progress: back off a little, or leave */
+        s->pos = 0;
+        s->first_of_pass = 1;
+        if (blk->nactive == 0) {
+            if (now - s->idle_since_ns > env->idle_quit_ns) {
+                sh->cmd = CMD_QUIT;
+                return;
+            }
+        } else if (now - s->last_progress_ns > env->stuck_quit_ns) {
+            sh->cmd = CMD_QUIT;
+            return;
+        }
+        if (blk->nactive > 0) s->idle_since_ns = now;
+        __nanosleep(s->relax_ns);
+        if (s->relax_ns < 2000) s->relax_ns *= 2;
+        return;   /* let the block loop (and see new work) */
+    }
+}
+
+/* All threads: the descriptor parts a task keeps in device memory. */
+__device__ static void gpu_admit_copy(const dfccl_gpu_env_t *env, int slot)
+{
+    volatile const dfccl_gpu_desc_t *d = &env->descs[slot];
+    dfccl_gpu_task_t *t = gpu_task(env, slot);
+    uint32_t words = d->nsteps * (uint32_t)(sizeof(dfccl_step_t) / 8);
+    volatile const uint64_t *from_steps = (volatile const uint64_t *)d->steps;
+
+    for (uint32_t i = threadIdx.x; i < words; i += blockDim.x)
+        ((uint64_t *)t->steps)[i] = from_steps[i];
+    for (uint32_t i = threadIdx.x; i < DFCCL_GPU_MAX_RANKS; i += blockDim.x)
+        t->rs_counts[i] = d->rs_counts[i];
+}
+
+__global__ void __launch_bounds__(1024) dfccl_daemon_kernel(dfccl_gpu_env_t env)
+{
+    __shared__ gpu_shared_t sh;
+    dfccl_gpu_block_t *blk = &env.state->blocks[blockIdx.x];
+    gpu_sched_t s;
+
+    if (threadIdx.x == 0) {
+        uint64_t now = gpu_now_ns();
+        s.turn = -1;
+        s.pos = 0;
+        s.first_of_pass = 1;
+        s.turn_budget = s.turn_blocked_since = 0;
+        s.turn_moved = 0;
+        s.last_progress_ns = s.idle_since_ns = now;
+        s.relax_ns = 32;
+        s.wait_peer = 0;
+    }
+    for (;;) {
+        if (threadIdx.x == 0) gpu_schedule(&env, blk, &sh, &s);
+        __syncthreads();
+        gpu_cmd_t cmd = sh.cmd;
+        if (cmd == CMD_QUIT) return;
+        dfccl_gpu_task_t *t = cmd >= CMD_ADMIT ? gpu_task(&env, sh.slot) : NULL;
+        switch (cmd) {
+        case CMD_ADMIT:
+            gpu_admit_copy(&env, sh.slot);
+            break;
+        case CMD_RING_SLICE:
+            gpu_slice_move(&t->exec, &sh.slice);
+            break;
+        case CMD_ONESHOT_SEND:
+            gpu_oneshot_send(t, &env.comms[t->comm_index]);
+            break;
+        case CMD_ONESHOT_RECV:
+            gpu_oneshot_recv(t, &env.comms[t->comm_index]);
+            break;
+        default:
+            break;
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            switch (cmd) {
+            case CMD_ADMIT:
+                gpu_admit_finish(&env, blk, sh.slot);
+                blk->admitted++;
+                break;
+            case CMD_RING_SLICE:
+                dfccl_exec_slice_end(&t->exec, &sh.slice);
+                s.relax_ns = 32;
+                break;
+            case CMD_ONESHOT_SEND:
+            case CMD_ONESHOT_RECV:
+                gpu_oneshot_publish(t, &env.comms[t->comm_index]);
+                s.relax_ns = 32;
+                break;
+            default:
+                break;
+            }
+        }
+    }
+}
+
+extern "C" int dfccl_gpu_kernel_launch(const dfccl_gpu_env_t *env, unsigned blocks, unsigned threads,
+                                       void *stream)
+{
+    dfccl_daemon_kernel<<<blocks, threads, 0, (cudaStream_t)stream>>>(*env);
+    return (int)cudaGetLastError();
+}

@@ -1,0 +1,277 @@
+/*
+ * test_gpu_ranks.c - the GPU backend through the engine's API, ranks as
+ * forked processes sharing the GPU(s) (several ranks per GPU need CUDA MPS):
+ * every collective on device buffers across the one-shot/ring boundary, in
+ * place and not; collectives on several communicators in a different order
+ * on every rank; cudaDeviceSynchronize and cudaFree between collectives
+ * whose peers are late; the watchdog's diagnosis for a missing peer.
+ * Exits 77 (skipped) where no CUDA device is usable.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cuda_runtime_api.h>
+#include "dfccl.h"
+#include "sim_ranks.h"
+
+#define CHECK(cond, ...)                                                  \
+    do {                                                                  \
+        if (!(cond)) {                                                    \
+            fprintf(stderr, "rank %d: %s:%d: ", rank, __FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                                 \
+            fprintf(stderr, "\n");                                        \
+            return 1;                                                     \
+        }                                                                 \
+    } while (0)
+
+#define CUDA_OK(call) CHECK((call) == cudaSuccess, "%s failed", #call)
+
+static int wait_completions(dfccl_context_t *ctx, int n, double timeout_sec, dfccl_status_t *worst)
+{
+    int got = 0, ok = 0;
+    for (long spins = 0; got < n && spins < (long)(timeout_sec * 1000); spins++) {
+        dfccl_completion_t c;
+        while (got < n && dfccl_context_poll(ctx, &c, 1) == 1) {
+            got++;
+            ok += c.status == DFCCL_OK;
+            if (c.status != DFCCL_OK) *worst = c.status;
+        }
+        if (got < n) dfccl_context_wait(ctx, 1000000);   /* 1 ms */
+    }
+    return got == n ? ok : -1;
+}
+
+static int gpu_setup(int rank, dfccl_context_t **ctx, double timeout_sec)
+{
+    dfccl_config_t cfg;
+    int ndev = 0;
+
+    CUDA_OK(cudaGetDeviceCount(&ndev));
+    CUDA_OK(cudaSetDevice(rank % ndev));
+    dfccl_config_init(&cfg);
+    cfg.timeout_sec = timeout_sec;
+    CHECK(dfccl_context_create(&cfg, ctx) == DFCCL_OK, "context");
+    return 0;
+}
+
+/* One collective on device buffers, checked element by element. */
+static int run_one(int rank, int size, dfccl_context_t *ctx, dfccl_comm_t *comm,
+                   dfccl_coll_type_t type, dfccl_dtype_t dtype, dfccl_op_t op, size_t count,
+                   int in_place)
+{
+    size_t esize = dfccl_dtype_size(dtype), in_n, out_n, displ = 0, *counts = NULL;
+    char *h_in, *h_out, *d_in = NULL, *d_out = NULL, e[8];
+    dfccl_status_t worst = DFCCL_OK;
+
+    counts = calloc((size_t)size, sizeof(size_t));
+    for (int r = 0; r < size; r++) counts[r] = count + (size_t)r * 3;   /* uneven */
+    for (int r = 0; r < rank; r++) displ += counts[r];
+    switch (type) {
+    case DFCCL_COLL_ALLREDUCE: in_n = out_n = count; break;
+    case DFCCL_COLL_ALLGATHER: in_n = count; out_n = count * (size_t)size; break;
+    default:
+        in_n = 0;
+        for (int r = 0; r < size; r++) in_n += counts[r];
+        out_n = in_place ? in_n : counts[rank];
+        break;
+    }
+    h_in = malloc(in_n * esize + 1);
+    h_out = malloc((out_n > in_n ? out_n : in_n) * esize + 1);
+    sim_fill_input(h_in, in_n, dtype, op, rank, type == DFCCL_COLL_ALLGATHER ? (size_t)rank * count : 0);
+    CUDA_OK(cudaMalloc((void **)&d_out, (out_n > in_n ? out_n : in_n) * esize + 16));
+    CUDA_OK(cudaMemset(d_out, 0xa5, (out_n > in_n ? out_n : in_n) * esize + 16));
+    if (in_place) {
+        size_t at = type == DFCCL_COLL_ALLGATHER ? (size_t)rank * count * esize : 0;
+        CUDA_OK(cudaMemcpy(d_out + at, h_in, in_n * esize, cudaMemcpyHostToDevice));
+    } else {
+        CUDA_OK(cudaMalloc((void **)&d_in, in_n * esize + 16));
+        CUDA_OK(cudaMemcpy(d_in, h_in, in_n * esize, cudaMemcpyHostToDevice));
+    }
+    dfccl_coll_args_t a = { type, in_place ? DFCCL_IN_PLACE : d_in, d_out, count, counts, dtype,
+                            type == DFCCL_COLL_ALLGATHER ? DFCCL_OP_NONE : op, 0, NULL };
+    CHECK(dfccl_coll_post(comm, &a) == DFCCL_OK, "post");
+    CHECK(wait_completions(ctx, 1, 60, &worst) == 1, "%s of %zu %s failed: %s",
+          dfccl_coll_type_name(type), count, dfccl_dtype_name(dtype), dfccl_status_string(worst));
+    size_t check_n = type == DFCCL_COLL_REDUCE_SCATTER ? counts[rank] : out_n;
+    CUDA_OK(cudaMemcpy(h_out, d_out, check_n * esize, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < check_n; i++) {
+        if (type == DFCCL_COLL_ALLGATHER) {
+            int r = (int)(i / count);
+            sim_fill_input(e, 1, dtype, op, r, i);
+        } else {
+            sim_expected(e, dtype, op, size, type == DFCCL_COLL_REDUCE_SCATTER ? displ + i : i);
+        }
+        CHECK(memcmp(e, h_out + i * esize, esize) == 0, "%s %s %s count %zu%s: element %zu wrong",
+              dfccl_coll_type_name(type), dfccl_dtype_name(dtype), dfccl_op_name(op), count,
+              in_place ? " in place" : "", i);
+    }
+    cudaFree(d_in);
+    cudaFree(d_out);
+    free(h_in);
+    free(h_out);
+    free(counts);
+    return 0;
+}
+
+static int body_collectives(int rank, int size, sim_world_t *world, void *arg)
+{
+    static const size_t counts[] = { 1, 7, 4096, 16384, 16385, 100003, 1 << 20, 9 << 20 };
+    static const struct { dfccl_dtype_t t; dfccl_op_t op; } reds[] = {
+        { DFCCL_FLOAT, DFCCL_OP_SUM }, { DFCCL_INT32, DFCCL_OP_MAX }, { DFCCL_DOUBLE, DFCCL_OP_PROD },
+        { DFCCL_INT8, DFCCL_OP_BXOR }, { DFCCL_UINT16, DFCCL_OP_MIN }, { DFCCL_INT64, DFCCL_OP_SUM },
+        { DFCCL_BOOL, DFCCL_OP_LOR },
+    };
+    dfccl_context_t *ctx;
+    dfccl_comm_t *comm;
+    int n = 0;
+    (void)arg;
+
+    if (gpu_setup(rank, &ctx, 60)) return 1;
+    dfccl_comm_params_t p = { rank, size, 42, sim_allgather, world };
+    CHECK(dfccl_gpu_comm_create(ctx, &p, &comm) == DFCCL_OK, "GPU comm");
+    for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+        for (int ip = 0; ip < 2; ip++) {
+            size_t r = (c + (size_t)ip) % (sizeof(reds) / sizeof(reds[0]));
+            if (run_one(rank, size, ctx, comm, DFCCL_COLL_ALLREDUCE, reds[r].t, reds[r].op,
+                        counts[c], ip) ||
+                run_one(rank, size, ctx, comm, DFCCL_COLL_ALLGATHER, DFCCL_BYTE, DFCCL_OP_NONE,
+                        counts[c], ip) ||
+                run_one(rank, size, ctx, comm, DFCCL_COLL_REDUCE_SCATTER, reds[r].t, reds[r].op,
+                        counts[c] / (size_t)size + 1, ip))
+                return 1;
+            n += 3;
+        }
+    }
+    dfccl_comm_destroy(comm);
+    dfccl_context_destroy(ctx);
+    if (rank == 0) printf("  %d ranks: %d collectives checked\n", size, n);
+    return 0;
+}
+
+/*
+ * Four communicators; every rank posts an allreduce on each in its own
+ * order, with a cudaDeviceSynchronize and a cudaFree/cudaMalloc between its
+ * posts, while its peers have not yet posted theirs: both calls must return
+ * (the daemon leaves while nobody can move) and everything completes.
+ */
+static int body_disorder(int rank, int size, sim_world_t *world, void *arg)
+{
+    enum { NCOMMS = 4 };
+    size_t count = arg ? 300000 : 1000;   /* ring or one-shot */
+    dfccl_context_t *ctx;
+    dfccl_comm_t *comm[NCOMMS];
+    dfccl_status_t worst = DFCCL_OK;
+    float *h = malloc(sizeof(float) * count), *in, *out[NCOMMS];
+
+    if (gpu_setup(rank, &ctx, 60)) return 1;
+    for (int c = 0; c < NCOMMS; c++) {
+        dfccl_comm_params_t p = { rank, size, 200 + (uint64_t)c, sim_allgather, world };
+        CHECK(dfccl_gpu_comm_create(ctx, &p, &comm[c]) == DFCCL_OK, "comm %d", c);
+        CUDA_OK(cudaMalloc((void **)&out[c], sizeof(float) * count));
+    }
+    sim_fill_input(h, count, DFCCL_FLOAT, DFCCL_OP_SUM, rank, 0);
+    CUDA_OK(cudaMalloc((void **)&in, sizeof(float) * count));
+    CUDA_OK(cudaMemcpy(in, h, sizeof(float) * count, cudaMemcpyHostToDevice));
+    for (int k = 0; k < NCOMMS; k++) {
+        int c = (k + rank) % NCOMMS;
+        void *scratch;
+        dfccl_coll_args_t a = { DFCCL_COLL_ALLREDUCE, in, out[c], count, NULL, DFCCL_FLOAT,
+                                DFCCL_OP_SUM, 0, NULL };
+        CHECK(dfccl_coll_post(comm[c], &a) == DFCCL_OK, "post");
+        CUDA_OK(cudaDeviceSynchronize());
+        CUDA_OK(cudaMalloc(&scratch, 1 << 20));
+        CUDA_OK(cudaFree(scratch));
+        usleep(2000 * (unsigned)rank);   /* peers arrive late */
+    }
+    int ok = wait_completions(ctx, NCOMMS, 60, &worst);
+    CHECK(ok == NCOMMS, "%d of %d completed (%s)", ok, NCOMMS, dfccl_status_string(worst));
+    for (int c = 0; c < NCOMMS; c++) {
+        CUDA_OK(cudaMemcpy(h, out[c], sizeof(float) * count, cudaMemcpyDeviceToHost));
+        for (size_t i = 0; i < count; i += 97) {
+            float e;
+            sim_expected(&e, DFCCL_FLOAT, DFCCL_OP_SUM, size, i);
+            CHECK(h[i] == e, "comm %d [%zu] %g != %g", c, i, h[i], e);
+        }
+        dfccl_comm_destroy(comm[c]);
+        cudaFree(out[c]);
+    }
+    cudaFree(in);
+    free(h);
+    dfccl_context_destroy(ctx);
+    return 0;
+}
+
+/* Rank 1 never posts: rank 0's collective fails by the watchdog (2 s). */
+static int body_timeout(int rank, int size, sim_world_t *world, void *arg)
+{
+    dfccl_context_t *ctx;
+    dfccl_comm_t *comm;
+    dfccl_status_t worst = DFCCL_OK;
+    float *buf;
+    int last = 0, all[64];
+    (void)arg;
+
+    if (gpu_setup(rank, &ctx, 2.0)) return 1;
+    dfccl_comm_params_t p = { rank, size, 7, sim_allgather, world };
+    CHECK(dfccl_gpu_comm_create(ctx, &p, &comm) == DFCCL_OK, "comm");
+    CUDA_OK(cudaMalloc((void **)&buf, sizeof(float) * 1000000));
+    if (rank == 0) {
+        dfccl_coll_args_t a = { DFCCL_COLL_ALLREDUCE, DFCCL_IN_PLACE, buf, 1000000, NULL,
+                                DFCCL_FLOAT, DFCCL_OP_SUM, 0, NULL };
+        CHECK(dfccl_coll_post(comm, &a) == DFCCL_OK, "post");
+        int ok = wait_completions(ctx, 1, 30, &worst);
+        CHECK(ok == 0 && worst == DFCCL_ERR_TIMEOUT, "expected a watchdog timeout, got %d ok (%s)",
+              ok, dfccl_status_string(worst));
+        last = 1;
+    }
+    sim_allgather(&last, all, sizeof(last), world);
+    dfccl_comm_destroy(comm);
+    cudaFree(buf);
+    dfccl_context_destroy(ctx);
+    return 0;
+}
+
+/* Asks a forked child whether a CUDA device is usable: the parent must not
+ * touch CUDA before forking the ranks. */
+static int gpu_usable(void)
+{
+    pid_t pid = fork();
+    int status = 0;
+
+    if (pid == 0) {
+        char why[256];
+        int ok = dfccl_gpu_available(why, sizeof(why));
+        if (!ok) printf("SKIP: %s\n", why);
+        _exit(ok ? 0 : 1);
+    }
+    if (pid < 0 || waitpid(pid, &status, 0) < 0) return 0;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+int main(int argc, char **argv)
+{
+    int sizes[] = { 2, 4, 8 }, failed = 0, max_ranks = argc > 1 ? atoi(argv[1]) : 8;
+
+    if (!gpu_usable()) return 77;
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        int n = sizes[i];
+        if (n > max_ranks) continue;
+        int f = sim_run(n, 300, body_collectives, NULL);
+        printf("collectives on %d ranks: %s\n", n, f ? "FAIL" : "ok");
+        failed += f != 0;
+        f = sim_run(n, 300, body_disorder, NULL);
+        printf("disorder + sync/cudaFree on %d ranks (one-shot): %s\n", n, f ? "FAIL" : "ok");
+        failed += f != 0;
+        f = sim_run(n, 300, body_disorder, (void *)1);
+        printf("disorder + sync/cudaFree on %d ranks (ring): %s\n", n, f ? "FAIL" : "ok");
+        failed += f != 0;
+        fflush(stdout);
+    }
+    int f = sim_run(2, 120, body_timeout, NULL);
+    printf("watchdog names the missing peer: %s\n", f ? "FAIL" : "ok");
+    failed += f != 0;
+    printf("test_gpu_ranks: %s\n", failed ? "FAIL" : "PASS");
+    return failed ? 1 : 0;
+}
