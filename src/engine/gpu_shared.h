@@ -34,13 +34,15 @@ typedef enum {
 } dfccl_gpu_algo_t;
 
 /* A submission queue entry. */
-typedef struct dfccl_gpu_desc {
+typedef struct __attribute__((aligned(16))) dfccl_gpu_desc {
+    /* first 16 bytes: read by the kernel in one load */
     volatile uint64_t ticket;    /* written first (invalid) and last (valid): a seqlock */
+    uint32_t     nparts;         /* channels that take part (0 .. nparts-1) */
+    uint32_t     nsteps;
     uint32_t     comm_index;
     uint8_t      type, dtype, op, algo;
     int32_t      priority;
-    uint32_t     nsteps;
-    uint32_t     nparts;         /* channels that take part (0 .. nparts-1) */
+    uint32_t     pad;
     uint64_t     comm_key;
     uint64_t     seq;            /* on its communicator */
     uint64_t     count;          /* ALLREDUCE: elements; ALLGATHER: elements per rank */
@@ -67,12 +69,11 @@ typedef struct dfccl_gpu_cqe {
     dfccl_gpu_diag_t  diag;
 } dfccl_gpu_cqe_t;
 
-/* Host-written control words (pinned, mapped). */
-typedef struct dfccl_gpu_ctrl {
+/* Host-written control words (pinned, mapped), read together in one load. */
+typedef struct __attribute__((aligned(16))) dfccl_gpu_ctrl {
     volatile uint64_t sq_tail;
-    char              pad0[56];
-    volatile uint32_t stop;      /* context shutdown: blocks leave at once */
-    char              pad1[60];
+    volatile uint64_t stop;      /* context shutdown: blocks leave at once */
+    char              pad[48];
 } dfccl_gpu_ctrl_t;
 
 /* One rank's view of a communicator, in device memory; built by the host at
@@ -112,9 +113,9 @@ typedef struct dfccl_gpu_task {
     uint64_t      budget_ns;
     uint64_t      blocked_since; /* 0 while moving */
     dfccl_sched_key_t key;
-    uint64_t      count;
-    uint64_t      rs_counts[DFCCL_GPU_MAX_RANKS];
-    dfccl_step_t  steps[DFCCL_GPU_MAX_STEPS];
+    uint32_t      nparts;
+    uint32_t      pad;
+    dfccl_gpu_desc_t desc;       /* device copy of the submission (steps: the plan) */
 } dfccl_gpu_task_t;
 
 /* A block's own scheduler state, kept across kernel launches. */

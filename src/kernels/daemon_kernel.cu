@@ -230,7 +230,7 @@ __device__ static inline char *gpu_inbox_slot(const dfccl_gpu_comm_dev_t *c, int
 __device__ static uint64_t gpu_rs_displ(const dfccl_gpu_task_t *t, int r)
 {
     uint64_t d = 0;
-    for (int i = 0; i < r; i++) d += t->rs_counts[i];
+    for (int i = 0; i < r; i++) d += t->desc.rs_counts[i];
     return d;
 }
 
@@ -266,14 +266,14 @@ __device__ static void gpu_oneshot_send(const dfccl_gpu_task_t *t, const dfccl_g
         char *slot = gpu_inbox_slot(c, p, c->rank);
         switch (t->type) {
         case DFCCL_COLL_ALLREDUCE:
-            gpu_copy(slot, NULL, in, t->count * x->esize);
+            gpu_copy(slot, NULL, in, t->desc.count * x->esize);
             break;
         case DFCCL_COLL_ALLGATHER:
             gpu_copy(slot, NULL, x->sendbuf ? x->sendbuf : x->recvbuf + (size_t)c->rank *
-                     t->count * x->esize, t->count * x->esize);
+                     t->desc.count * x->esize, t->desc.count * x->esize);
             break;
         default:
-            gpu_copy(slot, NULL, in + gpu_rs_displ(t, p) * x->esize, t->rs_counts[p] * x->esize);
+            gpu_copy(slot, NULL, in + gpu_rs_displ(t, p) * x->esize, t->desc.rs_counts[p] * x->esize);
             break;
         }
     }
@@ -287,11 +287,11 @@ __device__ static void gpu_oneshot_recv(const dfccl_gpu_task_t *t, const dfccl_g
 
     if (t->type == DFCCL_COLL_ALLGATHER) {
         for (int p = 0; p < n; p++)
-            gpu_copy(x->recvbuf + (size_t)p * t->count * x->esize, NULL, gpu_inbox_slot(c, me, p),
-                     t->count * x->esize);
+            gpu_copy(x->recvbuf + (size_t)p * t->desc.count * x->esize, NULL, gpu_inbox_slot(c, me, p),
+                     t->desc.count * x->esize);
         return;
     }
-    size_t count = t->type == DFCCL_COLL_ALLREDUCE ? t->count : t->rs_counts[me];
+    size_t count = t->type == DFCCL_COLL_ALLREDUCE ? t->desc.count : t->desc.rs_counts[me];
     if (n == 1) {
         gpu_copy(x->recvbuf, NULL, gpu_inbox_slot(c, me, 0), count * x->esize);
         return;
@@ -331,6 +331,7 @@ typedef enum {
 typedef struct gpu_shared {
     gpu_cmd_t     cmd;
     int           slot;
+    uint32_t      nsteps;
     dfccl_slice_t slice;
 } gpu_shared_t;
 
@@ -350,6 +351,22 @@ __device__ static dfccl_gpu_task_t *gpu_task(const dfccl_gpu_env_t *env, int slo
     return &env->state->tasks[slot][blockIdx.x];
 }
 
+/* 16 bytes of host memory in one uncached load (the host rewrites them). */
+__device__ static inline ulonglong2 gpu_host_load16(const void *p)
+{
+    uint4 v = __ldcv((const uint4 *)p);
+    ulonglong2 r;
+    r.x = (unsigned long long)v.x | (unsigned long long)v.y << 32;
+    r.y = (unsigned long long)v.z | (unsigned long long)v.w << 32;
+    return r;
+}
+
+/* The host's control words (submission tail, stop) in one load. */
+__device__ static inline ulonglong2 gpu_ctrl_read(const dfccl_gpu_env_t *env)
+{
+    return gpu_host_load16(env->ctrl);
+}
+
 /* Oldest collective of its communicator in this block's list? */
 __device__ static int gpu_runnable(const dfccl_gpu_env_t *env, const dfccl_gpu_block_t *blk, int i)
 {
@@ -366,9 +383,8 @@ __device__ static void gpu_finish(const dfccl_gpu_env_t *env, dfccl_gpu_block_t 
                                   int32_t status, const dfccl_gpu_diag_t *diag)
 {
     int slot = blk->active[idx];
-    const dfccl_gpu_desc_t *d = &env->descs[slot];
     dfccl_gpu_state_t *st = env->state;
-    uint32_t nparts = ((volatile const dfccl_gpu_desc_t *)d)->nparts;
+    uint32_t nparts = gpu_task(env, slot)->nparts;
 
     for (uint32_t j = (uint32_t)idx; j + 1 < blk->nactive; j++) blk->active[j] = blk->active[j + 1];
     blk->nactive--;
@@ -421,36 +437,38 @@ __device__ static void gpu_diag_fill(const dfccl_gpu_task_t *t, const dfccl_gpu_
 /* Thread 0: does this block take part in ticket's collective? The host
  * reuses a slot once its collective completed, which needs every channel
  * that takes part: a block that lags behind may find a newer submission
- * there, which it reads as a seqlock (ticket, fields, ticket again). */
-__device__ static int gpu_takes_part(const dfccl_gpu_env_t *env, uint64_t ticket)
+ * there. The first 16 bytes (ticket, nparts, nsteps) come in one load; the
+ * ticket is checked again in the copy (a seqlock). */
+__device__ static int gpu_takes_part(const dfccl_gpu_env_t *env, uint64_t ticket, uint32_t *nsteps)
 {
-    volatile const dfccl_gpu_desc_t *d = &env->descs[ticket % DFCCL_GPU_SQ_DEPTH];
-    uint64_t before = d->ticket;
-    uint32_t nparts = d->nparts;
-    __threadfence_system();
-    return before == ticket && d->ticket == ticket && blockIdx.x < nparts;
+    ulonglong2 v = gpu_host_load16(&env->descs[ticket % DFCCL_GPU_SQ_DEPTH]);
+    *nsteps = (uint32_t)(v.y >> 32);
+    return v.x == ticket && blockIdx.x < (uint32_t)v.y;
 }
 
-/* Thread 0, after the other threads copied the task's steps: executor state
- * and a place in the active list, in the global order. */
-__device__ static void gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_block_t *blk, int slot)
+/* Thread 0, after the other threads copied the submission: executor state
+ * and a place in the active list, in the global order. Returns 0 when the
+ * copy shows the slot was reused meanwhile (not ours after all). */
+__device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_block_t *blk, int slot,
+                                       uint64_t ticket)
 {
-    volatile const dfccl_gpu_desc_t *d = &env->descs[slot];
     dfccl_gpu_task_t *t = gpu_task(env, slot);
+    const dfccl_gpu_desc_t *d = &t->desc;
     dfccl_gpu_comm_dev_t *c = &env->comms[d->comm_index];
     dfccl_exec_t *x = &t->exec;
 
+    if (d->ticket != ticket) return 0;
     t->algo = d->algo;
     t->type = d->type;
     t->comm_index = d->comm_index;
-    t->count = d->count;
+    t->nparts = d->nparts;
     t->phase = 0;
     t->budget_ns = env->budget_ns;
     t->blocked_since = 0;
     t->key.priority = d->priority;
     t->key.comm_key = d->comm_key;
     t->key.seq = d->seq;
-    x->steps = t->steps;
+    x->steps = d->steps;
     x->nsteps = d->nsteps;
     x->step = 0;
     x->round = 0;
@@ -472,7 +490,7 @@ __device__ static void gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_bl
     x->nrounds = 0;
     if (t->algo == DFCCL_GPU_ALGO_RING) {
         for (uint32_t i = 0; i < x->nsteps; i++) {
-            uint64_t off, len = dfccl_exec_part(x, t->steps[i].count, &off);
+            uint64_t off, len = dfccl_exec_part(x, d->steps[i].count, &off);
             uint64_t rounds = (len + x->chunk_elems - 1) / x->chunk_elems;
             if (rounds > x->nrounds) x->nrounds = rounds;
         }
@@ -486,6 +504,7 @@ __device__ static void gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_bl
     }
     blk->active[i] = (uint16_t)slot;
     blk->nactive++;
+    return 1;
 }
 
 /* Thread 0: can the task's next primitive run now? Fills the shared command. */
@@ -566,21 +585,22 @@ __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_
             }
             if (s->turn_blocked_since == 0) s->turn_blocked_since = now;
             /* give way after the budget, or at once when new work arrived */
-            if (now - s->turn_blocked_since >= s->turn_budget || env->ctrl->sq_tail > blk->admitted ||
-                env->ctrl->stop)
+            ulonglong2 ctrl = gpu_ctrl_read(env);
+            if (now - s->turn_blocked_since >= s->turn_budget || ctrl.x > blk->admitted || ctrl.y)
                 gpu_end_turn(env, blk, s, now);
             else
                 __nanosleep(64);
             continue;
         }
-        if (env->ctrl->stop) {
+        ulonglong2 ctrl = gpu_ctrl_read(env);
+        if (ctrl.y) {
             sh->cmd = CMD_QUIT;
             return;
         }
-        if (env->ctrl->sq_tail > blk->admitted) {
+        if (ctrl.x > blk->admitted) {
             uint64_t ticket = blk->admitted;
             s->idle_since_ns = now;
-            if (!gpu_takes_part(env, ticket)) {
+            if (!gpu_takes_part(env, ticket, &sh->nsteps)) {
                 blk->admitted = ticket + 1;
                 continue;
             }
@@ -625,18 +645,15 @@ __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_
     }
 }
 
-/* All threads: the descriptor parts a task keeps in device memory. */
-__device__ static void gpu_admit_copy(const dfccl_gpu_env_t *env, int slot)
+/* All threads: the submission into device memory, in one parallel pass over
+ * the bus (the header, the reduce-scatter counts and the plan's steps). */
+__device__ static void gpu_admit_copy(const dfccl_gpu_env_t *env, int slot, uint32_t nsteps)
 {
-    volatile const dfccl_gpu_desc_t *d = &env->descs[slot];
-    dfccl_gpu_task_t *t = gpu_task(env, slot);
-    uint32_t words = d->nsteps * (uint32_t)(sizeof(dfccl_step_t) / 8);
-    volatile const uint64_t *from_steps = (volatile const uint64_t *)d->steps;
+    const uint4 *from = (const uint4 *)&env->descs[slot];
+    uint4 *to = (uint4 *)&gpu_task(env, slot)->desc;
+    uint32_t n = (uint32_t)((offsetof(dfccl_gpu_desc_t, steps) + nsteps * sizeof(dfccl_step_t) + 15) / 16);
 
-    for (uint32_t i = threadIdx.x; i < words; i += blockDim.x)
-        ((uint64_t *)t->steps)[i] = from_steps[i];
-    for (uint32_t i = threadIdx.x; i < DFCCL_GPU_MAX_RANKS; i += blockDim.x)
-        t->rs_counts[i] = d->rs_counts[i];
+    for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) to[i] = __ldcv(from + i);
 }
 
 __global__ void __launch_bounds__(1024) dfccl_daemon_kernel(dfccl_gpu_env_t env)
@@ -664,7 +681,7 @@ __global__ void __launch_bounds__(1024) dfccl_daemon_kernel(dfccl_gpu_env_t env)
         dfccl_gpu_task_t *t = cmd >= CMD_ADMIT ? gpu_task(&env, sh.slot) : NULL;
         switch (cmd) {
         case CMD_ADMIT:
-            gpu_admit_copy(&env, sh.slot);
+            gpu_admit_copy(&env, sh.slot, sh.nsteps);
             break;
         case CMD_RING_SLICE:
             gpu_slice_move(&t->exec, &sh.slice);
@@ -682,7 +699,7 @@ __global__ void __launch_bounds__(1024) dfccl_daemon_kernel(dfccl_gpu_env_t env)
         if (threadIdx.x == 0) {
             switch (cmd) {
             case CMD_ADMIT:
-                gpu_admit_finish(&env, blk, sh.slot);
+                gpu_admit_finish(&env, blk, sh.slot, blk->admitted);
                 blk->admitted++;
                 break;
             case CMD_RING_SLICE:

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <cuda_runtime_api.h>
 #include "dfccl.h"
@@ -233,6 +234,51 @@ static int body_timeout(int rank, int size, sim_world_t *world, void *arg)
     return 0;
 }
 
+/* "bench": allreduce times through the engine alone (no MPI), rank 0's
+ * median over the iterations, for a quick look while tuning. */
+static int body_bench(int rank, int size, sim_world_t *world, void *arg)
+{
+    static const size_t bytes[] = { 8, 1024, 65536, 1 << 20, 16 << 20, 64 << 20, 256 << 20 };
+    dfccl_context_t *ctx;
+    dfccl_comm_t *comm;
+    dfccl_status_t worst = DFCCL_OK;
+    float *buf;
+    (void)arg;
+
+    if (gpu_setup(rank, &ctx, 60)) return 1;
+    dfccl_comm_params_t p = { rank, size, 5, sim_allgather, world };
+    CHECK(dfccl_gpu_comm_create(ctx, &p, &comm) == DFCCL_OK, "comm");
+    CUDA_OK(cudaMalloc((void **)&buf, 256 << 20));
+    CUDA_OK(cudaMemset(buf, 0, 256 << 20));
+    for (size_t b = 0; b < sizeof(bytes) / sizeof(bytes[0]); b++) {
+        enum { ITERS = 40 };
+        double t[ITERS];
+        for (int it = -5; it < ITERS; it++) {
+            struct timespec t0, t1;
+            dfccl_coll_args_t a = { DFCCL_COLL_ALLREDUCE, DFCCL_IN_PLACE, buf, bytes[b] / 4, NULL,
+                                    DFCCL_FLOAT, DFCCL_OP_SUM, 0, NULL };
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+            CHECK(dfccl_coll_post(comm, &a) == DFCCL_OK, "post");
+            CHECK(wait_completions(ctx, 1, 60, &worst) == 1, "allreduce failed");
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            if (it >= 0) t[it] = (t1.tv_sec - t0.tv_sec) * 1e6 + (t1.tv_nsec - t0.tv_nsec) / 1e3;
+        }
+        for (int i = 1; i < ITERS; i++)
+            for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+                double x = t[j];
+                t[j] = t[j - 1];
+                t[j - 1] = x;
+            }
+        if (rank == 0)
+            printf("  np %d allreduce %10zu B: median %10.1f us  min %10.1f us  (%.1f GB/s algbw)\n",
+                   size, bytes[b], t[ITERS / 2], t[0], bytes[b] / t[ITERS / 2] / 1e3);
+    }
+    dfccl_comm_destroy(comm);
+    cudaFree(buf);
+    dfccl_context_destroy(ctx);
+    return 0;
+}
+
 /* Asks a forked child whether a CUDA device is usable: the parent must not
  * touch CUDA before forking the ranks. */
 static int gpu_usable(void)
@@ -255,6 +301,11 @@ int main(int argc, char **argv)
     int sizes[] = { 2, 4, 8 }, failed = 0, max_ranks = argc > 1 ? atoi(argv[1]) : 8;
 
     if (!gpu_usable()) return 77;
+    if (argc > 2 && strcmp(argv[2], "bench") == 0) {
+        for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+            if (sizes[i] <= max_ranks) failed += sim_run(sizes[i], 300, body_bench, NULL) != 0;
+        return failed ? 1 : 0;
+    }
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         int n = sizes[i];
         if (n > max_ranks) continue;
