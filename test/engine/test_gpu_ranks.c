@@ -53,6 +53,7 @@ static int gpu_setup(int rank, dfccl_context_t **ctx, double timeout_sec)
     CUDA_OK(cudaSetDevice(rank % ndev));
     dfccl_config_init(&cfg);
     cfg.timeout_sec = timeout_sec;
+    if (getenv("DFCCL_TEST_GPU_CHANNELS")) cfg.gpu_channels = (unsigned)atoi(getenv("DFCCL_TEST_GPU_CHANNELS"));
     CHECK(dfccl_context_create(&cfg, ctx) == DFCCL_OK, "context");
     return 0;
 }
@@ -97,6 +98,7 @@ static int run_one(int rank, int size, dfccl_context_t *ctx, dfccl_comm_t *comm,
           dfccl_coll_type_name(type), count, dfccl_dtype_name(dtype), dfccl_status_string(worst));
     size_t check_n = type == DFCCL_COLL_REDUCE_SCATTER ? counts[rank] : out_n;
     CUDA_OK(cudaMemcpy(h_out, d_out, check_n * esize, cudaMemcpyDeviceToHost));
+    size_t wrong = 0, first_wrong = 0, last_wrong = 0;
     for (size_t i = 0; i < check_n; i++) {
         if (type == DFCCL_COLL_ALLGATHER) {
             int r = (int)(i / count);
@@ -104,10 +106,14 @@ static int run_one(int rank, int size, dfccl_context_t *ctx, dfccl_comm_t *comm,
         } else {
             sim_expected(e, dtype, op, size, type == DFCCL_COLL_REDUCE_SCATTER ? displ + i : i);
         }
-        CHECK(memcmp(e, h_out + i * esize, esize) == 0, "%s %s %s count %zu%s: element %zu wrong",
-              dfccl_coll_type_name(type), dfccl_dtype_name(dtype), dfccl_op_name(op), count,
-              in_place ? " in place" : "", i);
+        if (memcmp(e, h_out + i * esize, esize) != 0) {
+            if (wrong++ == 0) first_wrong = i;
+            last_wrong = i;
+        }
     }
+    CHECK(wrong == 0, "%s %s %s count %zu%s: %zu elements wrong, first %zu, last %zu",
+          dfccl_coll_type_name(type), dfccl_dtype_name(dtype), dfccl_op_name(op), count,
+          in_place ? " in place" : "", wrong, first_wrong, last_wrong);
     cudaFree(d_in);
     cudaFree(d_out);
     free(h_in);
@@ -148,6 +154,7 @@ static int body_collectives(int rank, int size, sim_world_t *world, void *arg)
     dfccl_comm_destroy(comm);
     dfccl_context_destroy(ctx);
     if (rank == 0) printf("  %d ranks: %d collectives checked\n", size, n);
+    fflush(stdout);
     return 0;
 }
 
@@ -272,6 +279,7 @@ static int body_bench(int rank, int size, sim_world_t *world, void *arg)
         if (rank == 0)
             printf("  np %d allreduce %10zu B: median %10.1f us  min %10.1f us  (%.1f GB/s algbw)\n",
                    size, bytes[b], t[ITERS / 2], t[0], bytes[b] / t[ITERS / 2] / 1e3);
+        fflush(stdout);
     }
     dfccl_comm_destroy(comm);
     cudaFree(buf);
