@@ -160,6 +160,7 @@ dfccl_status_t dfccl_coll_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args
 
 int dfccl_context_poll(dfccl_context_t *ctx, dfccl_completion_t *out, int max)
 {
+    dfccl_gpu_poll(ctx);
     return dfccl_cqueue_poll(&ctx->complete, out, max);
 }
 

@@ -30,9 +30,12 @@
  * application's cudaDeviceSynchronize gets its window. */
 #define GPU_RELAUNCH_MIN_NS 20000ull
 #define GPU_RELAUNCH_MAX_NS 1000000ull
-/* The proxy thread's poll while collectives are in flight: yield between
- * polls (ranks may share cores); with nothing in flight it sleeps. */
+/* The proxy thread polls while collectives are in flight, yielding between
+ * polls (ranks may share cores); with nothing in flight it keeps polling for
+ * GPU_PROXY_LINGER_NS (the next collective usually follows soon: a sleeping
+ * thread takes tens of microseconds to wake), then sleeps. */
 #define GPU_PROXY_IDLE_WAIT_NS 10000000ull
+#define GPU_PROXY_LINGER_NS    2000000ull
 /* Bytes of a collective per channel below which fewer channels are used:
  * each channel has a fixed cost per slice. */
 #define GPU_BYTES_PER_CHANNEL (256u * 1024u)
@@ -89,8 +92,9 @@ typedef struct dfccl_gpu {
     unsigned char         comm_used[DFCCL_GPU_MAX_COMMS];
     dfccl_gpu_comm_t     *dead;         /* released communicators to free */
     int                   kernel_live;  /* read by posters as a hint */
-    /* proxy thread only */
+    pthread_mutex_t       drain_lock;   /* cq_head: the proxy or a polling caller */
     uint64_t              cq_head;
+    /* proxy thread only */
     int                   launched;
     uint64_t              launch_ticket, exit_ns, backoff_ns;
     int                   broken;       /* the kernel faulted: the backend is unusable */
@@ -213,11 +217,14 @@ static void gpu_backlog_flush(dfccl_gpu_t *g)
     }
 }
 
-/* Moves completion entries to the engine's completion queue; returns how many. */
+/* Moves completion entries to the engine's completion queue; returns how
+ * many. Callers polling for completions drain too (one thread at a time),
+ * so a completion does not wait for the proxy thread to be scheduled. */
 static int gpu_drain(dfccl_gpu_t *g)
 {
     int n = 0;
 
+    if (pthread_mutex_trylock(&g->drain_lock) != 0) return 0;
     for (;;) {
         dfccl_gpu_cqe_t *e = &g->cq[g->cq_head % DFCCL_GPU_SQ_DEPTH];
         if (__atomic_load_n(&e->marker, __ATOMIC_ACQUIRE) != g->cq_head + 1) break;
@@ -240,7 +247,14 @@ static int gpu_drain(dfccl_gpu_t *g)
         g->cq_head++;
         n++;
     }
+    pthread_mutex_unlock(&g->drain_lock);
     return n;
+}
+
+void dfccl_gpu_poll(dfccl_context_t *ctx)
+{
+    dfccl_gpu_t *g = __atomic_load_n(&ctx->gpu, __ATOMIC_ACQUIRE);
+    if (g != NULL) gpu_drain(g);
 }
 
 /* Everything still queued or running fails with status; lock held. */
@@ -297,7 +311,10 @@ static void gpu_free_dead(dfccl_gpu_t *g)
 
 static void gpu_launch(dfccl_gpu_t *g)
 {
-    int rc = dfccl_gpu_kernel_launch(&g->env, g->blocks, g->threads, g->stream);
+    int rc;
+
+    g->env.launch_id++;
+    rc = dfccl_gpu_kernel_launch(&g->env, g->blocks, g->threads, g->stream);
     cudaError_t e = rc == 0 ? cudaEventRecord(g->exited, g->stream) : (cudaError_t)rc;
 
     if (e != cudaSuccess) {
@@ -318,6 +335,8 @@ static void gpu_launch(dfccl_gpu_t *g)
 static void *gpu_proxy_main(void *arg)
 {
     dfccl_gpu_t *g = arg;
+
+    uint64_t idle_since = 0;
 
     cudaSetDevice(g->device);
     g->backoff_ns = GPU_RELAUNCH_MIN_NS;
@@ -358,7 +377,12 @@ static void *gpu_proxy_main(void *arg)
                 }
             }
         }
-        if (in_flight == 0 && !stop) {
+        if (in_flight > 0 || stop) {
+            idle_since = 0;
+        } else if (idle_since == 0) {
+            idle_since = dfccl_now_ns();
+        }
+        if (in_flight == 0 && !stop && dfccl_now_ns() - idle_since > GPU_PROXY_LINGER_NS) {
             pthread_mutex_lock(&g->lock);
             if (g->in_flight == 0 && !g->stop && g->dead == NULL) {
                 struct timespec until;
@@ -447,11 +471,13 @@ static dfccl_status_t gpu_create(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
     g->env.idle_quit_ns = cfg->gpu_idle_quit_ns;
     g->env.stuck_quit_ns = cfg->gpu_stuck_quit_ns;
     pthread_mutex_init(&g->lock, NULL);
+    pthread_mutex_init(&g->drain_lock, NULL);
     pthread_cond_init(&g->wake, NULL);
     rc = pthread_create(&g->proxy, NULL, gpu_proxy_main, g);
     if (rc != 0) {
         dfccl_error("cannot start the GPU proxy thread: %s", strerror(rc));
         pthread_cond_destroy(&g->wake);
+        pthread_mutex_destroy(&g->drain_lock);
         pthread_mutex_destroy(&g->lock);
         gpu_release_resources(g);
         free(g);
@@ -477,9 +503,9 @@ static dfccl_status_t gpu_get(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
     if (ctx->gpu == NULL) {
         const dfccl_config_t *cfg = &ctx->config;
         if (cfg->gpu_channels < 1 || cfg->gpu_channels > DFCCL_GPU_MAX_CHANNELS ||
-            cfg->gpu_threads < 64 || cfg->gpu_threads > 1024 || cfg->gpu_threads % 32 != 0 ||
+            cfg->gpu_threads < 64 || cfg->gpu_threads > 512 || cfg->gpu_threads % 32 != 0 ||
             cfg->gpu_slot_bytes < 1024 || cfg->gpu_slot_bytes % 16 != 0 || cfg->gpu_fifo_slots < 2) {
-            dfccl_error("invalid GPU configuration: channels %u (1..%d), threads %u (64..1024, a"
+            dfccl_error("invalid GPU configuration: channels %u (1..%d), threads %u (64..512, a"
                         " multiple of 32), slot bytes %zu (>= 1024, a multiple of 16), slots %u"
                         " (>= 2)", cfg->gpu_channels, DFCCL_GPU_MAX_CHANNELS, cfg->gpu_threads,
                         cfg->gpu_slot_bytes, cfg->gpu_fifo_slots);
@@ -505,6 +531,7 @@ void dfccl_gpu_destroy(dfccl_context_t *ctx)
     pthread_mutex_unlock(&g->lock);
     pthread_join(g->proxy, NULL);
     pthread_cond_destroy(&g->wake);
+    pthread_mutex_destroy(&g->drain_lock);
     pthread_mutex_destroy(&g->lock);
     gpu_release_resources(g);
     free(g);

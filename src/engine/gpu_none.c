@@ -59,3 +59,4 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
 
 void dfccl_gpu_comm_release(dfccl_comm_t *comm) { (void)comm; }
 void dfccl_gpu_destroy(dfccl_context_t *context) { (void)context; }
+void dfccl_gpu_poll(dfccl_context_t *context) { (void)context; }

@@ -121,7 +121,8 @@ typedef struct dfccl_gpu_task {
 /* A block's own scheduler state, kept across kernel launches. */
 typedef struct dfccl_gpu_block {
     uint64_t admitted;            /* tickets seen */
-    uint32_t nactive;
+    volatile uint64_t busy_ns;    /* last admission or movement (block 0 reads it) */
+    volatile uint32_t nactive;
     uint32_t pad;
     uint16_t active[DFCCL_GPU_SQ_DEPTH];   /* slots, in the global order */
 } dfccl_gpu_block_t;
@@ -129,6 +130,7 @@ typedef struct dfccl_gpu_block {
 /* Device-resident state of the daemon kernel. */
 typedef struct dfccl_gpu_state {
     unsigned long long cq_reserved;          /* completion entries handed out */
+    volatile uint64_t  quit_launch;          /* block 0 ends launch number ... for all */
     uint32_t           done[DFCCL_GPU_SQ_DEPTH];     /* channels finished per slot */
     int32_t            status[DFCCL_GPU_SQ_DEPTH];   /* worst channel status per slot */
     uint32_t           diag_taken[DFCCL_GPU_SQ_DEPTH];
@@ -148,6 +150,7 @@ typedef struct dfccl_gpu_env {
     uint64_t timeout_ns;
     uint64_t idle_quit_ns;           /* nothing to do this long: the kernel leaves */
     uint64_t stuck_quit_ns;          /* nothing moved this long: the kernel leaves */
+    uint64_t launch_id;              /* numbers the launches (quit_launch) */
 } dfccl_gpu_env_t;
 
 #endif

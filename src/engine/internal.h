@@ -70,6 +70,7 @@ void *dfccl_daemon_main(void *arg);
 dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *args);
 void dfccl_gpu_comm_release(dfccl_comm_t *comm);
 void dfccl_gpu_destroy(dfccl_context_t *context);
+void dfccl_gpu_poll(dfccl_context_t *context);   /* completions, without the proxy */
 
 /* stats.c */
 void dfccl_stats_add_posted(dfccl_coll_type_t type);

@@ -56,6 +56,10 @@ __device__ static inline uint64_t gpu_now_ns(void)
 
 /* ---- data movers: all threads of the block ------------------------------ */
 
+/* 16-byte vectors each thread keeps in flight: enough outstanding loads for
+ * a few dozen blocks to approach the HBM's bandwidth. */
+#define GPU_UNROLL 4
+
 __device__ static inline int gpu_aligned16(const void *p)
 {
     return ((uintptr_t)p & 15) == 0;
@@ -68,16 +72,27 @@ __device__ static void gpu_copy(char *dst, char *out, const char *from, size_t b
     size_t i = threadIdx.x, vecs = 0;
 
     if (gpu_aligned16(from) && (!dst || gpu_aligned16(dst)) && (!out || gpu_aligned16(out))) {
+        const uint4 *f = (const uint4 *)from;
+        uint4 *d = (uint4 *)dst, *o = (uint4 *)out;
+        size_t step = (size_t)blockDim.x * GPU_UNROLL;
         vecs = bytes / 16;
+        for (; i + (GPU_UNROLL - 1) * blockDim.x < vecs; i += step) {
+            uint4 v[GPU_UNROLL];
+            _Pragma("unroll") for (int u = 0; u < GPU_UNROLL; u++) v[u] = __ldcg(f + i + u * blockDim.x);
+            _Pragma("unroll") for (int u = 0; u < GPU_UNROLL; u++) {
+                if (d) d[i + u * blockDim.x] = v[u];
+                if (o) o[i + u * blockDim.x] = v[u];
+            }
+        }
         for (; i < vecs; i += blockDim.x) {
-            uint4 v = __ldcg((const uint4 *)from + i);
-            if (dst) ((uint4 *)dst)[i] = v;
-            if (out) ((uint4 *)out)[i] = v;
+            uint4 v = __ldcg(f + i);
+            if (d) d[i] = v;
+            if (o) o[i] = v;
         }
         i = vecs * 16 + threadIdx.x;
     }
     for (; i < bytes; i += blockDim.x) {
-        char v = from[i];
+        char v = ((const volatile char *)from)[i];
         if (dst) dst[i] = v;
         if (out) out[i] = v;
     }
@@ -93,26 +108,59 @@ __device__ static void gpu_move_overlapping(char *dst, const char *src, size_t b
     for (size_t base = 0; base < bytes; base += piece) {
         size_t i = base + threadIdx.x;
         char v = 0;
-        if (i < bytes) v = src[i];
+        if (i < bytes) v = ((const volatile char *)src)[i];
         __syncthreads();
         if (i < bytes) dst[i] = v;
         __syncthreads();
     }
 }
 
-/* Reductions 16 bytes at a time: r = in OP src, stored to dst and/or out. */
+/* Reductions 16 bytes at a time, GPU_UNROLL vectors in flight per thread
+ * (loads first, so the memory system has enough requests to reach full
+ * bandwidth): r = in OP src, stored to dst and/or out. The scalar twins
+ * (volatile loads: the data may come from another process) serve what is
+ * not 16-byte aligned. */
 #define GPU_VEC_REDUCE(DT, T, U, OPN, OPM)                                                  \
+    __device__ static inline uint4 gpu_op16_##DT##_##OPN(uint4 a, uint4 b)                   \
+    {                                                                                         \
+        uint4 r;                                                                              \
+        const T *x = (const T *)&a, *y = (const T *)&b;                                       \
+        T *z = (T *)&r;                                                                       \
+        _Pragma("unroll") for (int k = 0; k < (int)(16 / sizeof(T)); k++)                     \
+            z[k] = OPM(T, U, x[k], y[k]);                                                     \
+        return r;                                                                             \
+    }                                                                                         \
     __device__ static void gpu_vec_##DT##_##OPN(const uint4 *in, const uint4 *src, uint4 *dst, \
                                                 uint4 *out, size_t n)                         \
     {                                                                                         \
-        for (size_t i = threadIdx.x; i < n; i += blockDim.x) {                                \
-            uint4 a = __ldcg(in + i), b = __ldcg(src + i), r;                                 \
-            const T *x = (const T *)&a, *y = (const T *)&b;                                   \
-            T *z = (T *)&r;                                                                   \
-            _Pragma("unroll") for (int k = 0; k < (int)(16 / sizeof(T)); k++)                 \
-                z[k] = OPM(T, U, x[k], y[k]);                                                 \
+        size_t step = (size_t)blockDim.x * GPU_UNROLL, i = threadIdx.x;                       \
+        for (; i + (GPU_UNROLL - 1) * blockDim.x < n; i += step) {                            \
+            uint4 a[GPU_UNROLL], b[GPU_UNROLL];                                               \
+            _Pragma("unroll") for (int u = 0; u < GPU_UNROLL; u++) {                          \
+                a[u] = __ldcg(in + i + u * blockDim.x);                                       \
+                b[u] = __ldcg(src + i + u * blockDim.x);                                      \
+            }                                                                                 \
+            _Pragma("unroll") for (int u = 0; u < GPU_UNROLL; u++) {                          \
+                uint4 r = gpu_op16_##DT##_##OPN(a[u], b[u]);                                  \
+                if (dst) dst[i + u * blockDim.x] = r;                                         \
+                if (out) out[i + u * blockDim.x] = r;                                         \
+            }                                                                                 \
+        }                                                                                     \
+        for (; i < n; i += blockDim.x) {                                                      \
+            uint4 r = gpu_op16_##DT##_##OPN(__ldcg(in + i), __ldcg(src + i));                 \
             if (dst) dst[i] = r;                                                              \
             if (out) out[i] = r;                                                              \
+        }                                                                                     \
+    }                                                                                         \
+    __device__ static void gpu_sca_##DT##_##OPN(const void *in_, const void *src_, void *dst_, \
+                                                void *unused, size_t n)                       \
+    {                                                                                         \
+        const volatile T *in = (const volatile T *)in_, *src = (const volatile T *)src_;      \
+        T *dst = (T *)dst_;                                                                   \
+        (void)unused;                                                                         \
+        for (size_t i = threadIdx.x; i < n; i += blockDim.x) {                                \
+            T x = in[i], y = src[i];                                                          \
+            dst[i] = OPM(T, U, x, y);                                                         \
         }                                                                                     \
     }
 #define GPU_VEC_INT(DT, T, U)                                                                 \
@@ -133,46 +181,55 @@ GPU_VEC_REDUCE(DFCCL_BYTE, uint8_t, uint8_t, BAND, DFCCL_R_BAND)
 GPU_VEC_REDUCE(DFCCL_BYTE, uint8_t, uint8_t, BOR, DFCCL_R_BOR)
 GPU_VEC_REDUCE(DFCCL_BYTE, uint8_t, uint8_t, BXOR, DFCCL_R_BXOR)
 
-/* Returns 0 for a (type, op) the engine does not carry (never submitted). */
-__device__ static int gpu_vec_reduce(const uint4 *in, const uint4 *src, uint4 *dst, uint4 *out,
-                                     size_t n, dfccl_dtype_t dtype, dfccl_op_t op)
-{
-#define GPU_CASE(DT, OP) \
-    case DFCCL_OP_##OP: gpu_vec_##DT##_##OP(in, src, dst, out, n); return 1;
-#define GPU_INT_CASES(DT, T, U)                                                         \
-    case DT:                                                                            \
-        switch (op) {                                                                   \
-        GPU_CASE(DT, SUM) GPU_CASE(DT, PROD) GPU_CASE(DT, MIN) GPU_CASE(DT, MAX)        \
-        GPU_CASE(DT, LAND) GPU_CASE(DT, LOR) GPU_CASE(DT, LXOR) GPU_CASE(DT, BAND)      \
-        GPU_CASE(DT, BOR) GPU_CASE(DT, BXOR)                                            \
-        default: return 0;                                                              \
-        }
-#define GPU_FLOAT_CASES(DT, T, U)                                                       \
-    case DT:                                                                            \
-        switch (op) {                                                                   \
-        GPU_CASE(DT, SUM) GPU_CASE(DT, PROD) GPU_CASE(DT, MIN) GPU_CASE(DT, MAX)        \
-        default: return 0;                                                              \
-        }
-    switch (dtype) {
-    DFCCL_FOREACH_INT_TYPE(GPU_INT_CASES)
-    DFCCL_FOREACH_FLOAT_TYPE(GPU_FLOAT_CASES)
-    case DFCCL_BOOL:
-        switch (op) {
-        GPU_CASE(DFCCL_BOOL, LAND) GPU_CASE(DFCCL_BOOL, LOR) GPU_CASE(DFCCL_BOOL, LXOR)
-        default: return 0;
-        }
-    case DFCCL_BYTE:
-        switch (op) {
-        GPU_CASE(DFCCL_BYTE, BAND) GPU_CASE(DFCCL_BYTE, BOR) GPU_CASE(DFCCL_BYTE, BXOR)
-        default: return 0;
-        }
-    default:
-        return 0;
-    }
-#undef GPU_INT_CASES
-#undef GPU_FLOAT_CASES
-#undef GPU_CASE
+/* Returns 0 for a (type, op) the engine does not carry (never submitted).
+ * PREFIX: gpu_vec (n 16-byte vectors) or gpu_sca (n elements, dst only). */
+#define GPU_DEFINE_DISPATCH(NAME, PREFIX, PT, QT)                                         \
+__device__ static int NAME(PT in, PT src, QT dst, QT out, size_t n, dfccl_dtype_t dtype,    \
+                           dfccl_op_t op)                                                  \
+{                                                                                          \
+    GPU_DISPATCH_BODY(PREFIX)                                                              \
 }
+#define GPU_DISPATCH_BODY(PREFIX)                                                          \
+    switch (dtype) {                                                                       \
+    DFCCL_FOREACH_INT_TYPE(GPU_INT_CASES_##PREFIX)                                         \
+    DFCCL_FOREACH_FLOAT_TYPE(GPU_FLOAT_CASES_##PREFIX)                                     \
+    case DFCCL_BOOL:                                                                       \
+        switch (op) {                                                                      \
+        GPU_CASE_##PREFIX(DFCCL_BOOL, LAND) GPU_CASE_##PREFIX(DFCCL_BOOL, LOR)            \
+        GPU_CASE_##PREFIX(DFCCL_BOOL, LXOR)                                                \
+        default: return 0;                                                                 \
+        }                                                                                  \
+    case DFCCL_BYTE:                                                                       \
+        switch (op) {                                                                      \
+        GPU_CASE_##PREFIX(DFCCL_BYTE, BAND) GPU_CASE_##PREFIX(DFCCL_BYTE, BOR)            \
+        GPU_CASE_##PREFIX(DFCCL_BYTE, BXOR)                                                \
+        default: return 0;                                                                 \
+        }                                                                                  \
+    default:                                                                               \
+        return 0;                                                                          \
+    }
+#define GPU_CASE_gpu_vec(DT, OP) case DFCCL_OP_##OP: gpu_vec_##DT##_##OP(in, src, dst, out, n); return 1;
+#define GPU_CASE_gpu_sca(DT, OP) case DFCCL_OP_##OP: gpu_sca_##DT##_##OP(in, src, dst, out, n); return 1;
+#define GPU_INT_CASES_GEN(C, DT)                                                           \
+    case DT:                                                                               \
+        switch (op) {                                                                      \
+        C(DT, SUM) C(DT, PROD) C(DT, MIN) C(DT, MAX) C(DT, LAND) C(DT, LOR) C(DT, LXOR)   \
+        C(DT, BAND) C(DT, BOR) C(DT, BXOR)                                                 \
+        default: return 0;                                                                 \
+        }
+#define GPU_FLOAT_CASES_GEN(C, DT)                                                         \
+    case DT:                                                                               \
+        switch (op) {                                                                      \
+        C(DT, SUM) C(DT, PROD) C(DT, MIN) C(DT, MAX)                                       \
+        default: return 0;                                                                 \
+        }
+#define GPU_INT_CASES_gpu_vec(DT, T, U) GPU_INT_CASES_GEN(GPU_CASE_gpu_vec, DT)
+#define GPU_INT_CASES_gpu_sca(DT, T, U) GPU_INT_CASES_GEN(GPU_CASE_gpu_sca, DT)
+#define GPU_FLOAT_CASES_gpu_vec(DT, T, U) GPU_FLOAT_CASES_GEN(GPU_CASE_gpu_vec, DT)
+#define GPU_FLOAT_CASES_gpu_sca(DT, T, U) GPU_FLOAT_CASES_GEN(GPU_CASE_gpu_sca, DT)
+GPU_DEFINE_DISPATCH(gpu_vec_reduce, gpu_vec, const uint4 *, uint4 *)
+GPU_DEFINE_DISPATCH(gpu_sca_reduce, gpu_sca, const void *, void *)
+
 
 /* target = in OP src over count elements; target is dst, else out; out gets
  * a copy when both are wanted. */
@@ -190,8 +247,8 @@ __device__ static void gpu_reduce(char *dst, char *out, const char *in, const ch
     }
     if (vec_bytes < bytes) {
         size_t done = vec_bytes / esize;
-        dfccl_reduce_strided(target + vec_bytes, in + vec_bytes, src + vec_bytes, count - done,
-                             threadIdx.x, blockDim.x, dtype, op);
+        gpu_sca_reduce(in + vec_bytes, src + vec_bytes, target + vec_bytes, NULL, count - done,
+                       dtype, op);
         if (dst && out) {
             __syncthreads();
             gpu_copy(NULL, out + vec_bytes, dst + vec_bytes, bytes - vec_bytes);
@@ -297,11 +354,11 @@ __device__ static void gpu_oneshot_recv(const dfccl_gpu_task_t *t, const dfccl_g
         return;
     }
     /* each thread owns its elements through every pass: no barrier needed */
-    dfccl_reduce_strided(x->recvbuf, gpu_inbox_slot(c, me, 0), gpu_inbox_slot(c, me, 1), count,
-                         threadIdx.x, blockDim.x, x->dtype, x->op);
+    gpu_sca_reduce(gpu_inbox_slot(c, me, 0), gpu_inbox_slot(c, me, 1), x->recvbuf, NULL, count,
+                   x->dtype, x->op);
     for (int p = 2; p < n; p++)
-        dfccl_reduce_strided(x->recvbuf, x->recvbuf, gpu_inbox_slot(c, me, p), count,
-                             threadIdx.x, blockDim.x, x->dtype, x->op);
+        gpu_sca_reduce(x->recvbuf, gpu_inbox_slot(c, me, p), x->recvbuf, NULL, count, x->dtype,
+                       x->op);
 }
 
 /* Thread 0, after a phase moved: tell the peers. */
@@ -342,7 +399,7 @@ typedef struct gpu_sched {
     int      first_of_pass;
     uint64_t turn_budget, turn_blocked_since;
     int      turn_moved;
-    uint64_t last_progress_ns, idle_since_ns, relax_ns;
+    uint32_t relax_ns;
     uint32_t wait_peer;
 } gpu_sched_t;
 
@@ -555,6 +612,25 @@ __device__ static void gpu_end_turn(const dfccl_gpu_env_t *env, dfccl_gpu_block_
     s->turn = -1;
 }
 
+/* Block 0's thread 0: has the whole kernel had nothing to do for the idle
+ * bound, or moved nothing for the stuck bound? Then it leaves (all blocks
+ * together, so no channel is missing when work comes) and gives the GPU
+ * back to the application's synchronisations until the host launches it
+ * again. */
+__device__ static int gpu_should_quit(const dfccl_gpu_env_t *env, uint64_t now)
+{
+    uint64_t last = 0;
+    int active = 0;
+
+    for (unsigned b = 0; b < gridDim.x; b++) {
+        const dfccl_gpu_block_t *o = &env->state->blocks[b];
+        if (o->busy_ns > last) last = o->busy_ns;
+        active |= o->nactive != 0;
+    }
+    if (gpu_ctrl_read(env).x > env->state->blocks[0].admitted) return 0;
+    return now - last > (active ? env->stuck_quit_ns : env->idle_quit_ns);
+}
+
 /* Thread 0: decide what the block does next. */
 __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_t *blk,
                                     gpu_shared_t *sh, gpu_sched_t *s)
@@ -573,14 +649,14 @@ __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_
                 gpu_finish(env, blk, s->turn, DFCCL_OK, NULL);
                 s->turn = -1;
                 s->pos = 0;
-                s->last_progress_ns = now;
+                blk->busy_ns = now;
                 continue;
             }
             if (gpu_try_move(env, t, slot, sh, s)) {
                 s->turn_moved = 1;
                 s->turn_blocked_since = 0;
                 t->blocked_since = 0;
-                s->last_progress_ns = now;
+                blk->busy_ns = now;
                 return;
             }
             if (s->turn_blocked_since == 0) s->turn_blocked_since = now;
@@ -593,13 +669,13 @@ __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_
             continue;
         }
         ulonglong2 ctrl = gpu_ctrl_read(env);
-        if (ctrl.y) {
+        if (ctrl.y || env->state->quit_launch == env->launch_id) {
             sh->cmd = CMD_QUIT;
             return;
         }
         if (ctrl.x > blk->admitted) {
             uint64_t ticket = blk->admitted;
-            s->idle_since_ns = now;
+            blk->busy_ns = now;
             if (!gpu_takes_part(env, ticket, &sh->nsteps)) {
                 blk->admitted = ticket + 1;
                 continue;
@@ -626,21 +702,18 @@ __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_
             s->turn_moved = 0;
             continue;
         }
-        /* a pass without progress: back off a little, or leave */
+        /* a pass without progress: back off a little; block 0 decides for
+         * the whole kernel whether to leave */
         s->pos = 0;
         s->first_of_pass = 1;
-        if (blk->nactive == 0) {
-            if (now - s->idle_since_ns > env->idle_quit_ns) {
-                sh->cmd = CMD_QUIT;
-                return;
-            }
-        } else if (now - s->last_progress_ns > env->stuck_quit_ns) {
+        if (blockIdx.x == 0 && gpu_should_quit(env, now)) {
+            env->state->quit_launch = env->launch_id;
+            __threadfence();
             sh->cmd = CMD_QUIT;
             return;
         }
-        if (blk->nactive > 0) s->idle_since_ns = now;
         __nanosleep(s->relax_ns);
-        if (s->relax_ns < 2000) s->relax_ns *= 2;
+        if (s->relax_ns < (blk->nactive ? 2000u : 4000u)) s->relax_ns *= 2;
         return;   /* let the block loop (and see new work) */
     }
 }
@@ -656,7 +729,7 @@ __device__ static void gpu_admit_copy(const dfccl_gpu_env_t *env, int slot, uint
     for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) to[i] = __ldcv(from + i);
 }
 
-__global__ void __launch_bounds__(1024) dfccl_daemon_kernel(dfccl_gpu_env_t env)
+__global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
 {
     __shared__ gpu_shared_t sh;
     dfccl_gpu_block_t *blk = &env.state->blocks[blockIdx.x];
@@ -669,7 +742,7 @@ __global__ void __launch_bounds__(1024) dfccl_daemon_kernel(dfccl_gpu_env_t env)
         s.first_of_pass = 1;
         s.turn_budget = s.turn_blocked_since = 0;
         s.turn_moved = 0;
-        s.last_progress_ns = s.idle_since_ns = now;
+        blk->busy_ns = now;   /* a launch starts the bounds afresh */
         s.relax_ns = 32;
         s.wait_peer = 0;
     }

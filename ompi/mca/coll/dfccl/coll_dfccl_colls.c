@@ -48,6 +48,9 @@ static dfccl_route_t dfccl_route(const mca_coll_dfccl_module_t *m, const void *s
  */
 #define DFCCL_WAIT_SPIN_NS  20000ull
 #define DFCCL_WAIT_NAP_NS   100000ull
+/* A GPU collective needs no core from us while it runs, but a nap costs a
+ * thread wake-up (tens of microseconds) at its end: spin longer. */
+#define DFCCL_WAIT_SPIN_GPU_NS 2000000ull
 
 static uint64_t dfccl_now_ns(void)
 {
@@ -56,10 +59,10 @@ static uint64_t dfccl_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void dfccl_wait_blocking(mca_coll_dfccl_request_t *req)
+static void dfccl_wait_blocking(mca_coll_dfccl_request_t *req, uint64_t spin_ns)
 {
     dfccl_context_t *ctx = mca_coll_dfccl_component.context;
-    uint64_t spin_until = dfccl_now_ns() + DFCCL_WAIT_SPIN_NS;
+    uint64_t spin_until = dfccl_now_ns() + spin_ns;
 
     while (!REQUEST_COMPLETE(&req->super)) {
         if (mca_coll_dfccl_progress() > 0) continue;
@@ -129,7 +132,7 @@ static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_route_t route, dfccl_coll
         *request = &req->super;
         return OMPI_SUCCESS;
     }
-    dfccl_wait_blocking(req);
+    dfccl_wait_blocking(req, route == DFCCL_ROUTE_GPU ? DFCCL_WAIT_SPIN_GPU_NS : DFCCL_WAIT_SPIN_NS);
     rc = req->super.req_status.MPI_ERROR;
     mca_coll_dfccl_request_release(req);
     return rc;
