@@ -32,14 +32,20 @@
 static int wait_completions(dfccl_context_t *ctx, int n, double timeout_sec, dfccl_status_t *worst)
 {
     int got = 0, ok = 0;
-    for (long spins = 0; got < n && spins < (long)(timeout_sec * 1000); spins++) {
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
         dfccl_completion_t c;
         while (got < n && dfccl_context_poll(ctx, &c, 1) == 1) {
             got++;
             ok += c.status == DFCCL_OK;
             if (c.status != DFCCL_OK) *worst = c.status;
         }
-        if (got < n) dfccl_context_wait(ctx, 1000000);   /* 1 ms */
+        if (got == n) break;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        double waited = (double)(t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9;
+        if (waited > timeout_sec) break;
+        if (waited > 0.002) dfccl_context_wait(ctx, 1000000);   /* spin 2 ms, then 1 ms naps */
     }
     return got == n ? ok : -1;
 }
