@@ -102,4 +102,8 @@ void dfccl_config_init(dfccl_config_t *config)
     /* A collective whose peer is late (or busy elsewhere) gives the GPU back
      * after 1 ms; the host launches the daemon again while work is pending. */
     config->gpu_stuck_quit_ns = 1000000;
+    /* cudaMemcpy from pageable memory returns once the data is staged, not
+     * landed; the daemon runs on its own stream, unordered with the legacy
+     * default stream. Waiting for it costs a microsecond when it is idle. */
+    config->gpu_sync_legacy_stream = 1;
 }

@@ -825,6 +825,14 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
 
     if (!gc->ready || g == NULL) return gc->failed != DFCCL_OK ? gc->failed : DFCCL_ERR_UNSUPPORTED;
     if (g->broken) return DFCCL_ERR_SYSTEM;
+    if (cfg->gpu_sync_legacy_stream) {
+        cudaError_t e = cudaStreamSynchronize(cudaStreamLegacy);
+        if (e != cudaSuccess) {
+            dfccl_error("comm %#llx: waiting for the legacy default stream failed: %s",
+                        (unsigned long long)comm->key, gpu_err(e));
+            return DFCCL_ERR_SYSTEM;
+        }
+    }
     job = calloc(1, sizeof(*job));
     if (job == NULL) return DFCCL_ERR_NO_MEMORY;
     job->coll = coll;

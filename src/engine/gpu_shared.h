@@ -131,6 +131,11 @@ typedef struct dfccl_gpu_block {
 typedef struct dfccl_gpu_state {
     unsigned long long cq_reserved;          /* completion entries handed out */
     volatile uint64_t  quit_launch;          /* block 0 ends launch number ... for all */
+    /* Block 0 alone reads the submission queue in host memory; it copies
+     * each entry here and then raises sq_mirror, which the other blocks
+     * read instead of the bus. */
+    volatile uint64_t  sq_mirror;
+    dfccl_gpu_desc_t   descs[DFCCL_GPU_SQ_DEPTH];
     uint32_t           done[DFCCL_GPU_SQ_DEPTH];     /* channels finished per slot */
     int32_t            status[DFCCL_GPU_SQ_DEPTH];   /* worst channel status per slot */
     uint32_t           diag_taken[DFCCL_GPU_SQ_DEPTH];

@@ -418,10 +418,23 @@ __device__ static inline ulonglong2 gpu_host_load16(const void *p)
     return r;
 }
 
-/* The host's control words (submission tail, stop) in one load. */
+/* Submissions published to this block (x) and the stop flag (y): block 0
+ * reads the host's words, the others block 0's mirror in device memory
+ * (stop reaches them through quit_launch). */
 __device__ static inline ulonglong2 gpu_ctrl_read(const dfccl_gpu_env_t *env)
 {
-    return gpu_host_load16(env->ctrl);
+    if (blockIdx.x == 0) return gpu_host_load16(env->ctrl);
+    ulonglong2 v;
+    v.x = env->state->sq_mirror;
+    v.y = 0;
+    return v;
+}
+
+/* Where this block reads submission entries: block 0 from host memory, the
+ * others from block 0's copies. */
+__device__ static inline const dfccl_gpu_desc_t *gpu_desc_src(const dfccl_gpu_env_t *env, int slot)
+{
+    return blockIdx.x == 0 ? &env->descs[slot] : &env->state->descs[slot];
 }
 
 /* Oldest collective of its communicator in this block's list? */
@@ -498,7 +511,7 @@ __device__ static void gpu_diag_fill(const dfccl_gpu_task_t *t, const dfccl_gpu_
  * ticket is checked again in the copy (a seqlock). */
 __device__ static int gpu_takes_part(const dfccl_gpu_env_t *env, uint64_t ticket, uint32_t *nsteps)
 {
-    ulonglong2 v = gpu_host_load16(&env->descs[ticket % DFCCL_GPU_SQ_DEPTH]);
+    ulonglong2 v = gpu_host_load16(gpu_desc_src(env, (int)(ticket % DFCCL_GPU_SQ_DEPTH)));
     *nsteps = (uint32_t)(v.y >> 32);
     return v.x == ticket && blockIdx.x < (uint32_t)v.y;
 }
@@ -670,6 +683,7 @@ __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_
         }
         ulonglong2 ctrl = gpu_ctrl_read(env);
         if (ctrl.y || env->state->quit_launch == env->launch_id) {
+            if (ctrl.y) env->state->quit_launch = env->launch_id;   /* stop: everyone */
             sh->cmd = CMD_QUIT;
             return;
         }
@@ -677,6 +691,7 @@ __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_
             uint64_t ticket = blk->admitted;
             blk->busy_ns = now;
             if (!gpu_takes_part(env, ticket, &sh->nsteps)) {
+                /* block 0 takes part in everything: only others get here */
                 blk->admitted = ticket + 1;
                 continue;
             }
@@ -722,11 +737,16 @@ __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_
  * the bus (the header, the reduce-scatter counts and the plan's steps). */
 __device__ static void gpu_admit_copy(const dfccl_gpu_env_t *env, int slot, uint32_t nsteps)
 {
-    const uint4 *from = (const uint4 *)&env->descs[slot];
+    const uint4 *from = (const uint4 *)gpu_desc_src(env, slot);
     uint4 *to = (uint4 *)&gpu_task(env, slot)->desc;
+    uint4 *mirror = (uint4 *)&env->state->descs[slot];
     uint32_t n = (uint32_t)((offsetof(dfccl_gpu_desc_t, steps) + nsteps * sizeof(dfccl_step_t) + 15) / 16);
 
-    for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) to[i] = __ldcv(from + i);
+    for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
+        uint4 v = __ldcv(from + i);
+        to[i] = v;
+        if (blockIdx.x == 0) mirror[i] = v;
+    }
 }
 
 __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
@@ -774,6 +794,10 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
             case CMD_ADMIT:
                 gpu_admit_finish(&env, blk, sh.slot, blk->admitted);
                 blk->admitted++;
+                if (blockIdx.x == 0) {
+                    __threadfence();   /* the copies before the mirror */
+                    env.state->sq_mirror = blk->admitted;
+                }
                 break;
             case CMD_RING_SLICE:
                 dfccl_exec_slice_end(&t->exec, &sh.slice);

@@ -94,6 +94,7 @@ typedef struct dfccl_config {
     unsigned gpu_fifo_slots;     /* slots per channel FIFO */
     uint64_t gpu_idle_quit_ns;   /* the kernel leaves after this long with nothing to do, */
     uint64_t gpu_stuck_quit_ns;  /* or after this long without moving anything */
+    int      gpu_sync_legacy_stream; /* 1: a post first waits for CUDA's legacy default stream */
 } dfccl_config_t;
 
 void dfccl_config_init(dfccl_config_t *config);

@@ -43,6 +43,13 @@ typedef struct mca_coll_dfccl_component_t {
     uint64_t     budget_min_ns;
     uint64_t     budget_max_ns;
     int          default_priority;
+    unsigned int gpu_channels;
+    unsigned int gpu_threads;
+    size_t       gpu_slot_bytes;
+    unsigned int gpu_fifo_slots;
+    uint64_t     gpu_idle_quit_ns;
+    uint64_t     gpu_stuck_quit_ns;
+    bool         gpu_sync_legacy_stream;
 
     int              output;          /* opal_output stream for verbose messages */
     opal_mutex_t     lock;            /* guards lazy creation of the engine */

@@ -58,6 +58,13 @@ static int dfccl_register(void)
     c->budget_min_ns  = defaults.budget_min_ns;
     c->budget_max_ns  = defaults.budget_max_ns;
     c->default_priority = 0;
+    c->gpu_channels   = defaults.gpu_channels;
+    c->gpu_threads    = defaults.gpu_threads;
+    c->gpu_slot_bytes = defaults.gpu_slot_bytes;
+    c->gpu_fifo_slots = defaults.gpu_fifo_slots;
+    c->gpu_idle_quit_ns  = defaults.gpu_idle_quit_ns;
+    c->gpu_stuck_quit_ns = defaults.gpu_stuck_quit_ns;
+    c->gpu_sync_legacy_stream = defaults.gpu_sync_legacy_stream != 0;
 
     (void)mca_base_component_var_register(v, "priority",
         "Priority of coll/dfccl (above coll/self's 75 so that it also serves 1-rank communicators)",
@@ -119,6 +126,39 @@ static int dfccl_register(void)
         " \"dfccl_priority\" (higher runs first when collectives compete)",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &c->default_priority);
+    (void)mca_base_component_var_register(v, "gpu_channels",
+        "Blocks of the GPU daemon kernel; a large collective is cut into this many parts that move"
+        " side by side (must be equal on all ranks; 1..32)",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &c->gpu_channels);
+    (void)mca_base_component_var_register(v, "gpu_threads",
+        "Threads per block of the GPU daemon kernel (64..512, a multiple of 32)",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &c->gpu_threads);
+    (void)mca_base_component_var_register(v, "gpu_slot_bytes",
+        "Bytes per slot of a GPU channel FIFO (device memory; multiple of 16, >= 1024)",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &c->gpu_slot_bytes);
+    (void)mca_base_component_var_register(v, "gpu_fifo_slots",
+        "Slots per GPU channel FIFO (>= 2)",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &c->gpu_fifo_slots);
+    (void)mca_base_component_var_register(v, "gpu_idle_quit_ns",
+        "Nanoseconds the GPU daemon kernel stays without work before it leaves (the longest an"
+        " application's cudaDeviceSynchronize waits for an idle daemon)",
+        MCA_BASE_VAR_TYPE_UINT64_T, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
+        &c->gpu_idle_quit_ns);
+    (void)mca_base_component_var_register(v, "gpu_stuck_quit_ns",
+        "Nanoseconds the GPU daemon kernel stays when nothing moves (peers late) before it"
+        " leaves; the host launches it again while work is pending",
+        MCA_BASE_VAR_TYPE_UINT64_T, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
+        &c->gpu_stuck_quit_ns);
+    (void)mca_base_component_var_register(v, "gpu_sync_legacy_stream",
+        "Wait for work queued on CUDA's legacy default stream before a collective on device"
+        " buffers starts (cudaMemcpy from pageable memory may return before its data has"
+        " landed); work on other streams the application must synchronize itself",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
+        &c->gpu_sync_legacy_stream);
     return OMPI_SUCCESS;
 }
 
@@ -179,6 +219,13 @@ int mca_coll_dfccl_context_get(dfccl_context_t **context_p)
         config.budget_ns      = c->budget_ns;
         config.budget_min_ns  = c->budget_min_ns;
         config.budget_max_ns  = c->budget_max_ns;
+        config.gpu_channels   = c->gpu_channels;
+        config.gpu_threads    = c->gpu_threads;
+        config.gpu_slot_bytes = c->gpu_slot_bytes;
+        config.gpu_fifo_slots = c->gpu_fifo_slots;
+        config.gpu_idle_quit_ns  = c->gpu_idle_quit_ns;
+        config.gpu_stuck_quit_ns = c->gpu_stuck_quit_ns;
+        config.gpu_sync_legacy_stream = c->gpu_sync_legacy_stream;
         opal_free_list_init(&c->requests, sizeof(mca_coll_dfccl_request_t),
                             opal_cache_line_size, OBJ_CLASS(mca_coll_dfccl_request_t),
                             0, 0, 8, -1, 8, NULL, 0, NULL, NULL, NULL);
