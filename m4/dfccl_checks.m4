@@ -127,9 +127,15 @@ AC_DEFUN([DFCCL_CHECK_CUDA], [
   AS_IF([test -n "$dfccl_cuda_dir"],
     [NVCC=${NVCC:-$dfccl_cuda_dir/bin/nvcc}
      CUDA_CPPFLAGS="-I$dfccl_cuda_dir/include"
+     # The test programs link the CUDA runtime (device buffers); the rpath
+     # lets them run from the build tree without LD_LIBRARY_PATH.
+     dfccl_cuda_libdir=$dfccl_cuda_dir/lib64
+     AS_IF([test -d "$dfccl_cuda_libdir"], [], [dfccl_cuda_libdir=$dfccl_cuda_dir/lib])
+     CUDA_LDFLAGS="-L$dfccl_cuda_libdir -Wl,-rpath,$dfccl_cuda_libdir"
+     CUDA_LIBS=-lcudart
      DFCCL_CUDA_SUMMARY="yes ($NVCC)"
      AC_DEFINE([DFCCL_HAVE_CUDA_TOOLKIT], [1], [nvcc found: CUDA kernels are built])],
     [DFCCL_CUDA_SUMMARY="no (nvcc not found)"])
   AM_CONDITIONAL([DFCCL_BUILD_CUDA], [test -n "$dfccl_cuda_dir"])
-  AC_SUBST([CUDA_CPPFLAGS])
+  AC_SUBST([CUDA_CPPFLAGS]) AC_SUBST([CUDA_LDFLAGS]) AC_SUBST([CUDA_LIBS])
 ])
