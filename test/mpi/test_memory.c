@@ -93,7 +93,7 @@ static void select_device(void)
     int count = 0;
     cudaError_t rc = cudaGetDeviceCount(&count);
     if (rc != cudaSuccess || count == 0) {
-        fprintf(stderr, "%s: rank %d: --memory device needs a CUDA GPU, but none is usable "
+        fprintf(stderr, "%s: rank %d: device memory needs a CUDA GPU, but none is usable "
                 "here (cudaGetDeviceCount: %s)\n", program_name, rank,
                 rc != cudaSuccess ? cudaGetErrorString(rc) : "0 devices");
         exit(2);
@@ -124,16 +124,22 @@ test_memory_kind_t test_memory_setup(int *argc, char **argv, const char *program
         *argc -= 2;
         i--;
     }
-    if (kind == TEST_MEMORY_DEVICE) {
+    if (kind == TEST_MEMORY_DEVICE)
+        test_memory_require_device(program);
+    return kind;
+}
+
+void test_memory_require_device(const char *program)
+{
+    program_name = program;
 #ifdef DFCCL_TEST_HAVE_CUDA
+    if (selected_device < 0)
         select_device();
 #else
-        fprintf(stderr, "%s: --memory device: this build has no CUDA support (configure "
-                "found no nvcc; configure --with-cuda=DIR to enable it)\n", program);
-        exit(2);
+    fprintf(stderr, "%s: device memory: this build has no CUDA support (configure "
+            "found no nvcc; configure --with-cuda=DIR to enable it)\n", program);
+    exit(2);
 #endif
-    }
-    return kind;
 }
 
 void test_memory_teardown(void)

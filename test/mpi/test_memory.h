@@ -33,6 +33,10 @@ const char *test_memory_name(test_memory_kind_t kind);
  */
 test_memory_kind_t test_memory_setup(int *argc, char **argv, const char *program);
 
+/* For programs that always use device memory: selects the GPU as setup
+ * does for --memory device, stopping the process when there is none. */
+void test_memory_require_device(const char *program);
+
 /* Releases what setup created (call after MPI_Finalize). */
 void test_memory_teardown(void);
 
