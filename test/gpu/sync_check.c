@@ -230,7 +230,9 @@ static void phase_sync_between_starts(MPI_Comm comm_a, MPI_Comm comm_b)
             engine_snapshot_t before;
             engine_snapshot_take(&before);
             rcs[first] = coll_case_start(&cases[first], &requests[first]);
-            device_synchronize(first == 0 ? "(a) after starting A" : "(a) after starting B");
+            bool synced = device_synchronize(first == 0 ? "(a) after starting A"
+                                                        : "(a) after starting B");
+            verdict_log_record(&verdicts, synced);
             rcs[second] = coll_case_start(&cases[second], &requests[second]);
             int wait_rcs[2];
             wait_bounded(2, requests, names, wait_rcs);
