@@ -77,21 +77,21 @@ fi
 
 if [ "$quick" -eq 1 ]; then
     : "${np_list:=2 4}"
-    coll_args="--quick"
-    disorder_args="--iterations 3 --seed 1"
-    scenario_args="--scenarios 50 --seed 1"
-    threads_args="--threads 4 --iterations 10"
-    chaos_args="--iterations 5"
-    sync_args="--iterations 1"
+    coll_args=(--quick)
+    disorder_args=(--iterations 3 --seed 1)
+    scenario_args=(--scenarios 50 --seed 1)
+    threads_args=(--threads 4 --iterations 10)
+    chaos_args=(--iterations 5)
+    sync_args=(--iterations 1)
 else
     : "${np_list:=2 4 8}"
     # The default counts: 0, 1, 7, 4099, 65537 and 1048579 elements.
-    coll_args=""
-    disorder_args="--iterations 8 --seed 1"
-    scenario_args="--scenarios 300 --seed 1"
-    threads_args="--threads 4 --iterations 40"
-    chaos_args="--iterations 20"
-    sync_args="--iterations 3"
+    coll_args=()
+    disorder_args=(--iterations 8 --seed 1)
+    scenario_args=(--scenarios 300 --seed 1)
+    threads_args=(--threads 4 --iterations 40)
+    chaos_args=(--iterations 20)
+    sync_args=(--iterations 3)
 fi
 # The disorder-type tests get a watchdog short enough that a hung engine
 # fails them with its diagnosis well before run_mpi_test.sh's timeout.
@@ -180,17 +180,18 @@ run_sanitized() {
 }
 
 for np in $np_list; do
-    run_item "coll_np$np" "$np" "" test/mpi/coll_check --memory device --expect engine $coll_args
+    run_item "coll_np$np" "$np" "" \
+        test/mpi/coll_check --memory device --expect engine "${coll_args[@]}"
     run_item "disorder_np$np" "$np" "$disorder_mca" \
-        test/mpi/disorder_check --memory device $disorder_args
+        test/mpi/disorder_check --memory device "${disorder_args[@]}"
     run_item "scenario_np$np" "$np" "$disorder_mca" \
-        test/mpi/scenario_check --memory device $scenario_args
+        test/mpi/scenario_check --memory device "${scenario_args[@]}"
     run_item "threads_np$np" "$np" "$disorder_mca" \
-        test/mpi/threads_check --memory device $threads_args
+        test/mpi/threads_check --memory device "${threads_args[@]}"
     run_item "chaos_np$np" "$np" "$disorder_mca" \
-        test/mpi/chaos_check --memory device $chaos_args
+        test/mpi/chaos_check --memory device "${chaos_args[@]}"
     run_item "sync_np$np" "$np" "$disorder_mca" \
-        test/gpu/sync_check --expect engine $sync_args
+        test/gpu/sync_check --expect engine "${sync_args[@]}"
 done
 if [ "$sanitizer" -eq 1 ]; then
     run_sanitized memcheck 2
