@@ -61,9 +61,11 @@ static int env_int(const char *name, int fallback)
 }
 
 /* Copies run on a stream of their own that does not synchronise with other
- * streams (a GPU engine's daemon kernel never ends, so waiting for "all
- * work" would hang), and are waited for explicitly: a plain cudaMemcpy from
- * pageable memory may return before the data has reached the device. */
+ * streams (a GPU engine's daemon kernel may run for the life of the
+ * process, so the tests' own copies must not wait for "all work"), and are
+ * waited for explicitly: a plain cudaMemcpy from pageable memory may return
+ * before the data has reached the device. sync_check tests the default
+ * stream and cudaDeviceSynchronize on purpose. */
 static cudaStream_t copy_stream;
 /* The current device is per host thread (threads_check calls from many). */
 static _Thread_local bool thread_device_set;
