@@ -135,13 +135,16 @@ AC_DEFUN([DFCCL_CHECK_CUDA], [
      # The engine carries the CUDA runtime statically (it loads the driver at
      # run time), so the component loads on machines without CUDA.
      CUDA_ENGINE_LIBS="$dfccl_cuda_libdir/libcudart_static.a -ldl -lrt"
-     # Test and benchmark programs use the shared runtime.
-     CUDA_RT_LIBS="-L$dfccl_cuda_libdir -Wl,-rpath,$dfccl_cuda_libdir -lcudart"
+     # Test and benchmark programs link the shared runtime; the rpath lets
+     # them run from the build tree without LD_LIBRARY_PATH.
+     CUDA_LDFLAGS="-L$dfccl_cuda_libdir -Wl,-rpath,$dfccl_cuda_libdir"
+     CUDA_LIBS=-lcudart
+     CUDA_RT_LIBS="$CUDA_LDFLAGS $CUDA_LIBS"
      DFCCL_CUDA_SUMMARY="yes ($NVCC): GPU backend built"
      AC_DEFINE([DFCCL_HAVE_CUDA_TOOLKIT], [1], [nvcc found: CUDA kernels are built])],
     [DFCCL_CUDA_SUMMARY="no (nvcc not found): no GPU backend"])
   AM_CONDITIONAL([DFCCL_BUILD_CUDA], [test -n "$dfccl_cuda_dir"])
-  AC_SUBST([CUDA_CPPFLAGS])
+  AC_SUBST([CUDA_CPPFLAGS]) AC_SUBST([CUDA_LDFLAGS]) AC_SUBST([CUDA_LIBS])
   AC_SUBST([CUDA_ENGINE_LIBS])
   AC_SUBST([CUDA_RT_LIBS])
 ])

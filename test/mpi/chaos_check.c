@@ -10,6 +10,7 @@
  * checked bit-exactly (float sums of small integers are exact in any
  * order), the engine's allreduce counter must rise by 8 per iteration, and
  * one verdict per iteration travels point-to-point (p2p_verdict.c).
+ * --memory device hands MPI device buffers (coll_case.c).
  */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -33,6 +34,8 @@ int main(int argc, char **argv)
     int world_rank, world_size, iterations = 20, printed = 0;
     uint64_t seed = 1;
     expect_mode_t expect = EXPECT_ENGINE;
+    /* Device selection must precede MPI_Init. */
+    test_memory_kind_t memory = test_memory_setup(&argc, argv, "chaos_check");
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
@@ -50,7 +53,7 @@ int main(int argc, char **argv)
         if (!ok) {
             if (world_rank == 0)
                 fprintf(stderr, "usage: chaos_check [--iterations N] [--seed S] "
-                                "[--expect engine|stock]\n");
+                                "[--expect engine|stock] [--memory host|device]\n");
             MPI_Finalize();
             return 2;
         }
@@ -58,8 +61,9 @@ int main(int argc, char **argv)
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     if (world_rank == 0)
-        printf("chaos_check: np=%d iterations=%d seed=%" PRIu64 " expect=%s\n",
-               world_size, iterations, seed, expect_mode_name(expect));
+        printf("chaos_check: np=%d iterations=%d seed=%" PRIu64 " expect=%s memory=%s\n",
+               world_size, iterations, seed, expect_mode_name(expect),
+               test_memory_name(memory));
 
     /* Communicators and their engine side are set up in one order on every
      * rank (the set-up is a blocking stock collective). */
@@ -67,7 +71,8 @@ int main(int argc, char **argv)
     for (int g = 0; g < CHAOS_GRADIENTS; g++) {
         cases[g] = (coll_case_t){ .kind = CASE_ALLREDUCE, .type = &float_sum,
                                   .count = chaos_gradient_floats[g],
-                                  .seed = (uint32_t)(seed * 31 + (uint64_t)g) };
+                                  .seed = (uint32_t)(seed * 31 + (uint64_t)g),
+                                  .memory = memory };
         MPI_Comm_dup(MPI_COMM_WORLD, &cases[g].comm);
         int one = 1, sum = 0;
         MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, cases[g].comm);
@@ -143,5 +148,6 @@ int main(int argc, char **argv)
     }
     verdict_log_free(&log);
     MPI_Finalize();
+    test_memory_teardown();
     return failed == 0 ? 0 : 1;
 }

@@ -128,11 +128,21 @@ int coll_case_prepare(coll_case_t *c)
     uint64_t first;
     size_t inputs = input_elems(c, &first);
     c->result_bytes = result_elems * esize;
-    c->send = malloc(inputs * esize + 1);
+    c->send_bytes = inputs * esize;
+    c->send = malloc(c->send_bytes + 1);
     c->recv = malloc(c->result_bytes + GUARD_BYTES);
     c->expected = malloc(c->result_bytes + 1);
     if (c->send == NULL || c->recv == NULL || c->expected == NULL)
         return -1;
+    if (c->memory == TEST_MEMORY_HOST) {
+        c->send_buffer = c->send;
+        c->recv_buffer = c->recv;
+    } else {
+        c->send_buffer = test_memory_alloc(c->memory, c->send_bytes + 1);
+        c->recv_buffer = test_memory_alloc(c->memory, c->result_bytes + GUARD_BYTES);
+        if (c->send_buffer == NULL || c->recv_buffer == NULL)
+            return -1;
+    }
 
     value_spec_t spec = spec_of(c);
     if (c->kind == CASE_ALLGATHER) {
@@ -156,24 +166,27 @@ void coll_case_reset(coll_case_t *c)
     for (size_t i = 0; i < c->result_bytes; i++)
         c->recv[i] = (unsigned char)~c->expected[i];
     memset(c->recv + c->result_bytes, GUARD_BYTE, GUARD_BYTES);
+    /* Device mode: the poison and guard bytes go along with the input. */
+    test_memory_to_buffer(c->memory, c->send_buffer, c->send, c->send_bytes);
+    test_memory_to_buffer(c->memory, c->recv_buffer, c->recv, c->result_bytes + GUARD_BYTES);
 }
 
 int coll_case_start(coll_case_t *c, MPI_Request *request)
 {
     MPI_Datatype type = c->type->mpi;
     MPI_Op op = test_mpi_op(c->type->op);
+    void *send = c->send_buffer, *recv = c->recv_buffer;
     switch (c->kind) {
     case CASE_ALLREDUCE:
-        return MPI_Iallreduce(c->send, c->recv, (int)c->count, type, op, c->comm, request);
+        return MPI_Iallreduce(send, recv, (int)c->count, type, op, c->comm, request);
     case CASE_ALLGATHER:
-        return MPI_Iallgather(c->send, (int)c->count, type, c->recv, (int)c->count, type,
+        return MPI_Iallgather(send, (int)c->count, type, recv, (int)c->count, type,
                               c->comm, request);
     case CASE_REDUCE_SCATTER:
-        return MPI_Ireduce_scatter(c->send, c->recv, c->recvcounts, type, op, c->comm,
-                                   request);
+        return MPI_Ireduce_scatter(send, recv, c->recvcounts, type, op, c->comm, request);
     default:
-        return MPI_Ireduce_scatter_block(c->send, c->recv, c->block_count, type, op,
-                                         c->comm, request);
+        return MPI_Ireduce_scatter_block(send, recv, c->block_count, type, op, c->comm,
+                                         request);
     }
 }
 
@@ -181,23 +194,23 @@ int coll_case_run_blocking(coll_case_t *c)
 {
     MPI_Datatype type = c->type->mpi;
     MPI_Op op = test_mpi_op(c->type->op);
+    void *send = c->send_buffer, *recv = c->recv_buffer;
     switch (c->kind) {
     case CASE_ALLREDUCE:
-        return MPI_Allreduce(c->send, c->recv, (int)c->count, type, op, c->comm);
+        return MPI_Allreduce(send, recv, (int)c->count, type, op, c->comm);
     case CASE_ALLGATHER:
-        return MPI_Allgather(c->send, (int)c->count, type, c->recv, (int)c->count, type,
-                             c->comm);
+        return MPI_Allgather(send, (int)c->count, type, recv, (int)c->count, type, c->comm);
     case CASE_REDUCE_SCATTER:
-        return MPI_Reduce_scatter(c->send, c->recv, c->recvcounts, type, op, c->comm);
+        return MPI_Reduce_scatter(send, recv, c->recvcounts, type, op, c->comm);
     default:
-        return MPI_Reduce_scatter_block(c->send, c->recv, c->block_count, type, op,
-                                        c->comm);
+        return MPI_Reduce_scatter_block(send, recv, c->block_count, type, op, c->comm);
     }
 }
 
 int coll_case_verify(const coll_case_t *c, char *why, size_t why_len)
 {
     size_t esize = value_elem_size(c->type->elem);
+    test_memory_from_buffer(c->memory, c->recv, c->recv_buffer, c->result_bytes + GUARD_BYTES);
     if (memcmp(c->recv, c->expected, c->result_bytes) != 0) {
         size_t index = 0;
         while (memcmp(c->recv + index * esize, c->expected + index * esize, esize) == 0)
@@ -220,6 +233,11 @@ int coll_case_verify(const coll_case_t *c, char *why, size_t why_len)
 
 void coll_case_free(coll_case_t *c)
 {
+    if (c->memory != TEST_MEMORY_HOST) {
+        test_memory_free(c->memory, c->send_buffer);
+        test_memory_free(c->memory, c->recv_buffer);
+    }
+    c->send_buffer = c->recv_buffer = NULL;
     free(c->send);
     free(c->recv);
     free(c->expected);

@@ -19,6 +19,7 @@
 
 #include "coll_values.h"
 #include "dfccl.h"
+#include "test_memory.h"
 
 typedef enum {
     CASE_ALLREDUCE, CASE_ALLGATHER, CASE_REDUCE_SCATTER,
@@ -46,10 +47,14 @@ typedef struct {
     size_t            count;
     uint32_t          seed;
     MPI_Comm          comm;
+    test_memory_kind_t memory;   /* where the buffers MPI sees live */
     /* filled by coll_case_prepare */
     int               size, me;
-    size_t            result_bytes;
+    size_t            result_bytes, send_bytes;
+    /* send, recv: host images, built and checked on the host; send_buffer,
+     * recv_buffer: what MPI gets (the same pointers in host memory). */
     unsigned char    *send, *recv, *expected;
+    void             *send_buffer, *recv_buffer;
     int              *recvcounts;
     int               block_count;
 } coll_case_t;
@@ -69,12 +74,13 @@ size_t coll_case_count_for_bytes(case_kind_t kind, const case_type_t *type,
 
 /* Allocates and fills the buffers; returns 0, or -1 when out of memory. */
 int coll_case_prepare(coll_case_t *c);
-/* Refills input and poisons output, so the case can run again. */
+/* Refills input and poisons output (on the device too), so the case can
+ * run again. */
 void coll_case_reset(coll_case_t *c);
 int coll_case_start(coll_case_t *c, MPI_Request *request);
 int coll_case_run_blocking(coll_case_t *c);
 /* 1 when the output is exactly right; else 0 with the first wrong element
- * described in why. */
+ * described in why. Device output is fetched into the host image first. */
 int coll_case_verify(const coll_case_t *c, char *why, size_t why_len);
 void coll_case_free(coll_case_t *c);
 

@@ -15,6 +15,10 @@
  * on its own (coll_values.c), and the engine's posted counter must rise by
  * exactly 1 per call (--expect engine) or not at all (--expect stock).
  *
+ * --memory device hands MPI device buffers: inputs, poison and guard bytes
+ * are prepared on the host as in host mode, copied to the device before the
+ * call and the whole receive span is copied back for the same checks.
+ *
  * Coverage reduction: counts up to FULL_MATRIX_MAX_COUNT run the whole cross
  * product. Larger counts run each (collective, element size, op) once per
  * communicator and in-place setting: which carried type of that size (signed
@@ -34,6 +38,7 @@
 #include "coll_calls.h"
 #include "coll_values.h"
 #include "dfccl.h"
+#include "test_memory.h"
 #include "test_util.h"
 
 #define FULL_MATRIX_MAX_COUNT 65537
@@ -94,6 +99,7 @@ static const size_t quick_counts[] = { 0, 1, 7, 4099 };
 
 typedef struct {
     expect_mode_t expect;
+    test_memory_kind_t memory;
     bool          quick;
     bool          verbose;
     int           only_coll;          /* -1: all */
@@ -109,7 +115,10 @@ typedef struct {
 typedef struct {
     options_t      opts;
     int            world_rank;
+    /* send, recv: host images; send_buffer, recv_buffer: what MPI gets
+     * (the same pointers in host mode, device copies in device mode). */
     unsigned char *send, *recv, *expected;
+    void          *send_buffer, *recv_buffer;
     size_t         buffer_bytes;
     int           *recvcounts;
     verdict_log_t  log;
@@ -134,7 +143,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: coll_check --expect engine|stock [--counts N,N,...] [--quick]\n"
             "                  [--coll allreduce|allgather|reduce_scatter|reduce_scatter_block]\n"
-            "                  [--verbose]\n");
+            "                  [--memory host|device] [--verbose]\n");
 }
 
 static int parse_counts(const char *text, options_t *opts)
@@ -381,10 +390,18 @@ static bool check_call(checker_t *ck, const call_t *call)
         values_fill(ck->send, input_elems, 0, me, &spec);
     }
     memset(ck->recv + span * esize, GUARD_BYTE, GUARD_BYTES);
+    /* Every byte of recv up to the guard's end is defined now (poison,
+     * in-place input, guard): the device gets exactly the host image. */
+    size_t recv_bytes = span * esize + GUARD_BYTES;
+    if (!call->in_place) {
+        test_memory_to_buffer(ck->opts.memory, ck->send_buffer, ck->send, input_elems * esize);
+        sendbuf = ck->send_buffer;
+    }
+    test_memory_to_buffer(ck->opts.memory, ck->recv_buffer, ck->recv, recv_bytes);
 
     engine_snapshot_t before;
     engine_snapshot_take(&before);
-    int rc = issue(call, sendbuf, ck->recv, ck->recvcounts);
+    int rc = issue(call, sendbuf, ck->recv_buffer, ck->recvcounts);
     char why[MPI_MAX_ERROR_STRING + 64];
     bool passed = true;
 
@@ -407,6 +424,7 @@ static bool check_call(checker_t *ck, const call_t *call)
         report_failure(ck, call, why);
         passed = false;
     }
+    test_memory_from_buffer(ck->opts.memory, ck->recv, ck->recv_buffer, recv_bytes);
     if (memcmp(ck->recv, ck->expected, result_bytes) != 0) {
         size_t index = 0;
         while (memcmp(ck->recv + index * esize, ck->expected + index * esize, esize) == 0)
@@ -480,6 +498,8 @@ static void run_matrix(checker_t *ck, const test_comm_t *comms, int ncomms)
 
 int main(int argc, char **argv)
 {
+    /* Device selection must precede MPI_Init. */
+    test_memory_kind_t memory = test_memory_setup(&argc, argv, "coll_check");
     MPI_Init(&argc, &argv);
     checker_t ck;
     memset(&ck, 0, sizeof ck);
@@ -493,6 +513,7 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
+    ck.opts.memory = memory;
     /* Errors come back as return codes (inherited by the derived comms), so
      * a failing call is counted instead of aborting the run. */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -507,9 +528,18 @@ int main(int argc, char **argv)
     ck.recv = malloc(ck.buffer_bytes);
     ck.expected = malloc(ck.buffer_bytes);
     ck.recvcounts = malloc((size_t)world_size * sizeof *ck.recvcounts);
-    if (!ck.send || !ck.recv || !ck.expected || !ck.recvcounts) {
-        fprintf(stderr, "rank %d: cannot allocate %zu bytes\n", ck.world_rank,
-                3 * ck.buffer_bytes);
+    if (memory == TEST_MEMORY_HOST) {
+        ck.send_buffer = ck.send;
+        ck.recv_buffer = ck.recv;
+    } else {
+        ck.send_buffer = test_memory_alloc(memory, ck.buffer_bytes);
+        ck.recv_buffer = test_memory_alloc(memory, ck.buffer_bytes);
+    }
+    if (!ck.send || !ck.recv || !ck.expected || !ck.recvcounts || !ck.send_buffer ||
+        !ck.recv_buffer) {
+        fprintf(stderr, "rank %d: cannot allocate %zu bytes of host and %zu of %s memory\n",
+                ck.world_rank, 3 * ck.buffer_bytes, 2 * ck.buffer_bytes,
+                test_memory_name(memory));
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     verdict_log_init(&ck.log);
@@ -530,8 +560,9 @@ int main(int argc, char **argv)
 
     ck.stock_ulong_minmax_broken = stock_ulong_minmax_is_broken();
     if (ck.world_rank == 0)
-        printf("coll_check: np=%d expect=%s%s\n", world_size,
-               expect_mode_name(ck.opts.expect), ck.opts.quick ? " quick" : "");
+        printf("coll_check: np=%d expect=%s memory=%s%s\n", world_size,
+               expect_mode_name(ck.opts.expect), test_memory_name(memory),
+               ck.opts.quick ? " quick" : "");
     double started = MPI_Wtime();
     run_matrix(&ck, comms, 4);
     double elapsed = MPI_Wtime() - started;
@@ -545,10 +576,15 @@ int main(int argc, char **argv)
         MPI_Comm_free(&comms[c].comm);
     MPI_Comm_free(&verdict_comm);
     verdict_log_free(&ck.log);
+    if (memory != TEST_MEMORY_HOST) {
+        test_memory_free(memory, ck.send_buffer);
+        test_memory_free(memory, ck.recv_buffer);
+    }
     free(ck.send);
     free(ck.recv);
     free(ck.expected);
     free(ck.recvcounts);
     MPI_Finalize();
+    test_memory_teardown();
     return failed == 0 ? 0 : 1;
 }

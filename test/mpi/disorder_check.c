@@ -14,7 +14,8 @@
  * allgather, reduce_scatter, reduce_scatter_block), the (type, op) and a
  * size drawn log-uniformly from 1 B to --max-bytes; the start and wait
  * orders come from (seed, round, rank). Every result is checked bit-exactly
- * and the engine's posted counters must rise by one per call.
+ * and the engine's posted counters must rise by one per call. --memory
+ * device hands MPI device buffers (coll_case.c copies them to and fro).
  *
  * Errors come back as return codes (MPI_ERRORS_RETURN) and are printed.
  * After a round with an error anywhere the run stops: further rounds would
@@ -47,6 +48,7 @@ typedef struct {
     bool     expect_timeout;
     bool     verbose;
     expect_mode_t expect;  /* stock: the test's own check, nothing carried */
+    test_memory_kind_t memory;
 } options_t;
 
 typedef struct {
@@ -61,7 +63,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: disorder_check [--seed S] [--iterations N] [--comms K (>= %d)]\n"
             "                      [--max-bytes B] [--expect engine|stock]\n"
-            "                      [--expect-timeout] [--verbose]\n",
+            "                      [--expect-timeout] [--memory host|device] [--verbose]\n",
             MIN_COMMS);
 }
 
@@ -209,6 +211,7 @@ static int run_round(const options_t *o, int round, const slot_t *slots, int cou
         c->count = coll_case_count_for_bytes(kind, c->type, bytes, size);
         c->seed = value_seed;
         c->comm = slots[k].comm;
+        c->memory = o->memory;
         if (coll_case_prepare(c) != 0) {
             fprintf(stderr, "rank %d: out of memory\n", world_rank);
             MPI_Abort(MPI_COMM_WORLD, 2);
@@ -282,6 +285,8 @@ static int run_round(const options_t *o, int round, const slot_t *slots, int cou
 
 int main(int argc, char **argv)
 {
+    /* Device selection must precede MPI_Init. */
+    test_memory_kind_t memory = test_memory_setup(&argc, argv, "disorder_check");
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
@@ -292,12 +297,14 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
+    o.memory = memory;
     /* Inherited by every communicator created below. */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     if (world_rank == 0)
         printf("disorder_check: np=%d seed=%" PRIu64 " iterations=%d comms=%d "
-               "max_bytes=%zu expect=%s%s\n", world_size, o.seed, o.iterations, o.comms,
-               o.max_bytes, expect_mode_name(o.expect), o.expect_timeout ? " expect-timeout" : "");
+               "max_bytes=%zu expect=%s memory=%s%s\n", world_size, o.seed, o.iterations,
+               o.comms, o.max_bytes, expect_mode_name(o.expect), test_memory_name(o.memory),
+               o.expect_timeout ? " expect-timeout" : "");
 
     slot_t slots[MAX_COMMS];
     create_slots(slots, o.comms, o.seed);
@@ -339,5 +346,6 @@ int main(int argc, char **argv)
             MPI_Comm_free(&slots[k].comm);
     verdict_log_free(&log);
     MPI_Finalize();
+    test_memory_teardown();
     return failed == 0 ? 0 : 1;
 }

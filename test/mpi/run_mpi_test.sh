@@ -17,6 +17,9 @@
 #   DFCCL_TEST_TIMEOUT   seconds before the run is killed (default: 900)
 #   DFCCL_TEST_REQUIRE_ENGINE  non-empty: the log must show calls posted to
 #                        the engine (with --mca coll_dfccl_verbose 2)
+#   DFCCL_TEST_LAUNCHER  a command each rank runs the program under, word-split,
+#                        e.g. "compute-sanitizer --tool memcheck"; the verdict
+#                        line is still the program's own
 #
 # The engine's counters, checked inside the programs, prove which path a
 # call took; coll_base_verbose is deliberately not raised (too noisy).
@@ -64,6 +67,8 @@ if [ -n "${LD_LIBRARY_PATH:-}" ]; then
 fi
 # shellcheck disable=SC2206  # word splitting of the extra arguments is wanted
 extra_args=(${DFCCL_TEST_MCA:-})
+# shellcheck disable=SC2206
+launcher=(${DFCCL_TEST_LAUNCHER:-})
 
 log=$(mktemp "${TMPDIR:-/tmp}/${name}.XXXXXX")
 trap 'rm -f "$log"' EXIT
@@ -71,7 +76,7 @@ trap 'rm -f "$log"' EXIT
 command=(timeout --kill-after=30 "$timeout_s"
          "$mpirun_cmd" -np "$np" --oversubscribe --allow-run-as-root
          "${env_args[@]}" "${mca_args[@]}" "${extra_args[@]}"
-         "$program" "$@")
+         "${launcher[@]}" "$program" "$@")
 echo "+ ${command[*]}"
 "${command[@]}" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}

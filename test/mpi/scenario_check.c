@@ -20,7 +20,8 @@
  * Every result is checked bit-exactly; the engine's posted counters must
  * rise by one per carried call. A failing scenario prints its seed;
  * "--scenarios 1 --seed X" replays it. Ranks agree point-to-point after
- * each scenario and stop at the first failure.
+ * each scenario and stop at the first failure. --memory device hands MPI
+ * device buffers (coll_case.c).
  */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -43,6 +44,7 @@ typedef struct {
     uint64_t      seed;
     long          scenarios;
     expect_mode_t expect;
+    test_memory_kind_t memory;
     bool          verbose;
 } options_t;
 
@@ -190,6 +192,7 @@ static bool run_scenario(const options_t *o, uint64_t sseed)
         int size;
         MPI_Comm_size(comm, &size);
         call->c.comm = comm;
+        call->c.memory = o->memory;
         call->c.count = coll_case_count_for_bytes(call->c.kind, call->c.type, bytes, size);
         if (coll_case_prepare(&call->c) != 0) {
             fprintf(stderr, "rank %d: out of memory\n", world_rank);
@@ -306,10 +309,12 @@ static bool run_scenario(const options_t *o, uint64_t sseed)
 
 int main(int argc, char **argv)
 {
+    /* Device selection must precede MPI_Init. */
+    test_memory_kind_t memory = test_memory_setup(&argc, argv, "scenario_check");
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-    options_t o = { .seed = 1, .scenarios = 100 };
+    options_t o = { .seed = 1, .scenarios = 100, .memory = memory };
     for (int i = 1; i < argc; i++) {
         const char *value = i + 1 < argc ? argv[i + 1] : NULL;
         bool ok = true;
@@ -330,7 +335,8 @@ int main(int argc, char **argv)
         if (!ok) {
             if (world_rank == 0)
                 fprintf(stderr, "usage: scenario_check [--scenarios N] [--seed S] "
-                                "[--expect engine|stock] [--verbose]\n");
+                                "[--expect engine|stock] [--memory host|device] "
+                                "[--verbose]\n");
             MPI_Finalize();
             return 2;
         }
@@ -338,8 +344,9 @@ int main(int argc, char **argv)
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     if (world_rank == 0)
-        printf("scenario_check: np=%d scenarios=%ld seed=%" PRIu64 " expect=%s\n",
-               world_size, o.scenarios, o.seed, expect_mode_name(o.expect));
+        printf("scenario_check: np=%d scenarios=%ld seed=%" PRIu64 " expect=%s memory=%s\n",
+               world_size, o.scenarios, o.seed, expect_mode_name(o.expect),
+               test_memory_name(o.memory));
 
     verdict_log_t log;
     verdict_log_init(&log);
@@ -360,5 +367,6 @@ int main(int argc, char **argv)
     size_t failed = p2p_verdict_report(&log, "scenario_check", MPI_Wtime() - started);
     verdict_log_free(&log);
     MPI_Finalize();
+    test_memory_teardown();
     return failed == 0 ? 0 : 1;
 }

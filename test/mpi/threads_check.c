@@ -11,6 +11,7 @@
  * Sizes rotate through 1 element to --max-count ints; every result is
  * checked bit-exactly and the engine's allreduce counter must rise by
  * threads x iterations. Verdicts travel point-to-point (p2p_verdict.c).
+ * --memory device hands MPI device buffers (coll_case.c).
  * Without MPI_THREAD_MULTIPLE the program says why and passes one check.
  */
 #include <inttypes.h>
@@ -37,6 +38,7 @@ typedef struct {
     size_t        max_count;
     uint64_t      seed;
     expect_mode_t expect;
+    test_memory_kind_t memory;
 } options_t;
 
 typedef struct {
@@ -51,7 +53,8 @@ typedef struct {
 static void usage(void)
 {
     fprintf(stderr, "usage: threads_check [--threads T (>= %d)] [--iterations N]\n"
-                    "                     [--max-count N] [--seed S] [--expect engine|stock]\n",
+                    "                     [--max-count N] [--seed S] [--expect engine|stock]\n"
+                    "                     [--memory host|device]\n",
             MIN_THREADS);
 }
 
@@ -113,6 +116,7 @@ static void *worker_main(void *arg)
             .count = (size_t)test_rng_log_uniform(&shared, 1, o->max_count),
             .seed = (uint32_t)test_rng_next(&shared),
             .comm = w->comm,
+            .memory = o->memory,
         };
         if (coll_case_prepare(&c) != 0) {
             fprintf(stderr, "rank %d: out of memory\n", w->world_rank);
@@ -143,6 +147,8 @@ static void *worker_main(void *arg)
 int main(int argc, char **argv)
 {
     int provided, world_rank, world_size;
+    /* Device selection must precede MPI_Init. */
+    test_memory_kind_t memory = test_memory_setup(&argc, argv, "threads_check");
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
@@ -153,6 +159,7 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
+    o.memory = memory;
     if (provided < MPI_THREAD_MULTIPLE) {
         if (world_rank == 0) {
             printf("threads_check: skipped: this MPI provides thread level %d, not "
@@ -164,8 +171,9 @@ int main(int argc, char **argv)
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     if (world_rank == 0)
-        printf("threads_check: np=%d threads=%d iterations=%d max_count=%zu expect=%s\n",
-               world_size, o.threads, o.iterations, o.max_count, expect_mode_name(o.expect));
+        printf("threads_check: np=%d threads=%d iterations=%d max_count=%zu expect=%s "
+               "memory=%s\n", world_size, o.threads, o.iterations, o.max_count,
+               expect_mode_name(o.expect), test_memory_name(o.memory));
 
     /* Communicators are created in one order on every rank, before any
      * thread runs, and each gets one warm-up call in that order: the
@@ -218,5 +226,6 @@ int main(int argc, char **argv)
         MPI_Comm_free(&workers[t].comm);
     verdict_log_free(&log);
     MPI_Finalize();
+    test_memory_teardown();
     return failed == 0 ? 0 : 1;
 }

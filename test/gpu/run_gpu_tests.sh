@@ -1,0 +1,206 @@
+#!/bin/bash
+# run_gpu_tests.sh - the GPU suite: the MPI tests on device buffers, the
+# CUDA synchronisation test and compute-sanitizer runs, through the dfccl
+# component of a build tree.
+#
+# Run it from the build tree after `make check TESTS=` built the programs:
+#
+#   /path/to/src/test/gpu/run_gpu_tests.sh [--quick] [--np-list "2 4 8"]
+#       [--logdir DIR] [--builddir DIR] [--timeout S] [--mca "ARGS"]
+#       [--only REGEX] [--no-sanitizer]
+#
+# It starts nothing but the mpirun jobs: several ranks share the one GPU
+# through CUDA MPS, which the caller starts (nvidia-cuda-mps-control -d).
+# Each item runs through test/mpi/run_mpi_test.sh (component path,
+# LD_LIBRARY_PATH, timeout, the "<program>: N passed, 0 failed" verdict),
+# writes DIR/<item>.log and prints one PASS/FAIL line; the exit status is
+# non-zero when any item failed. Device buffers go to the engine by default,
+# so no coll_dfccl_host_buffers is given; every program checks the engine's
+# counters itself (--expect engine).
+
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+run_mpi_test=$here/../mpi/run_mpi_test.sh
+
+quick=0
+np_list=
+logdir=./gpu-test-logs
+builddir=$PWD
+timeout_s=
+extra_mca=${DFCCL_GPU_TEST_MCA:-}
+only=
+sanitizer=1
+
+usage() {
+    sed -n '8,10p' "$0" | sed 's/^# *//' >&2
+}
+
+while [ $# -gt 0 ]; do
+    case $1 in
+        --quick) quick=1 ;;
+        --np-list) np_list=${2:?}; shift ;;
+        --logdir) logdir=${2:?}; shift ;;
+        --builddir) builddir=${2:?}; shift ;;
+        --timeout) timeout_s=${2:?}; shift ;;
+        --mca) extra_mca="$extra_mca ${2:?}"; shift ;;
+        --only) only=${2:?}; shift ;;
+        --no-sanitizer) sanitizer=0 ;;
+        -h|--help) usage; exit 0 ;;
+        *) echo "run_gpu_tests: unknown option $1" >&2; usage; exit 2 ;;
+    esac
+    shift
+done
+
+builddir=$(cd "$builddir" && pwd) || exit 2
+for built in test/components/mca_coll_dfccl.so test/mpi/coll_check test/mpi/disorder_check \
+             test/mpi/scenario_check test/mpi/threads_check test/mpi/chaos_check \
+             test/gpu/sync_check; do
+    if [ ! -e "$builddir/$built" ]; then
+        echo "run_gpu_tests: $builddir/$built is missing: run 'make check TESTS=' in a build" \
+             "tree configured with CUDA (or pass --builddir)" >&2
+        exit 2
+    fi
+done
+mkdir -p "$logdir" && logdir=$(cd "$logdir" && pwd) || exit 2
+
+# What run_mpi_test.sh needs, as the Makefile's AM_TESTS_ENVIRONMENT sets it.
+export DFCCL_COMPONENT_DIR=${DFCCL_COMPONENT_DIR:-$builddir/test/components}
+export DFCCL_ENGINE_LIBDIR=${DFCCL_ENGINE_LIBDIR:-$builddir/src/engine/.libs}
+if [ -z "${OMPI_PKGLIBDIR:-}" ]; then
+    OMPI_PKGLIBDIR=$(ompi_info --path pkglibdir 2>/dev/null | sed 's/^[^:]*: *//')
+    export OMPI_PKGLIBDIR
+fi
+if [ "$(id -u)" -eq 0 ]; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+
+if [ "$quick" -eq 1 ]; then
+    : "${np_list:=2 4}"
+    coll_args=(--quick)
+    disorder_args=(--iterations 3 --seed 1)
+    scenario_args=(--scenarios 50 --seed 1)
+    threads_args=(--threads 4 --iterations 10)
+    chaos_args=(--iterations 5)
+    sync_args=(--iterations 1)
+else
+    : "${np_list:=2 4 8}"
+    # The default counts: 0, 1, 7, 4099, 65537 and 1048579 elements.
+    coll_args=()
+    disorder_args=(--iterations 8 --seed 1)
+    scenario_args=(--scenarios 300 --seed 1)
+    threads_args=(--threads 4 --iterations 40)
+    chaos_args=(--iterations 20)
+    sync_args=(--iterations 3)
+fi
+# The disorder-type tests get a watchdog short enough that a hung engine
+# fails them with its diagnosis well before run_mpi_test.sh's timeout.
+disorder_mca="--mca coll_dfccl_timeout 60"
+
+# Information only: the runner does not start MPS.
+echo "run_gpu_tests: build tree $builddir, logs in $logdir"
+if command -v nvidia-smi >/dev/null 2>&1; then
+    nvidia-smi -L 2>&1 | sed 's/^/  /'
+else
+    echo "run_gpu_tests: WARNING: nvidia-smi not found"
+fi
+if ! command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
+    echo "run_gpu_tests: WARNING: nvidia-cuda-mps-control not found: ranks share the GPU" \
+         "without MPS"
+elif ! pgrep -f nvidia-cuda-mps-control >/dev/null 2>&1; then
+    echo "run_gpu_tests: WARNING: the MPS control daemon does not seem to run" \
+         "(start it with: nvidia-cuda-mps-control -d)"
+fi
+
+passed=0
+failed=0
+failed_items=()
+
+# report NAME STATUS SECONDS LOG [WHY]
+report() {
+    if [ "$2" -eq 0 ]; then
+        printf 'PASS: %-22s %5d s\n' "$1" "$3"
+        passed=$((passed + 1))
+    else
+        printf 'FAIL: %-22s %5d s  %s (log: %s)\n' "$1" "$3" "${5:-}" "$4"
+        grep -E 'FAIL|ERROR|rank [0-9]+: ' "$4" 2>/dev/null | head -5 | sed 's/^/      /'
+        failed=$((failed + 1))
+        failed_items+=("$1")
+    fi
+}
+
+selected() {
+    [ -z "$only" ] || [[ $1 =~ $only ]]
+}
+
+# run_item NAME NP MCA PROGRAM ARGS...: one run_mpi_test.sh job.
+run_item() {
+    local name=$1 np=$2 mca=$3
+    shift 3
+    selected "$name" || return 0
+    local log=$logdir/$name.log start=$SECONDS
+    (cd "$builddir" &&
+     DFCCL_TEST_MCA="$mca $extra_mca" DFCCL_TEST_TIMEOUT=${timeout_s:-900} \
+         "$run_mpi_test" "$np" "$@") >"$log" 2>&1
+    local status=$?
+    report "$name" "$status" $((SECONDS - start)) "$log"
+}
+
+# run_sanitized TOOL NP: coll_check --quick on device buffers with every
+# rank under compute-sanitizer; each rank must report no errors.
+run_sanitized() {
+    local tool=$1 np=$2 name=${1}_np$2
+    selected "$name" || return 0
+    local log=$logdir/$name.log start=$SECONDS
+    local tool_path candidate
+    tool_path=$(command -v compute-sanitizer || true)
+    for candidate in "${CUDA_HOME:-}/bin/compute-sanitizer" /usr/local/cuda/bin/compute-sanitizer; do
+        if [ -z "$tool_path" ] && [ -x "$candidate" ]; then
+            tool_path=$candidate
+        fi
+    done
+    if [ -z "$tool_path" ]; then
+        echo "compute-sanitizer not found in PATH, \$CUDA_HOME/bin or /usr/local/cuda/bin" >"$log"
+        report "$name" 1 0 "$log" "compute-sanitizer not found"
+        return
+    fi
+    (cd "$builddir" &&
+     DFCCL_TEST_MCA="$extra_mca" DFCCL_TEST_TIMEOUT=${timeout_s:-1800} \
+     DFCCL_TEST_LAUNCHER="$tool_path --tool $tool --error-exitcode 1" \
+         "$run_mpi_test" "$np" test/mpi/coll_check --quick --memory device --expect engine) \
+         >"$log" 2>&1
+    local status=$? clean
+    clean=$(grep -c 'ERROR SUMMARY: 0 errors' "$log")
+    if [ "$status" -eq 0 ] && [ "$clean" -ne "$np" ]; then
+        report "$name" 1 $((SECONDS - start)) "$log" \
+            "$clean of $np ranks printed 'ERROR SUMMARY: 0 errors'"
+        return
+    fi
+    report "$name" "$status" $((SECONDS - start)) "$log"
+}
+
+for np in $np_list; do
+    run_item "coll_np$np" "$np" "" \
+        test/mpi/coll_check --memory device --expect engine "${coll_args[@]}"
+    run_item "disorder_np$np" "$np" "$disorder_mca" \
+        test/mpi/disorder_check --memory device "${disorder_args[@]}"
+    run_item "scenario_np$np" "$np" "$disorder_mca" \
+        test/mpi/scenario_check --memory device "${scenario_args[@]}"
+    run_item "threads_np$np" "$np" "$disorder_mca" \
+        test/mpi/threads_check --memory device "${threads_args[@]}"
+    run_item "chaos_np$np" "$np" "$disorder_mca" \
+        test/mpi/chaos_check --memory device "${chaos_args[@]}"
+    run_item "sync_np$np" "$np" "$disorder_mca" \
+        test/gpu/sync_check --expect engine "${sync_args[@]}"
+done
+if [ "$sanitizer" -eq 1 ]; then
+    run_sanitized memcheck 2
+    run_sanitized racecheck 2
+fi
+
+echo "run_gpu_tests: $passed passed, $failed failed (logs in $logdir)"
+if [ "$failed" -gt 0 ]; then
+    echo "run_gpu_tests: failed: ${failed_items[*]}"
+    exit 1
+fi
+exit 0
