@@ -127,17 +127,26 @@ AC_DEFUN([DFCCL_CHECK_CUDA], [
   AS_IF([test -n "$dfccl_cuda_dir"],
     [NVCC=${NVCC:-$dfccl_cuda_dir/bin/nvcc}
      CUDA_CPPFLAGS="-I$dfccl_cuda_dir/include"
+     # The test programs link the CUDA runtime (device buffers); the rpath
+     # lets them run from the build tree without LD_LIBRARY_PATH.
+     dfccl_cuda_libdir=$dfccl_cuda_dir/lib64
+     AS_IF([test -d "$dfccl_cuda_libdir"], [], [dfccl_cuda_libdir=$dfccl_cuda_dir/lib])
+     CUDA_LDFLAGS="-L$dfccl_cuda_libdir -Wl,-rpath,$dfccl_cuda_libdir"
+     CUDA_LIBS=-lcudart
      DFCCL_CUDA_SUMMARY="yes ($NVCC)"
      AC_DEFINE([DFCCL_HAVE_CUDA_TOOLKIT], [1], [nvcc found: CUDA kernels are built])],
     [DFCCL_CUDA_SUMMARY="no (nvcc not found)"])
   AM_CONDITIONAL([DFCCL_BUILD_CUDA], [test -n "$dfccl_cuda_dir"])
-  AC_SUBST([CUDA_CPPFLAGS])
-  # dfccl_perf's --memory device|staged call the CUDA runtime: it must link, and the
-  # rpath lets the benchmark start without LD_LIBRARY_PATH naming the toolkit.
+  AC_SUBST([CUDA_CPPFLAGS]) AC_SUBST([CUDA_LDFLAGS]) AC_SUBST([CUDA_LIBS])
+])
+
+# dfccl_perf's --memory device|staged call the CUDA runtime from C: built in
+# only where a C program links with it (CUDA_LDFLAGS carries the rpath that
+# lets the benchmark start without LD_LIBRARY_PATH naming the toolkit).
+AC_DEFUN([DFCCL_CHECK_PERF_CUDA], [
+  AC_REQUIRE([DFCCL_CHECK_CUDA])
   dfccl_perf_cuda=no
-  AS_IF([test -n "$dfccl_cuda_dir"], [
-    CUDA_LDFLAGS="-L$dfccl_cuda_dir/lib64 -Wl,-rpath,$dfccl_cuda_dir/lib64"
-    CUDA_LIBS="-lcudart"
+  AS_IF([test -n "$CUDA_LIBS"], [
     save_CPPFLAGS=$CPPFLAGS; save_LIBS=$LIBS; save_LDFLAGS=$LDFLAGS
     CPPFLAGS="$CPPFLAGS $CUDA_CPPFLAGS"; LDFLAGS="$LDFLAGS $CUDA_LDFLAGS"; LIBS="$CUDA_LIBS $LIBS"
     AC_MSG_CHECKING([whether C programs link with the CUDA runtime])
@@ -147,7 +156,6 @@ AC_DEFUN([DFCCL_CHECK_CUDA], [
     CPPFLAGS=$save_CPPFLAGS; LIBS=$save_LIBS; LDFLAGS=$save_LDFLAGS])
   AS_IF([test "$dfccl_perf_cuda" = yes],
     [DFCCL_PERF_CUDA_SUMMARY="yes (--memory device and staged)"],
-    [CUDA_LDFLAGS=; CUDA_LIBS=; DFCCL_PERF_CUDA_SUMMARY="no (--memory host only)"])
+    [DFCCL_PERF_CUDA_SUMMARY="no (--memory host only)"])
   AM_CONDITIONAL([DFCCL_PERF_CUDA], [test "$dfccl_perf_cuda" = yes])
-  AC_SUBST([CUDA_LDFLAGS]) AC_SUBST([CUDA_LIBS])
 ])
