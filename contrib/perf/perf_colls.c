@@ -38,6 +38,30 @@ bool perf_call_shape(perf_call_t *call, size_t bytes)
     return call->rank_count > 0;
 }
 
+perf_extent_t perf_call_extent(const perf_call_t *call)
+{
+    size_t element = call->type->size, all = call->count * element,
+           mine = call->rank_count * element;
+    perf_extent_t e = {.input_in_recv = call->in_place};
+    switch (call->coll) {
+    case PERF_ALLGATHER:
+        /* in place, this rank's block already sits at its offset of the result */
+        e.input_offset = call->in_place ? (size_t)call->rank * mine : 0;
+        e.input_bytes = mine;
+        e.output_bytes = all;
+        break;
+    case PERF_REDUCE_SCATTER:
+    case PERF_REDUCE_SCATTER_BLOCK:
+        e.input_bytes = all;
+        e.output_bytes = mine;
+        break;
+    default:  /* allreduce */
+        e.input_bytes = e.output_bytes = all;
+        break;
+    }
+    return e;
+}
+
 int perf_call_start(const perf_call_t *call, MPI_Request *request)
 {
     const void *send = call->in_place ? MPI_IN_PLACE : call->send;

@@ -31,6 +31,17 @@ typedef struct {
     MPI_Comm comm;
 } perf_call_t;
 
+/*
+ * The bytes one call reads and writes on this rank: the input (in the send
+ * buffer, or in place at in_offset of the receive buffer) and the output at
+ * the start of the receive buffer. Staging copies exactly these, the check
+ * downloads the output, and the device floor counts them over all ranks.
+ */
+typedef struct {
+    bool input_in_recv;
+    size_t input_offset, input_bytes, output_bytes;
+} perf_extent_t;
+
 const char *perf_coll_name(perf_coll_id_t coll);
 /* Parses one collective's name; returns -1 when unknown. */
 int perf_coll_parse(const char *name);
@@ -44,6 +55,7 @@ double perf_coll_busbw_factor(perf_coll_id_t coll, int nranks);
  * the size holds no whole element per rank (the row is skipped).
  */
 bool perf_call_shape(perf_call_t *call, size_t bytes);
+perf_extent_t perf_call_extent(const perf_call_t *call);
 /* Starts one call: blocking when request is NULL, the I-form otherwise. */
 int perf_call_start(const perf_call_t *call, MPI_Request *request);
 /* Writes this rank's inputs (where in-place puts them: the receive buffer). */

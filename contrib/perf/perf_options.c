@@ -1,5 +1,6 @@
 /* perf_options.c - command-line parsing for dfccl_perf. */
 #include "perf_options.h"
+#include "perf_device.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -8,6 +9,12 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+
+const char *perf_memory_name(perf_memory_t memory)
+{
+    static const char *const names[] = {"host", "device", "staged"};
+    return names[memory];
+}
 
 int perf_size_parse(const char *text, size_t *bytes)
 {
@@ -51,13 +58,23 @@ static void usage(FILE *out)
             "      --nonblocking        the I-forms, each completed with MPI_Wait\n"
             "  -c, --check 0|1          1: verify every size against a local reference (as\n"
             "                           nccl-tests' -c; default 0)\n"
-            "      --memory host        where the buffers live (device is not carried yet)\n"
+            "      --memory KIND        where the buffers live (default host):\n"
+            "                           host    malloc\n"
+            "                           device  cudaMalloc, passed to MPI as they are\n"
+            "                           staged  cudaMalloc, each call copied through\n"
+            "                                   page-locked host memory (for the stock\n"
+            "                                   path: --mca coll ^dfccl)%s\n"
+            "      --time-budget SEC    per size, cut -w and -n down (to 1 each at least) so\n"
+            "                           that the calls take about SEC seconds (default 0:\n"
+            "                           no cut)\n"
             "      --json FILE          also write the parameters and rows as JSON\n"
             "      --no-progress        no progress lines on stderr\n"
             "  -h, --help               this text\n"
             "Sizes follow nccl-tests: allreduce the buffer, allgather and reduce_scatter\n"
             "the whole gathered/scattered buffer (np x the per-rank part).\n",
-            types, ops);
+            types, ops,
+            perf_device_built() ? "" : "\n                           (device and staged: not in this build,\n"
+                                      "                           configure found no CUDA)");
 }
 
 static int colls_parse(bool *colls, const char *text)
@@ -91,7 +108,8 @@ static int count_parse(const char *text, int minimum, int *value)
 
 int perf_options_parse(perf_options_t *o, int argc, char **argv, bool verbose)
 {
-    enum { OPT_IN_PLACE = 256, OPT_NONBLOCKING, OPT_MEMORY, OPT_JSON, OPT_NO_PROGRESS };
+    enum { OPT_IN_PLACE = 256, OPT_NONBLOCKING, OPT_MEMORY, OPT_JSON, OPT_NO_PROGRESS,
+           OPT_TIME_BUDGET };
     static const struct option longs[] = {
         {"minbytes", required_argument, NULL, 'b'},
         {"maxbytes", required_argument, NULL, 'e'},
@@ -107,6 +125,7 @@ int perf_options_parse(perf_options_t *o, int argc, char **argv, bool verbose)
         {"memory", required_argument, NULL, OPT_MEMORY},
         {"json", required_argument, NULL, OPT_JSON},
         {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
+        {"time-budget", required_argument, NULL, OPT_TIME_BUDGET},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     FILE *err = verbose ? stderr : NULL;
@@ -123,6 +142,7 @@ int perf_options_parse(perf_options_t *o, int argc, char **argv, bool verbose)
     o->progress = true;
 
     opterr = 0;  /* errors are reported once, by rank 0 */
+    optind = 0;  /* glibc: start afresh; main parses once before MPI_Init and once after */
     int c;
     while ((c = getopt_long(argc, argv, "b:e:f:x:c:d:o:w:n:h", longs, NULL)) != -1) {
         const char *bad = NULL;
@@ -151,14 +171,29 @@ int perf_options_parse(perf_options_t *o, int argc, char **argv, bool verbose)
         case OPT_JSON: o->json_path = optarg; break;
         case OPT_NO_PROGRESS: o->progress = false; break;
         case OPT_MEMORY:
-            if (strcmp(optarg, "device") == 0) {
+            if (strcmp(optarg, "host") == 0)
+                o->memory = PERF_MEMORY_HOST;
+            else if (strcmp(optarg, "device") == 0)
+                o->memory = PERF_MEMORY_DEVICE;
+            else if (strcmp(optarg, "staged") == 0)
+                o->memory = PERF_MEMORY_STAGED;
+            else
+                bad = "memory (host, device or staged)";
+            if (!bad && o->memory != PERF_MEMORY_HOST && !perf_device_built()) {
                 if (err)
-                    fprintf(err, "dfccl_perf: --memory device is not supported yet: dfccl "
-                                 "does not carry device buffers; use --memory host\n");
+                    fprintf(err, "dfccl_perf: --memory %s needs CUDA, and this dfccl_perf "
+                                 "was built without it (configure found no CUDA toolkit, "
+                                 "or --without-cuda); use --memory host\n", optarg);
                 return 2;
             }
-            if (strcmp(optarg, "host") != 0) bad = "memory (host)";
             break;
+        case OPT_TIME_BUDGET: {
+            char *end;
+            o->time_budget = strtod(optarg, &end);
+            if (end == optarg || *end != '\0' || !(o->time_budget >= 0.0))
+                bad = "time budget (seconds >= 0)";
+            break;
+        }
         case 'h':
             if (verbose)
                 usage(stdout);

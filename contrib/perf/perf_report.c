@@ -14,17 +14,45 @@ int perf_row_passed(const perf_row_t *row)
     return row->errors == 0 && row->wrong <= 0;
 }
 
-void perf_report_header(FILE *out, const perf_options_t *o, int nranks)
+/* The floor columns exist wherever the buffers are device memory. */
+static bool has_floor(const perf_options_t *o) { return o->memory != PERF_MEMORY_HOST; }
+
+void perf_report_header(FILE *out, const perf_options_t *o, int nranks,
+                        const perf_floor_t *floor)
 {
-    fprintf(out, "# dfccl_perf: np %d, memory host, minBytes %zu, maxBytes %zu, step x%g, "
+    fprintf(out, "# dfccl_perf: np %d, memory %s, minBytes %zu, maxBytes %zu, step x%g, "
                  "warmup %d, iters %d, %s, %s, check %s\n",
-            nranks, o->begin_bytes, o->end_bytes, o->factor, o->warmup, o->iterations,
-            o->in_place ? "in-place" : "out-of-place",
+            nranks, perf_memory_name(o->memory), o->begin_bytes, o->end_bytes, o->factor,
+            o->warmup, o->iterations, o->in_place ? "in-place" : "out-of-place",
             o->nonblocking ? "nonblocking" : "blocking", o->check ? "on" : "off");
-    fprintf(out, "#\n# %-20s %12s %12s %7s %6s %10s %8s %8s %7s\n", "collective", "size",
+    if (o->time_budget > 0.0)
+        fprintf(out, "# time budget %g s per size: slow sizes run fewer warm-up and timed "
+                     "calls (the JSON rows give the timed count)\n", o->time_budget);
+    if (o->memory == PERF_MEMORY_STAGED)
+        fprintf(out, "# staged: each call copies its input device -> page-locked host, calls "
+                     "MPI on host buffers and copies the output back; the time includes "
+                     "the copies\n");
+    if (floor)
+        fprintf(out, "# device %s; B = %.1f GB/s (cudaMemcpy device to device of %zu B, "
+                     "median of %d, read + write bytes)\n"
+                     "# floor = (input + output bytes over all ranks) / B; "
+                     "%%floor = floor / time x 100\n",
+                floor->device, floor->copy_gbps, floor->copy_bytes, floor->repetitions);
+    fprintf(out, "#\n# %-20s %12s %12s %7s %6s %10s %8s %8s %7s", "collective", "size",
             "count", "type", "redop", "time", "algbw", "busbw", "#wrong");
-    fprintf(out, "# %-20s %12s %12s %7s %6s %10s %8s %8s %7s\n", "", "(B)", "(elements)", "",
+    if (has_floor(o))
+        fprintf(out, " %10s %7s", "floor", "%floor");
+    fprintf(out, "\n# %-20s %12s %12s %7s %6s %10s %8s %8s %7s", "", "(B)", "(elements)", "",
             "", "(us)", "(GB/s)", "(GB/s)", "");
+    if (has_floor(o))
+        fprintf(out, " %10s %7s", "(us)", "");
+    fprintf(out, "\n");
+}
+
+/* floor as a share of the measured time; 0 where nothing was measured */
+static double floor_percent(const perf_row_t *r)
+{
+    return r->time_us > 0.0 ? r->floor_us / r->time_us * 100.0 : 0.0;
 }
 
 void perf_report_row(FILE *out, const perf_options_t *o, const perf_row_t *r)
@@ -36,9 +64,12 @@ void perf_report_row(FILE *out, const perf_options_t *o, const perf_row_t *r)
         snprintf(wrong, sizeof wrong, "N/A");
     else
         snprintf(wrong, sizeof wrong, "%lld", r->wrong);
-    fprintf(out, "  %-20s %12zu %12zu %7s %6s %10.2f %8.3f %8.3f %7s\n",
+    fprintf(out, "  %-20s %12zu %12zu %7s %6s %10.2f %8.3f %8.3f %7s",
             perf_coll_name(r->coll), r->bytes, r->count, o->type->name, op_column(o, r->coll),
             r->time_us, r->algbw, r->busbw, wrong);
+    if (has_floor(o))
+        fprintf(out, " %10.2f %7.2f", r->floor_us, floor_percent(r));
+    fprintf(out, "\n");
     fflush(out);
 }
 
@@ -70,13 +101,19 @@ void perf_report_progress_end(void)
 }
 
 int perf_report_json(const char *path, const perf_options_t *o, int nranks,
-                     const perf_row_t *rows, size_t nrows)
+                     const perf_floor_t *floor, const perf_row_t *rows, size_t nrows)
 {
     FILE *f = fopen(path, "w");
     if (!f)
         return -1;
-    fprintf(f, "{\n  \"tool\": \"dfccl_perf\",\n  \"np\": %d,\n  \"memory\": \"host\",\n",
-            nranks);
+    fprintf(f, "{\n  \"tool\": \"dfccl_perf\",\n  \"np\": %d,\n  \"memory\": \"%s\",\n",
+            nranks, perf_memory_name(o->memory));
+    if (floor)
+        fprintf(f, "  \"device\": \"%s\",\n  \"device_copy_gbps\": %.3f,\n"
+                   "  \"device_copy_bytes\": %zu,\n  \"device_copy_repetitions\": %d,\n",
+                floor->device, floor->copy_gbps, floor->copy_bytes, floor->repetitions);
+    if (o->time_budget > 0.0)
+        fprintf(f, "  \"time_budget_s\": %g,\n", o->time_budget);
     fprintf(f, "  \"collectives\": [");
     for (int c = 0, first = 1; c < PERF_COLL_COUNT; c++)
         if (o->colls[c]) {
@@ -101,9 +138,15 @@ int perf_report_json(const char *path, const perf_options_t *o, int nranks,
         fprintf(f, "%s\n    {\"collective\": \"%s\", \"size\": %zu, \"count\": %zu, "
                    "\"type\": \"%s\", \"op\": \"%s\", \"time_us\": %.3f, "
                    "\"algbw_gbps\": %.6f, \"busbw_gbps\": %.6f, \"wrong\": %s, "
-                   "\"errors\": %d}",
+                   "\"errors\": %d",
                 i ? "," : "", perf_coll_name(r->coll), r->bytes, r->count, o->type->name,
                 op_column(o, r->coll), r->time_us, r->algbw, r->busbw, wrong, r->errors);
+        if (o->time_budget > 0.0)
+            fprintf(f, ", \"iterations\": %d", r->iterations);
+        if (has_floor(o))
+            fprintf(f, ", \"floor_us\": %.3f, \"floor_pct\": %.3f", r->floor_us,
+                    floor_percent(r));
+        fprintf(f, "}");
         busbw_sum += r->busbw;
     }
     fprintf(f, "\n  ],\n  \"avg_busbw_gbps\": %.6f\n}\n",
