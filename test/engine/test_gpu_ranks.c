@@ -59,7 +59,10 @@ static int gpu_setup(int rank, dfccl_context_t **ctx, double timeout_sec)
     CUDA_OK(cudaSetDevice(rank % ndev));
     dfccl_config_init(&cfg);
     cfg.timeout_sec = timeout_sec;
+    /* tuning experiments: the GPU engine settings from the environment */
     if (getenv("DFCCL_TEST_GPU_CHANNELS")) cfg.gpu_channels = (unsigned)atoi(getenv("DFCCL_TEST_GPU_CHANNELS"));
+    if (getenv("DFCCL_TEST_GPU_SLOT_BYTES")) cfg.gpu_slot_bytes = (size_t)atol(getenv("DFCCL_TEST_GPU_SLOT_BYTES"));
+    if (getenv("DFCCL_TEST_GPU_SLOTS")) cfg.gpu_fifo_slots = (unsigned)atoi(getenv("DFCCL_TEST_GPU_SLOTS"));
     CHECK(dfccl_context_create(&cfg, ctx) == DFCCL_OK, "context");
     return 0;
 }

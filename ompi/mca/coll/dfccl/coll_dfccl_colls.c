@@ -100,6 +100,13 @@ static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_route_t route, dfccl_coll
     if (route == DFCCL_ROUTE_STOCK) return DFCCL_FALLBACK;
     if (route == DFCCL_ROUTE_HOST && mca_coll_dfccl_module_engine_ready(m) != OMPI_SUCCESS)
         return DFCCL_FALLBACK;
+    if (route == DFCCL_ROUTE_GPU) {
+        /* the first device call of the process starts the engine (and the
+         * request free list); one that cannot start it reports an error
+         * rather than fall back alone */
+        dfccl_context_t *ctx;
+        if (mca_coll_dfccl_context_get(&ctx) != OMPI_SUCCESS) return OMPI_ERR_OUT_OF_RESOURCE;
+    }
     req = mca_coll_dfccl_request_get(m->comm);
     if (req == NULL) return OMPI_ERR_OUT_OF_RESOURCE;   /* never fall back alone */
     args->user = req;
