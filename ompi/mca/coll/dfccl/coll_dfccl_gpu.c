@@ -190,9 +190,9 @@ int mca_coll_dfccl_gpu_progress(void)
     if (OPAL_THREAD_TRYLOCK(&c->gpu_setup_lock)) return 0;   /* another thread drives them */
     link = &c->gpu_setups;
     while (*link != NULL) {
-        mca_coll_dfccl_gpu_setup_t *s = *link;
-        if (dfccl_gpu_setup_advance(s)) {
-            *link = s->next;
+        mca_coll_dfccl_gpu_setup_t *s = *link, *next = s->next;
+        if (dfccl_gpu_setup_advance(s)) {   /* ended: s is freed */
+            *link = next;
             ended++;
         } else {
             link = &s->next;
