@@ -186,8 +186,14 @@ int mca_coll_dfccl_gpu_progress(void)
     mca_coll_dfccl_gpu_setup_t **link;
     int ended = 0;
 
+    static int32_t driving = 0;
+    int32_t idle = 0;
+
     if (c->gpu_setups == NULL) return 0;
-    if (OPAL_THREAD_TRYLOCK(&c->gpu_setup_lock)) return 0;   /* another thread drives them */
+    /* Testing the exchange's requests runs opal_progress, which calls this
+     * hook again: one driver at a time (another thread, or an outer frame). */
+    if (!opal_atomic_compare_exchange_strong_32(&driving, &idle, 1)) return 0;
+    OPAL_THREAD_LOCK(&c->gpu_setup_lock);
     link = &c->gpu_setups;
     while (*link != NULL) {
         mca_coll_dfccl_gpu_setup_t *s = *link, *next = s->next;
@@ -199,6 +205,8 @@ int mca_coll_dfccl_gpu_progress(void)
         }
     }
     OPAL_THREAD_UNLOCK(&c->gpu_setup_lock);
+    opal_atomic_wmb();
+    driving = 0;
     return ended;
 }
 
