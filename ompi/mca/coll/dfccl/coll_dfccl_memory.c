@@ -6,33 +6,37 @@
 #include <dlfcn.h>
 #include "coll_dfccl.h"
 
-/* From the CUDA driver API (cuda.h), which the component does not need to build. */
-typedef int (*dfccl_cu_pointer_get_attribute_fn)(void *data, int attribute,
-                                                 unsigned long long ptr);
+/* From the CUDA driver API (cuda.h), which the component does not need to
+ * build. cuPointerGetAttributes (plural) answers "no type" for host memory
+ * the driver does not know instead of failing, so tools that report failed
+ * driver calls (compute-sanitizer) stay quiet. */
+typedef int (*dfccl_cu_pointer_get_attributes_fn)(unsigned int count, int *attributes, void **data,
+                                                  unsigned long long ptr);
 #define DFCCL_CU_SUCCESS                       0
 #define DFCCL_CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
 #define DFCCL_CU_MEMORYTYPE_DEVICE             2
 
-static dfccl_cu_pointer_get_attribute_fn cu_pointer_get_attribute;
+static dfccl_cu_pointer_get_attributes_fn cu_pointer_get_attributes;
 
 bool mca_coll_dfccl_is_device_memory(const void *buf)
 {
-    int memory_type = 0;
+    int memory_type = 0, attribute = DFCCL_CU_POINTER_ATTRIBUTE_MEMORY_TYPE;
+    void *data = &memory_type;
 
     if (buf == NULL || buf == MPI_IN_PLACE) return false;
-    if (cu_pointer_get_attribute == NULL) {
+    if (cu_pointer_get_attributes == NULL) {
         /* Only a driver the application already loaded can have made device
          * memory (RTLD_NOLOAD: host-only programs never load it through us);
          * it may be loaded after MPI_Init, so look again until found. */
         void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
         if (driver == NULL) return false;
-        cu_pointer_get_attribute =
-            (dfccl_cu_pointer_get_attribute_fn)dlsym(driver, "cuPointerGetAttribute");
-        if (cu_pointer_get_attribute == NULL) return false;
+        cu_pointer_get_attributes =
+            (dfccl_cu_pointer_get_attributes_fn)dlsym(driver, "cuPointerGetAttributes");
+        if (cu_pointer_get_attributes == NULL) return false;
         DFCCL_VERBOSE(1, "CUDA driver found: device buffers are recognised");
     }
-    /* host memory the driver does not know answers with an error: not device */
-    return cu_pointer_get_attribute(&memory_type, DFCCL_CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                    (unsigned long long)(uintptr_t)buf) == DFCCL_CU_SUCCESS &&
+    /* host memory the driver does not know: memory type 0, not device */
+    return cu_pointer_get_attributes(1, &attribute, &data, (unsigned long long)(uintptr_t)buf) ==
+               DFCCL_CU_SUCCESS &&
            memory_type == DFCCL_CU_MEMORYTYPE_DEVICE;
 }
