@@ -102,6 +102,21 @@ DFCCL_INLINE DFCCL_HD uint64_t dfccl_exec_part(const dfccl_exec_t *x, uint64_t c
     return len;
 }
 
+/* Rounds this executor needs: enough for its part of the largest block.
+ * Every rank takes part in every block of a ring collective, so all ranks
+ * arrive at the same number. Needs steps, nsteps, esize, part, nparts and
+ * chunk_elems set. */
+DFCCL_INLINE DFCCL_HD uint64_t dfccl_exec_part_rounds(const dfccl_exec_t *x)
+{
+    uint64_t rounds = 0;
+    for (uint32_t i = 0; i < x->nsteps; i++) {
+        uint64_t off, len = dfccl_exec_part(x, x->steps[i].count, &off);
+        uint64_t r = (len + x->chunk_elems - 1) / x->chunk_elems;
+        if (r > rounds) rounds = r;
+    }
+    return rounds;
+}
+
 /* Elements of the current step that belong to the current round. */
 DFCCL_INLINE DFCCL_HD uint64_t dfccl_exec_round_len(const dfccl_exec_t *x, uint64_t *lo)
 {

@@ -796,21 +796,6 @@ void dfccl_gpu_comm_release(dfccl_comm_t *comm)
 
 /* ---- collectives ---------------------------------------------------------------- */
 
-/* In place, reduce-scatter ends by moving each rank's result to the front
- * of its buffer. Where a rank's source and destination overlap, channels
- * moving their parts side by side could overwrite what another has yet to
- * read: such a collective runs on one channel, which moves in order. Every
- * rank decides from all counts, so all choose alike. */
-static int gpu_rs_moves_overlap(const size_t *counts, int size)
-{
-    size_t displ = 0;
-    for (int r = 0; r < size; r++) {
-        if (displ != 0 && displ < counts[r]) return 1;
-        displ += counts[r];
-    }
-    return 0;
-}
-
 dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *args)
 {
     dfccl_comm_t *comm = coll->comm;
@@ -879,8 +864,8 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
         d->algo = DFCCL_GPU_ALGO_RING;
         parts = (unsigned)(total_bytes / GPU_BYTES_PER_CHANNEL);
         d->nparts = parts < 1 ? 1 : parts > g->blocks ? g->blocks : parts;
-        if (args->type == DFCCL_COLL_REDUCE_SCATTER && args->sendbuf == DFCCL_IN_PLACE &&
-            gpu_rs_moves_overlap(args->counts, comm->size))
+        if (!dfccl_plan_parts_allowed(args->type, args->sendbuf == DFCCL_IN_PLACE, args->counts,
+                                      comm->size))
             d->nparts = 1;
     }
     pthread_mutex_lock(&g->lock);

@@ -128,6 +128,18 @@ static void plan_reduce_scatter(plan_builder_t *b, int r, int n, int in_place,
     }
 }
 
+int dfccl_plan_parts_allowed(dfccl_coll_type_t type, int in_place, const size_t *counts, int size)
+{
+    uint64_t displ = 0;
+
+    if (type != DFCCL_COLL_REDUCE_SCATTER || !in_place) return 1;
+    for (int r = 0; r < size; r++) {
+        if (displ != 0 && counts[r] != 0) return 0;   /* rank r moves its result */
+        displ += counts[r];
+    }
+    return 1;
+}
+
 uint64_t dfccl_plan_chunk_elems(size_t slot_bytes, uint32_t nslots, size_t esize)
 {
     uint32_t slices = nslots / 2 ? nslots / 2 : 1;

@@ -45,6 +45,13 @@ dfccl_status_t dfccl_plan_ring(dfccl_coll_type_t type, int rank, int size, int i
                                size_t count, const size_t *counts,
                                dfccl_step_t *steps, uint32_t *nsteps, uint64_t *max_block);
 
+/* 1 when the plan's steps may be cut into parts that move side by side
+ * (GPU channels); 0 when they must move in order. Reduce-scatter in place
+ * ends by moving each rank's result to the front of its buffer, over input
+ * blocks that the other parts may still be sending: it runs as one part
+ * unless no rank moves anything. Decided from what every rank knows alike. */
+int dfccl_plan_parts_allowed(dfccl_coll_type_t type, int in_place, const size_t *counts, int size);
+
 /* Elements of every block moved per round: half of a FIFO's slots. */
 uint64_t dfccl_plan_chunk_elems(size_t slot_bytes, uint32_t nslots, size_t esize);
 

@@ -559,11 +559,7 @@ __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_blo
     x->waiting = DFCCL_WAIT_NONE;
     x->nrounds = 0;
     if (t->algo == DFCCL_GPU_ALGO_RING) {
-        for (uint32_t i = 0; i < x->nsteps; i++) {
-            uint64_t off, len = dfccl_exec_part(x, d->steps[i].count, &off);
-            uint64_t rounds = (len + x->chunk_elems - 1) / x->chunk_elems;
-            if (rounds > x->nrounds) x->nrounds = rounds;
-        }
+        x->nrounds = dfccl_exec_part_rounds(x);
     } else {
         t->small_k = ++c->small_count;   /* admitted in order on a communicator */
     }

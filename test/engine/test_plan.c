@@ -3,7 +3,9 @@
  * process over in-memory FIFOs, stepped one slice at a time in a random
  * interleaving. Every step gives up whenever its peer is not ready and is
  * resumed later, so this also checks that a collective preempted at any
- * slice boundary completes correctly.
+ * slice boundary completes correctly. With PARTS > 1 every rank runs the
+ * collective as several executors over FIFOs of their own, each moving its
+ * part of every step, interleaved at random: the GPU's channels.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,10 +17,12 @@
 #define SLOT_BYTES 64   /* tiny slots: many slices, many preemption points */
 static uint32_t NSLOTS = 2;  /* varied by main: 2 (the least that works) to 8 */
 #define MAX_NSLOTS 8
+#define MAX_PARTS 3
+static uint32_t PARTS = 1;   /* varied by main: 1 or MAX_PARTS */
 
 typedef struct sim_rank_state {
     dfccl_step_t  steps[2 * MAX_RANKS + 1];
-    dfccl_exec_t  exec;
+    dfccl_exec_t  exec[MAX_PARTS];
     unsigned char *send, *recv;
 } sim_rank_state_t;
 
@@ -38,12 +42,13 @@ static void run_case(dfccl_coll_type_t type, int n, size_t count, int in_place,
                      dfccl_dtype_t dt, dfccl_op_t op, unsigned seed)
 {
     size_t esize = dfccl_dtype_size(dt), counts[MAX_RANKS], displ[MAX_RANKS + 1], in_elems, out_elems;
-    dfccl_fifo_ctrl_t ctrl[MAX_RANKS];
-    unsigned char *slots = calloc((size_t)n * MAX_NSLOTS, SLOT_BYTES);
-    dfccl_fifo_t recv_fifo[MAX_RANKS], send_fifo[MAX_RANKS];
+    dfccl_fifo_ctrl_t ctrl[MAX_RANKS][MAX_PARTS];
+    unsigned char *slots = calloc((size_t)n * MAX_PARTS * MAX_NSLOTS, SLOT_BYTES);
+    dfccl_fifo_t recv_fifo[MAX_RANKS][MAX_PARTS], send_fifo[MAX_RANKS][MAX_PARTS];
     sim_rank_state_t st[MAX_RANKS];
     unsigned char expect[8];
-    int done = 0, r;
+    int done = 0, r, nexec;
+    uint32_t parts, p;
 
     memset(ctrl, 0, sizeof(ctrl));
     displ[0] = 0;
@@ -51,17 +56,22 @@ static void run_case(dfccl_coll_type_t type, int n, size_t count, int in_place,
         counts[r] = type == DFCCL_COLL_REDUCE_SCATTER ? (count + (size_t)r * 3) % (count + 1) : count;
         displ[r + 1] = displ[r] + counts[r];
     }
+    parts = dfccl_plan_parts_allowed(type, in_place, counts, n) ? PARTS : 1;
+    nexec = n * (int)parts;
     in_elems  = type == DFCCL_COLL_ALLREDUCE ? count
               : type == DFCCL_COLL_ALLGATHER ? count : displ[n];
     out_elems = type == DFCCL_COLL_ALLREDUCE ? count
               : type == DFCCL_COLL_ALLGATHER ? count * (size_t)n : displ[n];
     for (r = 0; r < n; r++) {
-        /* FIFO r lives at rank r and carries data from rank r-1 */
+        /* FIFO (r, p) lives at rank r and carries part p from rank r-1 */
         int prev = (r + n - 1) % n, next = (r + 1) % n;
-        recv_fifo[r] = (dfccl_fifo_t){ &ctrl[r], (char *)slots + (size_t)r * NSLOTS * SLOT_BYTES,
-                                       SLOT_BYTES, NSLOTS, prev, 0 };
-        send_fifo[r] = (dfccl_fifo_t){ &ctrl[next], (char *)slots + (size_t)next * NSLOTS * SLOT_BYTES,
-                                       SLOT_BYTES, NSLOTS, next, 0 };
+        for (p = 0; p < parts; p++) {
+            size_t mine = ((size_t)r * MAX_PARTS + p) * NSLOTS, theirs = ((size_t)next * MAX_PARTS + p) * NSLOTS;
+            recv_fifo[r][p] = (dfccl_fifo_t){ &ctrl[r][p], (char *)slots + mine * SLOT_BYTES,
+                                              SLOT_BYTES, NSLOTS, prev, 0 };
+            send_fifo[r][p] = (dfccl_fifo_t){ &ctrl[next][p], (char *)slots + theirs * SLOT_BYTES,
+                                              SLOT_BYTES, NSLOTS, next, 0 };
+        }
         st[r].send = malloc(in_elems * esize + 1);
         st[r].recv = malloc(out_elems * esize + 1);
         memset(st[r].recv, 0xA5, out_elems * esize);   /* poison */
@@ -73,39 +83,47 @@ static void run_case(dfccl_coll_type_t type, int n, size_t count, int in_place,
             size_t at = type == DFCCL_COLL_ALLGATHER ? (size_t)r * count : 0;
             memcpy(st[r].recv + at * esize, st[r].send, in_elems * esize);
         }
-        memset(&st[r].exec, 0, sizeof(st[r].exec));
         uint64_t max_block;
-        if (dfccl_plan_ring(type, r, n, in_place, count, counts, st[r].steps, &st[r].exec.nsteps,
-                            &max_block)) {
+        uint32_t nsteps;
+        if (dfccl_plan_ring(type, r, n, in_place, count, counts, st[r].steps, &nsteps, &max_block)) {
             report("plan", type, n, count, in_place, dt, op, r, 0);
             goto out;
         }
-        st[r].exec.steps = st[r].steps;
-        st[r].exec.sendbuf = in_place ? NULL : (char *)st[r].send;
-        st[r].exec.recvbuf = (char *)st[r].recv;
-        st[r].exec.esize = esize;
-        st[r].exec.slice_elems = SLOT_BYTES / esize;
-        st[r].exec.chunk_elems = dfccl_plan_chunk_elems(SLOT_BYTES, NSLOTS, esize);
-        st[r].exec.nrounds = (max_block + st[r].exec.chunk_elems - 1) / st[r].exec.chunk_elems;
-        st[r].exec.dtype = dt;
-        st[r].exec.op = op;
-    }
-    for (r = 0; r < n; r++) {   /* the fifo views point at each other's arrays: fix up */
-        st[r].exec.recv_fifo = &recv_fifo[r];
-        st[r].exec.send_fifo = &send_fifo[r];
+        for (p = 0; p < parts; p++) {
+            dfccl_exec_t *x = &st[r].exec[p];
+            memset(x, 0, sizeof(*x));
+            x->steps = st[r].steps;
+            x->nsteps = nsteps;
+            x->sendbuf = in_place ? NULL : (char *)st[r].send;
+            x->recvbuf = (char *)st[r].recv;
+            x->esize = esize;
+            x->slice_elems = SLOT_BYTES / esize;
+            x->chunk_elems = dfccl_plan_chunk_elems(SLOT_BYTES, NSLOTS, esize);
+            x->part = p;
+            x->nparts = parts;
+            x->nrounds = parts == 1 ? (max_block + x->chunk_elems - 1) / x->chunk_elems
+                                    : dfccl_exec_part_rounds(x);
+            x->dtype = dt;
+            x->op = op;
+            x->recv_fifo = &recv_fifo[r][p];
+            x->send_fifo = &send_fifo[r][p];
+        }
     }
     /* random interleaving, one slice per turn */
     srand(seed);
     int stuck_turns = 0;
-    while (done < n) {
+    while (done < nexec) {
         done = 0;
-        for (r = 0; r < n; r++) done += dfccl_exec_done(&st[r].exec);
-        if (done == n) break;
-        r = rand() % n;
-        if (dfccl_exec_done(&st[r].exec)) continue;
-        if (dfccl_exec_host_advance(&st[r].exec, 1) == DFCCL_EXEC_BLOCKED) {
-            if (++stuck_turns > 1000 * n) {
-                report("deadlock", type, n, count, in_place, dt, op, r, st[r].exec.step);
+        for (r = 0; r < n; r++)
+            for (p = 0; p < parts; p++) done += dfccl_exec_done(&st[r].exec[p]);
+        if (done == nexec) break;
+        int e = rand() % nexec;
+        dfccl_exec_t *x = &st[e / (int)parts].exec[e % (int)parts];
+        r = e / (int)parts;
+        if (dfccl_exec_done(x)) continue;
+        if (dfccl_exec_host_advance(x, 1) == DFCCL_EXEC_BLOCKED) {
+            if (++stuck_turns > 1000 * nexec) {
+                report("deadlock", type, n, count, in_place, dt, op, r, x->step);
                 goto out;
             }
         } else {
@@ -142,6 +160,7 @@ int main(void)
     int cases = 0;
 
     static const uint32_t slot_counts[] = { 2, 3, 8 };
+    for (PARTS = 1; PARTS <= MAX_PARTS; PARTS += MAX_PARTS - 1)
     for (int n = 1; n <= MAX_RANKS; n++)
       for (size_t sc = 0; sc < sizeof(slot_counts) / sizeof(slot_counts[0]); sc++)
         for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
