@@ -90,6 +90,8 @@ typedef struct dfccl_gpu {
     gpu_job_t            *backlog, *backlog_tail;
     uint64_t              in_flight;    /* submitted or backlogged, not completed */
     unsigned char         comm_used[DFCCL_GPU_MAX_COMMS];
+    pthread_mutex_t       dead_lock;    /* the dead list alone: released communicators may
+                                           arrive from inside a completion, under lock */
     dfccl_gpu_comm_t     *dead;         /* released communicators to free */
     int                   kernel_live;  /* read by posters as a hint */
     pthread_mutex_t       drain_lock;   /* cq_head: the proxy or a polling caller */
@@ -296,10 +298,10 @@ static void gpu_free_dead(dfccl_gpu_t *g)
 {
     dfccl_gpu_comm_t *list;
 
-    pthread_mutex_lock(&g->lock);
+    pthread_mutex_lock(&g->dead_lock);
     list = g->dead;
     g->dead = NULL;
-    pthread_mutex_unlock(&g->lock);
+    pthread_mutex_unlock(&g->dead_lock);
     while (list != NULL) {
         dfccl_gpu_comm_t *gc = list;
         gpu_dead_t *info = (gpu_dead_t *)(gc + 1);
@@ -361,7 +363,7 @@ static void *gpu_proxy_main(void *arg)
         pthread_mutex_lock(&g->lock);
         int stop = g->stop;
         uint64_t in_flight = g->in_flight, fresh = g->next_ticket > g->launch_ticket;
-        int dead = g->dead != NULL;
+        int dead = __atomic_load_n(&g->dead, __ATOMIC_ACQUIRE) != NULL;
         pthread_mutex_unlock(&g->lock);
         if (!g->launched) {
             if (dead) gpu_free_dead(g);
@@ -384,7 +386,7 @@ static void *gpu_proxy_main(void *arg)
         }
         if (in_flight == 0 && !stop && dfccl_now_ns() - idle_since > GPU_PROXY_LINGER_NS) {
             pthread_mutex_lock(&g->lock);
-            if (g->in_flight == 0 && !g->stop && g->dead == NULL) {
+            if (g->in_flight == 0 && !g->stop && __atomic_load_n(&g->dead, __ATOMIC_ACQUIRE) == NULL) {
                 struct timespec until;
                 clock_gettime(CLOCK_REALTIME, &until);
                 until.tv_nsec += (long)(GPU_PROXY_IDLE_WAIT_NS % 1000000000ull);
@@ -472,11 +474,13 @@ static dfccl_status_t gpu_create(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
     g->env.stuck_quit_ns = cfg->gpu_stuck_quit_ns;
     pthread_mutex_init(&g->lock, NULL);
     pthread_mutex_init(&g->drain_lock, NULL);
+    pthread_mutex_init(&g->dead_lock, NULL);
     pthread_cond_init(&g->wake, NULL);
     rc = pthread_create(&g->proxy, NULL, gpu_proxy_main, g);
     if (rc != 0) {
         dfccl_error("cannot start the GPU proxy thread: %s", strerror(rc));
         pthread_cond_destroy(&g->wake);
+        pthread_mutex_destroy(&g->dead_lock);
         pthread_mutex_destroy(&g->drain_lock);
         pthread_mutex_destroy(&g->lock);
         gpu_release_resources(g);
@@ -530,12 +534,13 @@ void dfccl_gpu_destroy(dfccl_context_t *ctx)
     pthread_cond_signal(&g->wake);
     pthread_mutex_unlock(&g->lock);
     pthread_join(g->proxy, NULL);
+    __atomic_store_n(&ctx->gpu, NULL, __ATOMIC_RELEASE);   /* pollers stop looking first */
     pthread_cond_destroy(&g->wake);
+    pthread_mutex_destroy(&g->dead_lock);
     pthread_mutex_destroy(&g->drain_lock);
     pthread_mutex_destroy(&g->lock);
     gpu_release_resources(g);
     free(g);
-    ctx->gpu = NULL;
 }
 
 /* ---- communicators ----------------------------------------------------------- */
@@ -787,11 +792,12 @@ void dfccl_gpu_comm_release(dfccl_comm_t *comm)
     }
     info->size = comm->size;
     info->rank = comm->rank;
-    pthread_mutex_lock(&g->lock);
+    /* not g->lock: the last reference may go inside a completion, which
+     * holds it; the proxy finds the list within its 10 ms idle wait */
+    pthread_mutex_lock(&g->dead_lock);
     gc->next_dead = g->dead;
-    g->dead = gc;
-    pthread_cond_signal(&g->wake);
-    pthread_mutex_unlock(&g->lock);
+    __atomic_store_n(&g->dead, gc, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&g->dead_lock);
 }
 
 /* ---- collectives ---------------------------------------------------------------- */
@@ -811,7 +817,12 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
     if (!gc->ready || g == NULL) return gc->failed != DFCCL_OK ? gc->failed : DFCCL_ERR_UNSUPPORTED;
     if (g->broken) return DFCCL_ERR_SYSTEM;
     if (cfg->gpu_sync_legacy_stream) {
+        /* the calling thread may be the progress hook's, its current device another */
+        int current = g->device;
+        cudaGetDevice(&current);
+        if (current != g->device) cudaSetDevice(g->device);
         cudaError_t e = cudaStreamSynchronize(cudaStreamLegacy);
+        if (current != g->device) cudaSetDevice(current);
         if (e != cudaSuccess) {
             dfccl_error("comm %#llx: waiting for the legacy default stream failed: %s",
                         (unsigned long long)comm->key, gpu_err(e));

@@ -427,6 +427,7 @@ __device__ static inline ulonglong2 gpu_ctrl_read(const dfccl_gpu_env_t *env)
     ulonglong2 v;
     v.x = env->state->sq_mirror;
     v.y = 0;
+    __threadfence();   /* acquire: block 0's copies before the mirror */
     return v;
 }
 
@@ -464,12 +465,18 @@ __device__ static void gpu_finish(const dfccl_gpu_env_t *env, dfccl_gpu_block_t 
     }
     __threadfence();
     if (atomicAdd(&st->done[slot], 1u) + 1 < nparts) return;
-    /* last channel: hand the completion to the host */
+    /* last channel: hand the completion to the host; the other channels'
+     * status and diagnosis are read past L1 after an acquire fence */
+    __threadfence();
     unsigned long long idx_cq = atomicAdd(&st->cq_reserved, 1ull);
     dfccl_gpu_cqe_t *e = &env->cq[idx_cq % DFCCL_GPU_SQ_DEPTH];
     e->ticket = (uint64_t)slot;
-    e->status = st->status[slot];
-    e->diag = st->diag[slot];
+    e->status = atomicAdd(&st->status[slot], 0);
+    {
+        const volatile uint64_t *from = (const volatile uint64_t *)&st->diag[slot];
+        uint64_t *to = (uint64_t *)&e->diag;
+        for (unsigned w = 0; w < sizeof(dfccl_gpu_diag_t) / 8; w++) to[w] = from[w];
+    }
     st->done[slot] = 0;
     st->status[slot] = DFCCL_OK;
     st->diag_taken[slot] = 0;

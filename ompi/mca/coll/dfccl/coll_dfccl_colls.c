@@ -29,8 +29,7 @@ static dfccl_route_t dfccl_route(const mca_coll_dfccl_module_t *m, const void *s
     if (send_dev || recv_dev) {
         /* both on the device (or in place), on one node, GPU backend built */
         if ((sbuf == MPI_IN_PLACE || send_dev) && recv_dev && m->all_local &&
-            ompi_comm_size(m->comm) <= dfccl_gpu_max_ranks() &&
-            m->gpu_state != MCA_COLL_DFCCL_ENGINE_FAILED)
+            ompi_comm_size(m->comm) <= dfccl_gpu_max_ranks())
             return DFCCL_ROUTE_GPU;
         return DFCCL_ROUTE_STOCK;
     }

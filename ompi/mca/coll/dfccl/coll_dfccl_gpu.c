@@ -36,6 +36,8 @@ struct mca_coll_dfccl_gpu_setup_t {
     struct mca_coll_dfccl_gpu_setup_t *next;   /* component's list of set-ups in progress */
     int              round;          /* 1: hellos, 2: outcomes */
     bool             broken;         /* the exchange could not start */
+    bool             abandoned;      /* requests were cancelled: their buffers stay */
+    int              extensions;     /* round 2 deadlines passed while our outcome was OK */
     size_t           hello_bytes;
     char            *hellos;         /* size * hello_bytes, rank-ordered */
     int32_t         *outcomes;
@@ -66,8 +68,12 @@ static int dfccl_gpu_post_round(mca_coll_dfccl_gpu_setup_t *s, char *blocks, siz
     return OMPI_SUCCESS;
 }
 
+/* A send cannot be cancelled and a matched receive may not be: the PML may
+ * still use their buffers, which therefore stay allocated (a few bytes per
+ * rank, only on this failure path). */
 static void dfccl_gpu_cancel_requests(mca_coll_dfccl_gpu_setup_t *s)
 {
+    s->abandoned = true;
     for (int i = 0; i < 2 * (ompi_comm_size(s->module->comm) - 1); i++) {
         if (s->reqs[i] == MPI_REQUEST_NULL || s->reqs[i] == NULL) continue;
         ompi_request_cancel(s->reqs[i]);
@@ -86,23 +92,29 @@ static void dfccl_gpu_fail_request(mca_coll_dfccl_request_t *req, dfccl_status_t
 
 static void dfccl_gpu_setup_free(mca_coll_dfccl_gpu_setup_t *s)
 {
-    free(s->hellos);
-    free(s->outcomes);
+    if (!s->abandoned) {
+        free(s->hellos);
+        free(s->outcomes);
+    }
     free(s->reqs);
     free(s);
 }
 
-/* The set-up ended (agreed outcome): post or fail what was queued. */
+/* The set-up ended (agreed outcome, the same on every rank): post or fail
+ * what was queued, in order, and only then publish the state, so that a call
+ * on another thread cannot overtake the queued ones. Called with the set-up
+ * lock held (or from the module's destruction, with nothing concurrent). */
 static void dfccl_gpu_setup_end(mca_coll_dfccl_gpu_setup_t *s, dfccl_status_t outcome)
 {
     mca_coll_dfccl_module_t *m = s->module;
     dfccl_pending_t *p = s->pending;
 
-    m->gpu_state = outcome == DFCCL_OK ? MCA_COLL_DFCCL_ENGINE_READY : MCA_COLL_DFCCL_ENGINE_FAILED;
-    m->gpu_setup = NULL;
     if (outcome == DFCCL_OK)
         DFCCL_VERBOSE(1, "comm %s (cid %u, %d ranks): GPU side ready", m->comm->c_name,
                       ompi_comm_get_cid(m->comm), ompi_comm_size(m->comm));
+    else if (outcome != DFCCL_ERR_SHUTDOWN)
+        DFCCL_ERROR("comm %s: GPU set-up failed (%s): its collectives on device buffers fail"
+                    " with MPI_ERR_OTHER", m->comm->c_name, dfccl_status_string(outcome));
     while (p != NULL) {
         dfccl_pending_t *next = p->next;
         dfccl_status_t status = outcome;
@@ -114,12 +126,45 @@ static void dfccl_gpu_setup_end(mca_coll_dfccl_gpu_setup_t *s, dfccl_status_t ou
                             dfccl_coll_type_name(p->args.type), m->comm->c_name,
                             dfccl_status_string(status));
         }
-        if (status != DFCCL_OK) dfccl_gpu_fail_request(p->args.user, status);
+        if (status != DFCCL_OK) dfccl_gpu_fail_request(p->args.user, DFCCL_ERR_SYSTEM);
         free(p->counts);
         free(p);
         p = next;
     }
+    m->gpu_setup = NULL;
+    opal_atomic_wmb();
+    m->gpu_state = outcome == DFCCL_OK ? MCA_COLL_DFCCL_ENGINE_READY : MCA_COLL_DFCCL_ENGINE_FAILED;
     dfccl_gpu_setup_free(s);
+}
+
+/* Round 1 did not complete in time: name who is missing, then (the caller)
+ * tell every peer that this rank fails the set-up (round 2 with outcome
+ * TIMEOUT), so that every rank that completes round 2 agrees on failure.
+ * Returns false when no memory is left for the outcomes. */
+static bool dfccl_gpu_round1_timeout(mca_coll_dfccl_gpu_setup_t *s)
+{
+    mca_coll_dfccl_module_t *m = s->module;
+    int size = ompi_comm_size(m->comm), me = ompi_comm_rank(m->comm);
+
+    for (int i = 0, p = 0; p < size; p++) {
+        if (p == me) continue;
+        if (s->reqs[i] != MPI_REQUEST_NULL && !REQUEST_COMPLETE(s->reqs[i]))
+            DFCCL_ERROR("rank %d of comm %s: rank %d never joined the GPU set-up of this"
+                        " communicator within %.0f s: did it pass host buffers, which take the"
+                        " stock path (coll_dfccl_host_buffers=stock)?", me, m->comm->c_name, p,
+                        mca_coll_dfccl_component.timeout);
+        i++;
+    }
+    dfccl_gpu_cancel_requests(s);
+    /* the old buffers stay with the PML (see the cancel); round 2 gets new ones */
+    s->hellos = NULL;
+    s->outcomes = calloc((size_t)size, sizeof(int32_t));
+    s->abandoned = false;
+    if (s->outcomes == NULL) {
+        s->abandoned = true;
+        return false;
+    }
+    return true;
 }
 
 /* Advances one set-up; returns 1 when it has ended. */
@@ -141,14 +186,25 @@ static int dfccl_gpu_setup_advance(mca_coll_dfccl_gpu_setup_t *s)
     }
     if (s->nreqs > 0 && !done) {
         if (MPI_Wtime() < s->deadline) return 0;
-        for (int i = 0, p = 0; p < size; p++) {
-            if (p == me) continue;
-            if (s->reqs[i] != MPI_REQUEST_NULL && !REQUEST_COMPLETE(s->reqs[i]))
-                DFCCL_ERROR("rank %d of comm %s: rank %d never joined the GPU set-up of this"
-                            " communicator (round %d) within %.0f s: did it pass host buffers,"
-                            " which take the stock path (coll_dfccl_host_buffers=stock)?",
-                            me, m->comm->c_name, p, s->round, mca_coll_dfccl_component.timeout);
-            i++;
+        if (s->round == 1) {
+            if (!dfccl_gpu_round1_timeout(s)) {
+                dfccl_gpu_setup_end(s, DFCCL_ERR_NO_MEMORY);
+                return 1;
+            }
+            s->outcomes[me] = DFCCL_ERR_TIMEOUT;
+            goto round2;
+        }
+        /* Round 2: our outcome is out. If it said OK, failing alone now
+         * would leave the peers that hear from everyone using the GPU side
+         * while we do not: keep waiting, saying so, for a few more timeouts
+         * (a peer that never joined makes another rank fail round 1, and its
+         * TIMEOUT outcome reaches us). */
+        if (s->outcomes[me] == DFCCL_OK && ++s->extensions < 10) {
+            DFCCL_ERROR("rank %d of comm %s: still waiting for the GPU set-up outcome of some"
+                        " peers after %.0f s", me, m->comm->c_name,
+                        s->extensions * mca_coll_dfccl_component.timeout);
+            s->deadline = MPI_Wtime() + mca_coll_dfccl_component.timeout;
+            return 0;
         }
         dfccl_gpu_cancel_requests(s);
         dfccl_gpu_setup_end(s, DFCCL_ERR_TIMEOUT);
@@ -158,6 +214,8 @@ static int dfccl_gpu_setup_advance(mca_coll_dfccl_gpu_setup_t *s)
         dfccl_status_t mine = m->gpu_comm ? dfccl_gpu_comm_connect(m->gpu_comm, s->hellos)
                                           : DFCCL_ERR_UNSUPPORTED;
         s->outcomes[me] = (int32_t)mine;
+round2:
+        s->deadline = MPI_Wtime() + mca_coll_dfccl_component.timeout;
         s->round = 2;
         s->nreqs = 0;
         if (size > 1 && dfccl_gpu_post_round(s, (char *)s->outcomes, sizeof(int32_t),
@@ -275,13 +333,17 @@ int mca_coll_dfccl_gpu_submit(mca_coll_dfccl_module_t *m, dfccl_coll_args_t *arg
     int rc;
 
     *posted = false;
-    if (m->gpu_state == MCA_COLL_DFCCL_ENGINE_FAILED) return OMPI_ERR_NOT_SUPPORTED;
+    /* after a failed set-up every rank fails every device call on this
+     * communicator alike: a fallback taken from some call on, which ranks
+     * would reach at different calls, could pair different collectives */
+    if (m->gpu_state == MCA_COLL_DFCCL_ENGINE_FAILED) return OMPI_ERROR;
     if (m->gpu_state == MCA_COLL_DFCCL_ENGINE_UNSET) {
         rc = dfccl_gpu_setup_start(m);
         if (rc != OMPI_SUCCESS) return rc;
     }
     args->user = req;
     if (m->gpu_state == MCA_COLL_DFCCL_ENGINE_READY) {
+        opal_atomic_rmb();   /* pairs with the set-up's publication */
         dfccl_status_t status = dfccl_coll_post(m->gpu_comm, args);
         if (status != DFCCL_OK) {
             DFCCL_ERROR("%s on comm %s not posted to the GPU: %s", dfccl_coll_type_name(args->type),
