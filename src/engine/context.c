@@ -134,6 +134,12 @@ dfccl_status_t dfccl_coll_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args
     coll->exec.send_fifo   = &comm->send_fifo;
     __atomic_add_fetch(&comm->refs, 1, __ATOMIC_ACQ_REL);
     coll->comm = comm;
+    /* before handing it over: once submitted, coll may complete and go */
+    dfccl_debug("post %s #%llu on %scomm %#llx: %zu x %s op %s%s, priority %d",
+                dfccl_coll_type_name(args->type), (unsigned long long)coll->seq,
+                comm->gpu != NULL ? "GPU " : "", (unsigned long long)comm->key, total,
+                dfccl_dtype_name(args->dtype), dfccl_op_name(args->op),
+                in_place ? " in place" : "", args->priority);
     if (comm->gpu != NULL) {
         if (comm->broken) status = DFCCL_ERR_TIMEOUT;   /* see the earlier failure's diagnosis */
         else status = dfccl_gpu_submit(coll, args);
@@ -143,17 +149,9 @@ dfccl_status_t dfccl_coll_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args
             return status;
         }
         dfccl_stats_add_posted(args->type);
-        dfccl_debug("post %s #%llu on GPU comm %#llx: %zu x %s op %s%s, priority %d",
-                    dfccl_coll_type_name(args->type), (unsigned long long)coll->seq,
-                    (unsigned long long)comm->key, total, dfccl_dtype_name(args->dtype),
-                    dfccl_op_name(args->op), in_place ? " in place" : "", args->priority);
         return DFCCL_OK;
     }
     dfccl_stats_add_posted(args->type);
-    dfccl_debug("post %s #%llu on comm %#llx: %zu x %s op %s%s, priority %d",
-                dfccl_coll_type_name(args->type), (unsigned long long)coll->seq,
-                (unsigned long long)comm->key, total, dfccl_dtype_name(args->dtype),
-                dfccl_op_name(args->op), in_place ? " in place" : "", args->priority);
     dfccl_queue_push(&ctx->submit, coll);
     return DFCCL_OK;
 }

@@ -311,6 +311,17 @@ static void gpu_free_dead(dfccl_gpu_t *g)
     }
 }
 
+/* The kernel cannot run (launch error, fault): everything pending fails and
+ * later GPU collectives are refused. */
+static void gpu_break(dfccl_gpu_t *g, const char *what, cudaError_t e)
+{
+    dfccl_error("GPU daemon %s: %s: GPU collectives fail", what, gpu_err(e));
+    g->broken = 1;
+    pthread_mutex_lock(&g->lock);
+    gpu_fail_all(g, DFCCL_ERR_SYSTEM);
+    pthread_mutex_unlock(&g->lock);
+}
+
 static void gpu_launch(dfccl_gpu_t *g)
 {
     int rc;
@@ -320,11 +331,7 @@ static void gpu_launch(dfccl_gpu_t *g)
     cudaError_t e = rc == 0 ? cudaEventRecord(g->exited, g->stream) : (cudaError_t)rc;
 
     if (e != cudaSuccess) {
-        dfccl_error("GPU daemon launch failed: %s: GPU collectives fail", gpu_err(e));
-        g->broken = 1;
-        pthread_mutex_lock(&g->lock);
-        gpu_fail_all(g, DFCCL_ERR_SYSTEM);
-        pthread_mutex_unlock(&g->lock);
+        gpu_break(g, "launch failed", e);
         return;
     }
     g->launched = 1;
@@ -337,7 +344,6 @@ static void gpu_launch(dfccl_gpu_t *g)
 static void *gpu_proxy_main(void *arg)
 {
     dfccl_gpu_t *g = arg;
-
     uint64_t idle_since = 0;
 
     cudaSetDevice(g->device);
@@ -351,13 +357,7 @@ static void *gpu_proxy_main(void *arg)
                 __atomic_store_n(&g->kernel_live, 0, __ATOMIC_RELEASE);
                 g->exit_ns = dfccl_now_ns();
                 gpu_drain(g);   /* what it completed on its way out */
-                if (e != cudaSuccess) {
-                    dfccl_error("GPU daemon kernel failed: %s: GPU collectives fail", gpu_err(e));
-                    g->broken = 1;
-                    pthread_mutex_lock(&g->lock);
-                    gpu_fail_all(g, DFCCL_ERR_SYSTEM);
-                    pthread_mutex_unlock(&g->lock);
-                }
+                if (e != cudaSuccess) gpu_break(g, "kernel failed", e);
             }
         }
         pthread_mutex_lock(&g->lock);
