@@ -117,13 +117,16 @@ DFCCL_INLINE DFCCL_HD uint64_t dfccl_exec_part_rounds(const dfccl_exec_t *x)
     return rounds;
 }
 
-/* Elements of the current step that belong to the current round. */
+/* Elements of the current step that belong to the current round; *lo: the
+ * first of them, counted from the start of the step's block. */
 DFCCL_INLINE DFCCL_HD uint64_t dfccl_exec_round_len(const dfccl_exec_t *x, uint64_t *lo)
 {
     uint64_t part_off, count = dfccl_exec_part(x, x->steps[x->step].count, &part_off);
-    *lo = x->round * x->chunk_elems;
-    if (count <= *lo) return 0;
-    return count - *lo < x->chunk_elems ? count - *lo : x->chunk_elems;
+    uint64_t first = x->round * x->chunk_elems;
+
+    *lo = part_off + first;
+    if (count <= first) return 0;
+    return count - first < x->chunk_elems ? count - first : x->chunk_elems;
 }
 
 DFCCL_INLINE DFCCL_HD int dfccl_exec_done(dfccl_exec_t *x)
@@ -149,10 +152,8 @@ DFCCL_INLINE DFCCL_HD int dfccl_exec_done(dfccl_exec_t *x)
 DFCCL_INLINE DFCCL_HD int dfccl_exec_slice_begin(dfccl_exec_t *x, dfccl_slice_t *slice)
 {
     const dfccl_step_t *s = &x->steps[x->step];
-    uint64_t lo, left = dfccl_exec_round_len(x, &lo) - x->offset, part_off;
+    uint64_t lo, left = dfccl_exec_round_len(x, &lo) - x->offset;
 
-    dfccl_exec_part(x, s->count, &part_off);
-    lo += part_off;
     if (s->recv && DFCCL_LOAD_ACQUIRE(&x->recv_fifo->ctrl->tail) <= x->recv_fifo->count) {
         x->waiting = DFCCL_WAIT_RECV;
         return 0;

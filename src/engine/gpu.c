@@ -424,6 +424,14 @@ static void gpu_release_resources(dfccl_gpu_t *g)
     if (g->copy_stream) cudaStreamDestroy(g->copy_stream);
 }
 
+static void gpu_sync_fini(dfccl_gpu_t *g)
+{
+    pthread_cond_destroy(&g->wake);
+    pthread_mutex_destroy(&g->dead_lock);
+    pthread_mutex_destroy(&g->drain_lock);
+    pthread_mutex_destroy(&g->lock);
+}
+
 static dfccl_status_t gpu_create(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
 {
     const dfccl_config_t *cfg = &ctx->config;
@@ -479,10 +487,7 @@ static dfccl_status_t gpu_create(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
     rc = pthread_create(&g->proxy, NULL, gpu_proxy_main, g);
     if (rc != 0) {
         dfccl_error("cannot start the GPU proxy thread: %s", strerror(rc));
-        pthread_cond_destroy(&g->wake);
-        pthread_mutex_destroy(&g->dead_lock);
-        pthread_mutex_destroy(&g->drain_lock);
-        pthread_mutex_destroy(&g->lock);
+        gpu_sync_fini(g);
         gpu_release_resources(g);
         free(g);
         return DFCCL_ERR_SYSTEM;
@@ -535,10 +540,7 @@ void dfccl_gpu_destroy(dfccl_context_t *ctx)
     pthread_mutex_unlock(&g->lock);
     pthread_join(g->proxy, NULL);
     __atomic_store_n(&ctx->gpu, NULL, __ATOMIC_RELEASE);   /* pollers stop looking first */
-    pthread_cond_destroy(&g->wake);
-    pthread_mutex_destroy(&g->dead_lock);
-    pthread_mutex_destroy(&g->drain_lock);
-    pthread_mutex_destroy(&g->lock);
+    gpu_sync_fini(g);
     gpu_release_resources(g);
     free(g);
 }

@@ -8,7 +8,20 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "dfccl.h"
+
+/* In a rank's body (which has `rank` in scope): fail the rank with where
+ * and why. */
+#define CHECK(cond, ...)                                                  \
+    do {                                                                  \
+        if (!(cond)) {                                                    \
+            fprintf(stderr, "rank %d: %s:%d: ", rank, __FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                                 \
+            fprintf(stderr, "\n");                                        \
+            return 1;                                                     \
+        }                                                                 \
+    } while (0)
 
 typedef struct sim_world sim_world_t;
 

@@ -17,16 +17,6 @@
 #include "dfccl.h"
 #include "sim_ranks.h"
 
-#define CHECK(cond, ...)                                                  \
-    do {                                                                  \
-        if (!(cond)) {                                                    \
-            fprintf(stderr, "rank %d: %s:%d: ", rank, __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                                 \
-            fprintf(stderr, "\n");                                        \
-            return 1;                                                     \
-        }                                                                 \
-    } while (0)
-
 #define CUDA_OK(call) CHECK((call) == cudaSuccess, "%s failed", #call)
 
 static int wait_completions(dfccl_context_t *ctx, int n, double timeout_sec, dfccl_status_t *worst)

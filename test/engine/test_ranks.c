@@ -11,16 +11,6 @@
 #include "dfccl.h"
 #include "sim_ranks.h"
 
-#define CHECK(cond, ...)                                                  \
-    do {                                                                  \
-        if (!(cond)) {                                                    \
-            fprintf(stderr, "rank %d: %s:%d: ", rank, __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                                 \
-            fprintf(stderr, "\n");                                        \
-            return 1;                                                     \
-        }                                                                 \
-    } while (0)
-
 /* Waits (bounded) for n completions; returns how many had status OK. */
 static int wait_completions(dfccl_context_t *ctx, int n, dfccl_status_t *last)
 {
