@@ -61,24 +61,27 @@ const perf_op_t *perf_op_find(const char *name)
     return NULL;
 }
 
-void perf_type_names(char *out, size_t len)
+/* Joins the names of a NULL-name-terminated table with '|': `first` points
+ * at the first entry's name, entries are `stride` bytes apart. */
+static void join_names(char *out, size_t len, const char *const *first, size_t stride)
 {
     out[0] = '\0';
-    for (int i = 0; types[i].name; i++) {
-        if (i)
+    for (const char *const *name = first; *name;
+         name = (const char *const *)((const char *)name + stride)) {
+        if (name != first)
             strncat(out, "|", len - strlen(out) - 1);
-        strncat(out, types[i].name, len - strlen(out) - 1);
+        strncat(out, *name, len - strlen(out) - 1);
     }
+}
+
+void perf_type_names(char *out, size_t len)
+{
+    join_names(out, len, &types[0].name, sizeof(types[0]));
 }
 
 void perf_op_names(char *out, size_t len)
 {
-    out[0] = '\0';
-    for (int i = 0; ops[i].name; i++) {
-        if (i)
-            strncat(out, "|", len - strlen(out) - 1);
-        strncat(out, ops[i].name, len - strlen(out) - 1);
-    }
+    join_names(out, len, &ops[0].name, sizeof(ops[0]));
 }
 
 void perf_type_store(const perf_type_t *type, void *buf, size_t idx, double value)
