@@ -108,4 +108,14 @@ void dfccl_config_init(dfccl_config_t *config)
      * landed; the daemon runs on its own stream, unordered with the legacy
      * default stream. Waiting for it costs a microsecond when it is idle. */
     config->gpu_sync_legacy_stream = 1;
+    /* From 1 MiB on (whole collective), the direct algorithm: it moves the
+     * floor's bytes (inputs read once, outputs written once) where the
+     * ring through FIFOs moves about three times as many, and its
+     * handshake (board, the host mapping peers' buffers, cached) costs tens
+     * of microseconds, which small collectives cannot repay. */
+    config->gpu_direct_bytes = 1024 * 1024;
+    /* Chunks are dealt to the channels of all ranks in turn, so the whole
+     * machine works in a window of ranks x channels chunks: smaller chunks,
+     * fewer pages in use at once; larger, fewer scheduler turns. */
+    config->gpu_direct_chunk_bytes = 1024 * 1024;
 }

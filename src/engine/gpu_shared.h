@@ -28,10 +28,34 @@
  * inbox slot of this size, then each reduces locally. */
 #define DFCCL_GPU_SMALL_BYTES  65536
 
+/* Board entries per communicator for the direct algorithm: a rank publishes
+ * entry k % depth only after its direct collective k - 1 finished on every
+ * rank, so two would do. */
+#define DFCCL_GPU_BOARD_DEPTH  4
+
 typedef enum {
     DFCCL_GPU_ALGO_RING    = 0,   /* the plan's ring through the channel FIFOs */
-    DFCCL_GPU_ALGO_ONESHOT = 1    /* small messages through the inboxes, channel 0 only */
+    DFCCL_GPU_ALGO_ONESHOT = 1,   /* small messages through the inboxes, channel 0 only */
+    DFCCL_GPU_ALGO_DIRECT  = 2    /* large messages: every rank reads and writes its peers'
+                                     buffers, mapped by CUDA IPC for the call */
 } dfccl_gpu_algo_t;
+
+/* A CUDA IPC memory handle (cudaIpcMemHandle_t, 64 opaque bytes). */
+typedef struct dfccl_gpu_ipc_handle {
+    char bytes[64];
+} dfccl_gpu_ipc_handle_t;
+
+/* One rank's buffers of a direct collective, as its peers need them. */
+typedef struct __attribute__((aligned(16))) dfccl_gpu_export {
+    uint32_t               ok;          /* 0: a buffer could not be exported */
+    uint32_t               pad;
+    uint64_t               in_offset;   /* from the start of its allocation */
+    uint64_t               out_offset;
+    uint64_t               in_alloc;    /* the allocations' addresses in its process: a */
+    uint64_t               out_alloc;   /* new handle there means the old one was freed */
+    dfccl_gpu_ipc_handle_t in_handle;   /* the input (the output when in place) */
+    dfccl_gpu_ipc_handle_t out_handle;
+} dfccl_gpu_export_t;
 
 /* A submission queue entry. */
 typedef struct __attribute__((aligned(16))) dfccl_gpu_desc {
@@ -52,7 +76,8 @@ typedef struct __attribute__((aligned(16))) dfccl_gpu_desc {
     uint64_t     chunk_elems;
     uint64_t     slice_elems;
     uint64_t     rs_counts[DFCCL_GPU_MAX_RANKS];   /* REDUCE_SCATTER */
-    dfccl_step_t steps[DFCCL_GPU_MAX_STEPS];
+    dfccl_gpu_export_t exported;  /* DIRECT: our buffers, for the peers */
+    dfccl_step_t steps[DFCCL_GPU_MAX_STEPS];   /* the ring plan (DIRECT falls back to it) */
 } dfccl_gpu_desc_t;
 
 /* Why a channel failed, for the host's diagnosis line. */
@@ -72,7 +97,9 @@ typedef struct dfccl_gpu_cqe {
 /* Host-written control words (pinned, mapped), read together in one load. */
 typedef struct __attribute__((aligned(16))) dfccl_gpu_ctrl {
     volatile uint64_t sq_tail;
-    volatile uint64_t stop;      /* context shutdown: blocks leave at once */
+    volatile uint64_t stop;      /* launches numbered up to this leave at once: UINT64_MAX
+                                    at shutdown, the current launch when the host needs
+                                    the kernel out (new mappings for a direct collective) */
     char              pad[48];
 } dfccl_gpu_ctrl_t;
 
@@ -85,6 +112,7 @@ typedef struct dfccl_gpu_comm_dev {
     volatile int32_t broken;      /* a collective failed: later ones fail at once */
     uint64_t       key;
     uint64_t       small_count;   /* one-shot collectives started (block 0) */
+    uint64_t       direct_count[DFCCL_GPU_MAX_CHANNELS];   /* direct ones, per channel */
     dfccl_fifo_t   recv_fifo[DFCCL_GPU_MAX_CHANNELS];   /* from rank - 1, in our memory */
     dfccl_fifo_t   send_fifo[DFCCL_GPU_MAX_CHANNELS];   /* to rank + 1, in its memory */
     char          *inbox[DFCCL_GPU_MAX_RANKS];          /* every rank's inbox, ours too */
@@ -98,9 +126,56 @@ typedef struct dfccl_gpu_inbox_ctrl {
     volatile uint64_t acked[DFCCL_GPU_MAX_RANKS];
 } dfccl_gpu_inbox_ctrl_t;
 
-#define DFCCL_GPU_INBOX_DATA_OFFSET 1024   /* data slots start 16-byte aligned */
+/* The direct algorithm's board in each rank's region, after the inbox
+ * counters. Peers read entry k % depth of the board for direct collective
+ * k: the exported buffers (valid when tag == k), then whether this rank
+ * could map everyone's (open_ok, valid when open_tag == k). done[c][p]:
+ * direct collectives in which rank p's channel c finished with our buffers. */
+typedef struct dfccl_gpu_board_entry {
+    volatile uint64_t  tag;
+    volatile uint64_t  open_tag;
+    volatile uint32_t  open_ok;
+    uint32_t           pad;
+    dfccl_gpu_export_t exported;
+} dfccl_gpu_board_entry_t;
+
+typedef struct dfccl_gpu_board {
+    dfccl_gpu_board_entry_t entry[DFCCL_GPU_BOARD_DEPTH];
+    volatile uint64_t       done[DFCCL_GPU_MAX_CHANNELS][DFCCL_GPU_MAX_RANKS];
+} dfccl_gpu_board_t;
+
+#define DFCCL_GPU_BOARD_OFFSET      1024
+#define DFCCL_GPU_INBOX_DATA_OFFSET 16384  /* data slots start 16-byte aligned */
 #define DFCCL_GPU_INBOX_BYTES(size) \
     (DFCCL_GPU_INBOX_DATA_OFFSET + (size_t)(size) * DFCCL_GPU_SMALL_BYTES)
+
+/* Direct collectives: channel 0 asks its host to map the peers' buffers
+ * (request, written by the kernel) and the host answers (reply); both in
+ * pinned mapped memory, one per submission slot, valid when tag ==
+ * ticket + 1. */
+typedef struct dfccl_gpu_direct_req {
+    volatile uint64_t  tag;
+    dfccl_gpu_export_t peer[DFCCL_GPU_MAX_RANKS];
+} dfccl_gpu_direct_req_t;
+
+typedef struct dfccl_gpu_direct_reply {
+    volatile uint64_t tag;
+    uint32_t          ok;         /* every peer's buffers are mapped */
+    uint32_t          pad;
+    char             *in[DFCCL_GPU_MAX_RANKS];
+    char             *out[DFCCL_GPU_MAX_RANKS];
+} dfccl_gpu_direct_reply_t;
+
+/* The pointers channel 0 agreed on, in device memory for every channel;
+ * valid when ready == ticket + 1. ok = 0: some rank could not map some
+ * peer's buffers, and every rank runs the ring instead. */
+typedef struct dfccl_gpu_direct_tab {
+    volatile uint64_t ready;
+    uint32_t          ok;
+    uint32_t          pad;
+    char             *in[DFCCL_GPU_MAX_RANKS];
+    char             *out[DFCCL_GPU_MAX_RANKS];
+} dfccl_gpu_direct_tab_t;
 
 /* A collective on one channel: the saved dynamic context. */
 typedef struct dfccl_gpu_task {
@@ -110,6 +185,7 @@ typedef struct dfccl_gpu_task {
     uint32_t      comm_index;
     uint32_t      type;
     uint64_t      small_k;       /* one-shot: its number on the communicator */
+    uint64_t      direct_k;      /* direct: its number on the communicator's channel */
     uint64_t      budget_ns;
     uint64_t      blocked_since; /* 0 while moving */
     dfccl_sched_key_t key;
@@ -140,6 +216,7 @@ typedef struct dfccl_gpu_state {
     int32_t            status[DFCCL_GPU_SQ_DEPTH];   /* worst channel status per slot */
     uint32_t           diag_taken[DFCCL_GPU_SQ_DEPTH];
     dfccl_gpu_diag_t   diag[DFCCL_GPU_SQ_DEPTH];
+    dfccl_gpu_direct_tab_t direct[DFCCL_GPU_SQ_DEPTH];
     dfccl_gpu_block_t  blocks[DFCCL_GPU_MAX_CHANNELS];
     dfccl_gpu_task_t   tasks[DFCCL_GPU_SQ_DEPTH][DFCCL_GPU_MAX_CHANNELS];
 } dfccl_gpu_state_t;
@@ -149,6 +226,8 @@ typedef struct dfccl_gpu_env {
     dfccl_gpu_ctrl_t     *ctrl;      /* mapped host memory */
     dfccl_gpu_desc_t     *descs;     /* mapped host memory */
     dfccl_gpu_cqe_t      *cq;        /* mapped host memory */
+    dfccl_gpu_direct_req_t   *direct_req;     /* mapped host memory */
+    dfccl_gpu_direct_reply_t *direct_reply;   /* mapped host memory */
     dfccl_gpu_state_t    *state;     /* device memory */
     dfccl_gpu_comm_dev_t *comms;     /* device memory */
     uint64_t budget_head_ns, budget_ns, budget_min_ns, budget_max_ns;
@@ -156,6 +235,7 @@ typedef struct dfccl_gpu_env {
     uint64_t idle_quit_ns;           /* nothing to do this long: the kernel leaves */
     uint64_t stuck_quit_ns;          /* nothing moved this long: the kernel leaves */
     uint64_t launch_id;              /* numbers the launches (quit_launch) */
+    uint64_t direct_chunk_bytes;     /* direct: bytes a channel moves per turn */
 } dfccl_gpu_env_t;
 
 #endif

@@ -10,12 +10,14 @@
  * the block to another collective; what it leaves behind is the task's saved
  * context in global memory (exec: step, round, offset; one-shot: phase).
  *
- * Two algorithms:
+ * Three algorithms:
  * - ring: the engine's plan (plan.c) through per-channel FIFOs in device
  *   memory shared by CUDA IPC, every channel moving its part of each step;
  * - one-shot, for small messages: each rank writes its contribution into
  *   every peer's inbox, then reduces (or gathers) all of them in rank order,
- *   so every rank computes bit-identical results.
+ *   so every rank computes bit-identical results;
+ * - direct, for large messages: every rank reads and writes its peers'
+ *   buffers, mapped for the call (below).
  *
  * The kernel leaves on its own when it has had nothing to do, or when
  * nothing moved, for a bounded time; its state stays in global memory and
@@ -152,6 +154,58 @@ __device__ static void gpu_move_overlapping(char *dst, const char *src, size_t b
             if (out) out[i] = r;                                                              \
         }                                                                                     \
     }                                                                                         \
+    /* direct: element-wise over nin inputs in rank order, into nout outputs;                \
+     * two inputs' loads in flight together */                                               \
+    __device__ static void gpu_vecn_##DT##_##OPN(char *const *ins, int nin, char *const *outs, \
+                                                 int nout, size_t at, size_t n)               \
+    {                                                                                         \
+        size_t step = (size_t)blockDim.x * GPU_UNROLL, i = threadIdx.x;                       \
+        (void)at;                                                                             \
+        for (; i + (GPU_UNROLL - 1) * blockDim.x < n; i += step) {                            \
+            uint4 a[GPU_UNROLL], b[GPU_UNROLL], c[GPU_UNROLL];                                \
+            const uint4 *p = (const uint4 *)ins[0], *q;                                       \
+            int k = 1;                                                                        \
+            _Pragma("unroll") for (int u = 0; u < GPU_UNROLL; u++) a[u] = __ldcg(p + i + u * blockDim.x); \
+            for (; k + 1 < nin; k += 2) {                                                     \
+                p = (const uint4 *)ins[k];                                                    \
+                q = (const uint4 *)ins[k + 1];                                                \
+                _Pragma("unroll") for (int u = 0; u < GPU_UNROLL; u++) {                      \
+                    b[u] = __ldcg(p + i + u * blockDim.x);                                    \
+                    c[u] = __ldcg(q + i + u * blockDim.x);                                    \
+                }                                                                             \
+                _Pragma("unroll") for (int u = 0; u < GPU_UNROLL; u++)                        \
+                    a[u] = gpu_op16_##DT##_##OPN(gpu_op16_##DT##_##OPN(a[u], b[u]), c[u]);    \
+            }                                                                                 \
+            if (k < nin) {                                                                    \
+                p = (const uint4 *)ins[k];                                                    \
+                _Pragma("unroll") for (int u = 0; u < GPU_UNROLL; u++) b[u] = __ldcg(p + i + u * blockDim.x); \
+                _Pragma("unroll") for (int u = 0; u < GPU_UNROLL; u++)                        \
+                    a[u] = gpu_op16_##DT##_##OPN(a[u], b[u]);                                 \
+            }                                                                                 \
+            for (int j = 0; j < nout; j++) {                                                  \
+                uint4 *o = (uint4 *)outs[j];                                                  \
+                _Pragma("unroll") for (int u = 0; u < GPU_UNROLL; u++) o[i + u * blockDim.x] = a[u]; \
+            }                                                                                 \
+        }                                                                                     \
+        for (; i < n; i += blockDim.x) {                                                      \
+            uint4 a = __ldcg((const uint4 *)ins[0] + i);                                      \
+            for (int k = 1; k < nin; k++)                                                     \
+                a = gpu_op16_##DT##_##OPN(a, __ldcg((const uint4 *)ins[k] + i));              \
+            for (int j = 0; j < nout; j++) ((uint4 *)outs[j])[i] = a;                         \
+        }                                                                                     \
+    }                                                                                         \
+    __device__ static void gpu_scan_##DT##_##OPN(char *const *ins, int nin, char *const *outs, \
+                                                 int nout, size_t at, size_t n)               \
+    {                                                                                         \
+        for (size_t i = threadIdx.x; i < n; i += blockDim.x) {                                \
+            T a = ((const volatile T *)(ins[0] + at))[i];                                     \
+            for (int k = 1; k < nin; k++) {                                                   \
+                T y = ((const volatile T *)(ins[k] + at))[i];                                 \
+                a = OPM(T, U, a, y);                                                          \
+            }                                                                                 \
+            for (int j = 0; j < nout; j++) ((T *)(outs[j] + at))[i] = a;                      \
+        }                                                                                     \
+    }                                                                                         \
     __device__ static void gpu_sca_##DT##_##OPN(const void *in_, const void *src_, void *dst_, \
                                                 void *unused, size_t n)                       \
     {                                                                                         \
@@ -210,6 +264,10 @@ __device__ static int NAME(PT in, PT src, QT dst, QT out, size_t n, dfccl_dtype_
     }
 #define GPU_CASE_gpu_vec(DT, OP) case DFCCL_OP_##OP: gpu_vec_##DT##_##OP(in, src, dst, out, n); return 1;
 #define GPU_CASE_gpu_sca(DT, OP) case DFCCL_OP_##OP: gpu_sca_##DT##_##OP(in, src, dst, out, n); return 1;
+#define GPU_CASE_gpu_vecn(DT, OP) \
+    case DFCCL_OP_##OP: gpu_vecn_##DT##_##OP(ins, nin, outs, nout, at, n); return 1;
+#define GPU_CASE_gpu_scan(DT, OP) \
+    case DFCCL_OP_##OP: gpu_scan_##DT##_##OP(ins, nin, outs, nout, at, n); return 1;
 #define GPU_INT_CASES_GEN(C, DT)                                                           \
     case DT:                                                                               \
         switch (op) {                                                                      \
@@ -227,8 +285,23 @@ __device__ static int NAME(PT in, PT src, QT dst, QT out, size_t n, dfccl_dtype_
 #define GPU_INT_CASES_gpu_sca(DT, T, U) GPU_INT_CASES_GEN(GPU_CASE_gpu_sca, DT)
 #define GPU_FLOAT_CASES_gpu_vec(DT, T, U) GPU_FLOAT_CASES_GEN(GPU_CASE_gpu_vec, DT)
 #define GPU_FLOAT_CASES_gpu_sca(DT, T, U) GPU_FLOAT_CASES_GEN(GPU_CASE_gpu_sca, DT)
+#define GPU_INT_CASES_gpu_vecn(DT, T, U) GPU_INT_CASES_GEN(GPU_CASE_gpu_vecn, DT)
+#define GPU_INT_CASES_gpu_scan(DT, T, U) GPU_INT_CASES_GEN(GPU_CASE_gpu_scan, DT)
+#define GPU_FLOAT_CASES_gpu_vecn(DT, T, U) GPU_FLOAT_CASES_GEN(GPU_CASE_gpu_vecn, DT)
+#define GPU_FLOAT_CASES_gpu_scan(DT, T, U) GPU_FLOAT_CASES_GEN(GPU_CASE_gpu_scan, DT)
 GPU_DEFINE_DISPATCH(gpu_vec_reduce, gpu_vec, const uint4 *, uint4 *)
 GPU_DEFINE_DISPATCH(gpu_sca_reduce, gpu_sca, const void *, void *)
+
+/* Over nin inputs into nout outputs: n 16-byte vectors (gpu_vecn), or n
+ * elements from byte `at` on (gpu_scan). */
+#define GPU_DEFINE_DISPATCH_N(NAME, PREFIX)                                                \
+__device__ static int NAME(char *const *ins, int nin, char *const *outs, int nout, size_t at, \
+                           size_t n, dfccl_dtype_t dtype, dfccl_op_t op)                   \
+{                                                                                          \
+    GPU_DISPATCH_BODY(PREFIX)                                                              \
+}
+GPU_DEFINE_DISPATCH_N(gpu_vecn_reduce, gpu_vecn)
+GPU_DEFINE_DISPATCH_N(gpu_scan_reduce, gpu_scan)
 
 
 /* target = in OP src over count elements; target is dst, else out; out gets
@@ -374,6 +447,121 @@ __device__ static void gpu_oneshot_publish(dfccl_gpu_task_t *t, const dfccl_gpu_
     t->phase++;
 }
 
+/* ---- direct, for large messages ------------------------------------------- */
+/*
+ * Every rank maps its peers' buffers (CUDA IPC, per call; the host caches
+ * the mappings). Channel c of rank r owns some chunks: for allreduce chunks
+ * of the vector, which it reduces from every rank's input and writes into
+ * every rank's output; for allgather chunks of its own block, copied into
+ * every output; for reduce-scatter chunks of its own block, reduced into
+ * its own output. Nobody else reads or writes an owned chunk, so in-place
+ * buffers are safe, and each element is computed once: every rank gets the
+ * same bits. Memory traffic is the floor's: inputs read once, outputs
+ * written once.
+ */
+enum {
+    DIRECT_PUBLISH = 0,   /* channel 0: our buffers onto our board */
+    DIRECT_GATHER,        /* channel 0: the peers' entries, handed to our host */
+    DIRECT_OPENED,        /* channel 0: our host mapped them (or could not) */
+    DIRECT_AGREE,         /* channel 0: could every rank map everyone's? */
+    DIRECT_TABLE,         /* every channel: channel 0's pointers */
+    DIRECT_MOVE,
+    DIRECT_FINISH,        /* every channel: the peers are done with our buffers */
+    DIRECT_DONE
+};
+
+/* All threads: from one source into nout outputs (allgather). */
+__device__ static void gpu_copy_many(const char *from, char *const *outs, int nout, size_t bytes,
+                                     int aligned)
+{
+    size_t i = threadIdx.x, vecs = 0;
+
+    if (aligned) {
+        const uint4 *f = (const uint4 *)from;
+        size_t step = (size_t)blockDim.x * GPU_UNROLL;
+        vecs = bytes / 16;
+        for (; i + (GPU_UNROLL - 1) * blockDim.x < vecs; i += step) {
+            uint4 v[GPU_UNROLL];
+            _Pragma("unroll") for (int u = 0; u < GPU_UNROLL; u++) v[u] = __ldcg(f + i + u * blockDim.x);
+            for (int j = 0; j < nout; j++) {
+                uint4 *o = (uint4 *)outs[j];
+                _Pragma("unroll") for (int u = 0; u < GPU_UNROLL; u++) o[i + u * blockDim.x] = v[u];
+            }
+        }
+        for (; i < vecs; i += blockDim.x) {
+            uint4 v = __ldcg(f + i);
+            for (int j = 0; j < nout; j++) ((uint4 *)outs[j])[i] = v;
+        }
+        i = vecs * 16 + threadIdx.x;
+    }
+    for (; i < bytes; i += blockDim.x) {
+        char v = ((const volatile char *)from)[i];
+        for (int j = 0; j < nout; j++) outs[j][i] = v;
+    }
+}
+
+/* All threads: one chunk of a direct collective (ins and outs point at it). */
+__device__ static void gpu_direct_move(char *const *ins, int nin, char *const *outs, int nout,
+                                       size_t count, size_t esize, dfccl_dtype_t dtype,
+                                       dfccl_op_t op, int reduce)
+{
+    size_t bytes = count * esize, vec_bytes = 0;
+    int aligned = 1;
+
+    for (int k = 0; k < nin; k++) aligned &= gpu_aligned16(ins[k]);
+    for (int j = 0; j < nout; j++) aligned &= gpu_aligned16(outs[j]);
+    if (!reduce) {
+        gpu_copy_many(ins[0], outs, nout, bytes, aligned);
+        return;
+    }
+    if (aligned) {
+        vec_bytes = bytes & ~(size_t)15;
+        gpu_vecn_reduce(ins, nin, outs, nout, 0, vec_bytes / 16, dtype, op);
+    }
+    if (vec_bytes < bytes)
+        gpu_scan_reduce(ins, nin, outs, nout, vec_bytes, (bytes - vec_bytes) / esize, dtype, op);
+}
+
+__device__ static inline dfccl_gpu_board_t *gpu_board(const dfccl_gpu_comm_dev_t *c, int r)
+{
+    return (dfccl_gpu_board_t *)(c->inbox[r] + DFCCL_GPU_BOARD_OFFSET);
+}
+
+__device__ static inline dfccl_gpu_board_entry_t *gpu_board_entry(const dfccl_gpu_comm_dev_t *c,
+                                                                  int r, uint64_t k)
+{
+    return &gpu_board(c, r)->entry[k % DFCCL_GPU_BOARD_DEPTH];
+}
+
+/* What this channel owns, in chunks of *grain elements: chunk numbers
+ * owner, owner + owners, owner + 2 * owners, ... of the whole vector for
+ * allreduce (owner = rank * parts + channel), of our own block for
+ * allgather and reduce-scatter (owner = channel). Interleaved rather than
+ * one range each, so that all blocks of all ranks work in a window of
+ * owners chunks at a time, over fewer pages of the 2N buffers (measured:
+ * a 256 MiB allreduce out of place at 4 ranks took 1169 us with one range
+ * per channel, 883 us interleaved; chunks of 128 KiB to 1 MiB made little
+ * difference). Chunks are cut on 16 bytes. */
+__device__ static void gpu_direct_layout(const dfccl_gpu_env_t *env, const dfccl_gpu_task_t *t,
+                                         const dfccl_gpu_comm_dev_t *c, uint64_t *total,
+                                         uint64_t *owner, uint64_t *owners, uint64_t *chunk)
+{
+    const dfccl_gpu_desc_t *d = &t->desc;
+    uint64_t grain = d->esize < 16 ? 16 / d->esize : 1, per, most;
+
+    *total = t->type == DFCCL_COLL_REDUCE_SCATTER ? d->rs_counts[c->rank] : d->count;
+    *owners = t->nparts;
+    *owner = blockIdx.x;
+    if (t->type == DFCCL_COLL_ALLREDUCE) {
+        *owners *= (uint64_t)c->size;
+        *owner += (uint64_t)c->rank * t->nparts;
+    }
+    per = (*total + *owners - 1) / *owners;
+    per = (per + grain - 1) / grain * grain;
+    most = env->direct_chunk_bytes / d->esize / grain * grain;
+    *chunk = per < most ? per : most > grain ? most : grain;
+}
+
 /* ---- the scheduler (thread 0) --------------------------------------------- */
 
 typedef enum {
@@ -382,7 +570,10 @@ typedef enum {
     CMD_ADMIT,         /* copy new submissions into this block's tasks */
     CMD_RING_SLICE,
     CMD_ONESHOT_SEND,
-    CMD_ONESHOT_RECV
+    CMD_ONESHOT_RECV,
+    CMD_DIRECT_GATHER,  /* the peers' board entries into our host's request */
+    CMD_DIRECT_TABLE,   /* our host's pointers into the channels' table */
+    CMD_DIRECT_MOVE
 } gpu_cmd_t;
 
 typedef struct gpu_shared {
@@ -390,6 +581,12 @@ typedef struct gpu_shared {
     int           slot;
     uint32_t      nsteps;
     dfccl_slice_t slice;
+    struct {                    /* CMD_DIRECT_MOVE: the chunk's inputs and outputs */
+        char    *ins[DFCCL_GPU_MAX_RANKS];
+        char    *outs[DFCCL_GPU_MAX_RANKS];
+        int      nin, nout;
+        uint64_t count;
+    } direct;
 } gpu_shared_t;
 
 /* Thread 0's state within one launch. */
@@ -436,6 +633,204 @@ __device__ static inline ulonglong2 gpu_ctrl_read(const dfccl_gpu_env_t *env)
 __device__ static inline const dfccl_gpu_desc_t *gpu_desc_src(const dfccl_gpu_env_t *env, int slot)
 {
     return blockIdx.x == 0 ? &env->descs[slot] : &env->state->descs[slot];
+}
+
+/* Thread 0: where the next chunk of this channel's piece comes from and goes. */
+__device__ static void gpu_direct_chunk(const dfccl_gpu_env_t *env, const dfccl_gpu_task_t *t,
+                                        int slot, const dfccl_gpu_comm_dev_t *c, gpu_shared_t *sh)
+{
+    const dfccl_gpu_desc_t *d = &t->desc;
+    /* volatile: the table was written by block 0; past L1 */
+    const volatile dfccl_gpu_direct_tab_t *tab = &env->state->direct[slot];
+    uint64_t total, owner, owners, chunk, e = d->esize, at;
+    int me = c->rank, n = c->size;
+
+    /* exec.offset counts the chunks this channel has moved */
+    gpu_direct_layout(env, t, c, &total, &owner, &owners, &chunk);
+    at = (owner + t->exec.offset * owners) * chunk;
+    sh->direct.count = chunk < total - at ? chunk : total - at;
+    sh->direct.nout = 0;
+    switch (t->type) {
+    case DFCCL_COLL_ALLREDUCE:
+        for (int q = 0; q < n; q++) {
+            sh->direct.ins[q] = tab->in[q] + at * e;
+            sh->direct.outs[q] = tab->out[q] + at * e;
+        }
+        sh->direct.nin = sh->direct.nout = n;
+        break;
+    case DFCCL_COLL_ALLGATHER: {
+        char *from = tab->in[me] + at * e;
+        sh->direct.ins[0] = from;
+        sh->direct.nin = 1;
+        for (int q = 0; q < n; q++) {
+            char *to = tab->out[q] + ((uint64_t)me * d->count + at) * e;
+            if (to != from) sh->direct.outs[sh->direct.nout++] = to;   /* in place: ours is there */
+        }
+        break;
+    }
+    default: {
+        uint64_t displ = gpu_rs_displ(t, me);
+        for (int q = 0; q < n; q++) sh->direct.ins[q] = tab->in[q] + (displ + at) * e;
+        sh->direct.nin = n;
+        sh->direct.outs[0] = tab->out[me] + at * e;
+        sh->direct.nout = 1;
+        break;
+    }
+    }
+}
+
+/* Thread 0: the direct collective's next primitive, if it can run; the
+ * agreement steps that move no data run here at once. Records the peer
+ * it waits for (our own rank: our host, or channel 0). */
+__device__ static int gpu_direct_try(const dfccl_gpu_env_t *env, dfccl_gpu_task_t *t, int slot,
+                                     dfccl_gpu_comm_dev_t *c, gpu_shared_t *sh, uint32_t *peer)
+{
+    int me = c->rank, n = c->size;
+    uint64_t k = t->direct_k, tag = t->desc.ticket + 1;
+    dfccl_gpu_board_entry_t *mine = gpu_board_entry(c, me, k);
+    volatile dfccl_gpu_direct_tab_t *tab = &env->state->direct[slot];
+    volatile uint64_t *done = gpu_board(c, me)->done[blockIdx.x];
+
+    t->exec.waiting = DFCCL_WAIT_RECV;
+    switch (t->phase) {
+    case DIRECT_PUBLISH:
+        mine->exported = t->desc.exported;
+        __threadfence_system();
+        mine->tag = k;
+        t->phase = DIRECT_GATHER;
+        /* fall through */
+    case DIRECT_GATHER:
+        for (int p = 0; p < n; p++) {
+            if (p != me && gpu_board_entry(c, p, k)->tag != k) {
+                *peer = (uint32_t)p;
+                return 0;
+            }
+        }
+        __threadfence_system();
+        sh->cmd = CMD_DIRECT_GATHER;
+        break;
+    case DIRECT_OPENED: {
+        const volatile dfccl_gpu_direct_reply_t *r = &env->direct_reply[slot];
+        if (r->tag != tag) {
+            *peer = (uint32_t)me;
+            return 0;
+        }
+        __threadfence_system();
+        mine->open_ok = r->ok;
+        __threadfence_system();
+        mine->open_tag = k;
+        t->phase = DIRECT_AGREE;
+    }
+        /* fall through */
+    case DIRECT_AGREE: {
+        uint32_t ok = 1;
+        for (int p = 0; p < n; p++) {
+            if (gpu_board_entry(c, p, k)->open_tag != k) {
+                *peer = (uint32_t)p;
+                return 0;
+            }
+        }
+        __threadfence_system();
+        for (int p = 0; p < n; p++) ok &= gpu_board_entry(c, p, k)->open_ok != 0;
+        tab->ok = ok;
+        sh->cmd = CMD_DIRECT_TABLE;
+        break;
+    }
+    case DIRECT_TABLE:
+        if (tab->ready != tag) {
+            *peer = (uint32_t)me;
+            return 0;
+        }
+        __threadfence();
+        if (!tab->ok) {
+            /* some rank cannot map some buffer: all ranks run the ring */
+            t->algo = DFCCL_GPU_ALGO_RING;
+            t->exec.nrounds = dfccl_exec_part_rounds(&t->exec);
+            if (!dfccl_exec_slice_begin(&t->exec, &sh->slice)) return 0;
+            sh->cmd = CMD_RING_SLICE;
+            break;
+        }
+        t->phase = DIRECT_MOVE;
+        /* fall through */
+    case DIRECT_MOVE: {
+        uint64_t total, owner, owners, chunk;
+        gpu_direct_layout(env, t, c, &total, &owner, &owners, &chunk);
+        if ((owner + t->exec.offset * owners) * chunk < total) {
+            gpu_direct_chunk(env, t, slot, c, sh);
+            sh->cmd = CMD_DIRECT_MOVE;
+            break;
+        }
+        __threadfence_system();   /* our writes into the peers' outputs first */
+        for (int p = 0; p < n; p++)
+            if (p != me) gpu_board(c, p)->done[blockIdx.x][me] = k;
+        t->phase = DIRECT_FINISH;
+    }
+        /* fall through */
+    case DIRECT_FINISH:
+        for (int p = 0; p < n; p++) {
+            if (p != me && done[p] < k) {
+                *peer = (uint32_t)p;
+                return 0;
+            }
+        }
+        __threadfence_system();
+        t->phase = DIRECT_DONE;
+        sh->cmd = CMD_NONE;   /* the next pass completes it */
+        break;
+    default:
+        return 0;
+    }
+    t->exec.waiting = DFCCL_WAIT_NONE;
+    return 1;
+}
+
+/* Thread 0, after the other threads ran a direct command. */
+__device__ static void gpu_direct_after(const dfccl_gpu_env_t *env, dfccl_gpu_task_t *t, int slot,
+                                        gpu_cmd_t cmd, const gpu_shared_t *sh)
+{
+    uint64_t tag = t->desc.ticket + 1;
+
+    switch (cmd) {
+    case CMD_DIRECT_GATHER:
+        __threadfence_system();
+        env->direct_req[slot].tag = tag;
+        t->phase = DIRECT_OPENED;
+        break;
+    case CMD_DIRECT_TABLE:
+        __threadfence();
+        env->state->direct[slot].ready = tag;
+        t->phase = DIRECT_TABLE;
+        break;
+    default:
+        t->exec.offset++;
+        break;
+    }
+}
+
+/* All threads: copies between the board, the host and the table. */
+__device__ static void gpu_direct_exchange(const dfccl_gpu_env_t *env, const dfccl_gpu_task_t *t,
+                                           int slot, gpu_cmd_t cmd)
+{
+    const dfccl_gpu_comm_dev_t *c = &env->comms[t->comm_index];
+    int n = c->size;
+
+    if (cmd == CMD_DIRECT_GATHER) {
+        const unsigned words = sizeof(dfccl_gpu_export_t) / 8;
+        for (unsigned w = threadIdx.x; w < (unsigned)n * words; w += blockDim.x) {
+            int p = (int)(w / words);
+            const volatile uint64_t *from =
+                (const volatile uint64_t *)&gpu_board_entry(c, p, t->direct_k)->exported;
+            uint64_t *to = (uint64_t *)&env->direct_req[slot].peer[p];
+            if (p != c->rank) to[w % words] = from[w % words];
+        }
+    } else {
+        const volatile dfccl_gpu_direct_reply_t *r = &env->direct_reply[slot];
+        dfccl_gpu_direct_tab_t *tab = &env->state->direct[slot];
+        for (unsigned i = threadIdx.x; i < 2u * (unsigned)n; i += blockDim.x) {
+            if (i < (unsigned)n) tab->in[i] = r->in[i];
+            else tab->out[i - n] = r->out[i - n];
+        }
+    }
 }
 
 /* Oldest collective of its communicator in this block's list? */
@@ -506,7 +901,7 @@ __device__ static void gpu_diag_fill(const dfccl_gpu_task_t *t, const dfccl_gpu_
         g->head = f->ctrl->head;
     } else {
         g->peer = peer;
-        g->tail = t->small_k;
+        g->tail = t->algo == DFCCL_GPU_ALGO_DIRECT ? t->direct_k : t->small_k;
         g->head = 0;
     }
 }
@@ -567,6 +962,10 @@ __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_blo
     x->nrounds = 0;
     if (t->algo == DFCCL_GPU_ALGO_RING) {
         x->nrounds = dfccl_exec_part_rounds(x);
+    } else if (t->algo == DFCCL_GPU_ALGO_DIRECT) {
+        /* admitted in order on a communicator, alike on every rank */
+        t->direct_k = ++c->direct_count[blockIdx.x];
+        t->phase = blockIdx.x == 0 ? DIRECT_PUBLISH : DIRECT_TABLE;
     } else {
         t->small_k = ++c->small_count;   /* admitted in order on a communicator */
     }
@@ -584,11 +983,13 @@ __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_blo
 __device__ static int gpu_try_move(const dfccl_gpu_env_t *env, dfccl_gpu_task_t *t, int slot,
                                    gpu_shared_t *sh, gpu_sched_t *s)
 {
-    const dfccl_gpu_comm_dev_t *c = &env->comms[t->comm_index];
+    dfccl_gpu_comm_dev_t *c = &env->comms[t->comm_index];
 
     if (t->algo == DFCCL_GPU_ALGO_RING) {
         if (!dfccl_exec_slice_begin(&t->exec, &sh->slice)) return 0;
         sh->cmd = CMD_RING_SLICE;
+    } else if (t->algo == DFCCL_GPU_ALGO_DIRECT) {
+        if (!gpu_direct_try(env, t, slot, c, sh, &s->wait_peer)) return 0;
     } else {
         if (!gpu_oneshot_ready(t, c, &s->wait_peer)) return 0;
         sh->cmd = t->phase == 0 ? CMD_ONESHOT_SEND : CMD_ONESHOT_RECV;
@@ -599,7 +1000,8 @@ __device__ static int gpu_try_move(const dfccl_gpu_env_t *env, dfccl_gpu_task_t 
 
 __device__ static int gpu_task_done(dfccl_gpu_task_t *t)
 {
-    return t->algo == DFCCL_GPU_ALGO_RING ? dfccl_exec_done(&t->exec) : t->phase >= 2;
+    if (t->algo == DFCCL_GPU_ALGO_RING) return dfccl_exec_done(&t->exec);
+    return t->phase >= (t->algo == DFCCL_GPU_ALGO_DIRECT ? (uint32_t)DIRECT_DONE : 2u);
 }
 
 __device__ static void gpu_end_turn(const dfccl_gpu_env_t *env, dfccl_gpu_block_t *blk,
@@ -678,15 +1080,16 @@ __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_
             if (s->turn_blocked_since == 0) s->turn_blocked_since = now;
             /* give way after the budget, or at once when new work arrived */
             ulonglong2 ctrl = gpu_ctrl_read(env);
-            if (now - s->turn_blocked_since >= s->turn_budget || ctrl.x > blk->admitted || ctrl.y)
+            if (now - s->turn_blocked_since >= s->turn_budget || ctrl.x > blk->admitted ||
+                ctrl.y >= env->launch_id)
                 gpu_end_turn(env, blk, s, now);
             else
                 __nanosleep(64);
             continue;
         }
         ulonglong2 ctrl = gpu_ctrl_read(env);
-        if (ctrl.y || env->state->quit_launch == env->launch_id) {
-            if (ctrl.y) env->state->quit_launch = env->launch_id;   /* stop: everyone */
+        if (ctrl.y >= env->launch_id || env->state->quit_launch == env->launch_id) {
+            if (ctrl.y >= env->launch_id) env->state->quit_launch = env->launch_id;   /* everyone */
             sh->cmd = CMD_QUIT;
             return;
         }
@@ -788,6 +1191,15 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
         case CMD_ONESHOT_RECV:
             gpu_oneshot_recv(t, &env.comms[t->comm_index]);
             break;
+        case CMD_DIRECT_GATHER:
+        case CMD_DIRECT_TABLE:
+            gpu_direct_exchange(&env, t, sh.slot, cmd);
+            break;
+        case CMD_DIRECT_MOVE:
+            gpu_direct_move(sh.direct.ins, sh.direct.nin, sh.direct.outs, sh.direct.nout,
+                            sh.direct.count, t->desc.esize, (dfccl_dtype_t)t->desc.dtype,
+                            (dfccl_op_t)t->desc.op, t->type != DFCCL_COLL_ALLGATHER);
+            break;
         default:
             break;
         }
@@ -809,6 +1221,12 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
             case CMD_ONESHOT_SEND:
             case CMD_ONESHOT_RECV:
                 gpu_oneshot_publish(t, &env.comms[t->comm_index]);
+                s.relax_ns = 32;
+                break;
+            case CMD_DIRECT_GATHER:
+            case CMD_DIRECT_TABLE:
+            case CMD_DIRECT_MOVE:
+                gpu_direct_after(&env, t, sh.slot, cmd, &sh);
                 s.relax_ns = 32;
                 break;
             default:

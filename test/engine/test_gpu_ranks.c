@@ -40,6 +40,10 @@ static int wait_completions(dfccl_context_t *ctx, int n, double timeout_sec, dfc
     return got == n ? ok : -1;
 }
 
+/* The direct algorithm's threshold for the next sim_run (SIZE_MAX: the
+ * default); set before forking, so every rank sees the same. */
+static size_t test_direct_bytes = SIZE_MAX;
+
 static int gpu_setup(int rank, dfccl_context_t **ctx, double timeout_sec)
 {
     dfccl_config_t cfg;
@@ -53,6 +57,9 @@ static int gpu_setup(int rank, dfccl_context_t **ctx, double timeout_sec)
     if (getenv("DFCCL_TEST_GPU_CHANNELS")) cfg.gpu_channels = (unsigned)atoi(getenv("DFCCL_TEST_GPU_CHANNELS"));
     if (getenv("DFCCL_TEST_GPU_SLOT_BYTES")) cfg.gpu_slot_bytes = (size_t)atol(getenv("DFCCL_TEST_GPU_SLOT_BYTES"));
     if (getenv("DFCCL_TEST_GPU_SLOTS")) cfg.gpu_fifo_slots = (unsigned)atoi(getenv("DFCCL_TEST_GPU_SLOTS"));
+    if (getenv("DFCCL_TEST_GPU_SYNC_LEGACY")) cfg.gpu_sync_legacy_stream = atoi(getenv("DFCCL_TEST_GPU_SYNC_LEGACY"));
+    if (test_direct_bytes != SIZE_MAX) cfg.gpu_direct_bytes = test_direct_bytes;
+    if (getenv("DFCCL_TEST_GPU_DIRECT_BYTES")) cfg.gpu_direct_bytes = (size_t)atol(getenv("DFCCL_TEST_GPU_DIRECT_BYTES"));
     CHECK(dfccl_context_create(&cfg, ctx) == DFCCL_OK, "context");
     return 0;
 }
@@ -210,6 +217,59 @@ static int body_disorder(int rank, int size, sim_world_t *world, void *arg)
     return 0;
 }
 
+/*
+ * Direct collectives whose buffers cannot be mapped: rank 0's input comes
+ * from a stream-ordered pool (cudaMallocAsync), which CUDA IPC cannot
+ * export, so every rank must agree on the ring for that call; the calls
+ * around it (ordinary cudaMalloc buffers) run direct. Every result is
+ * checked.
+ */
+static int body_direct_fallback(int rank, int size, sim_world_t *world, void *arg)
+{
+    const size_t count = 1 << 20;   /* 4 MiB of floats: direct */
+    dfccl_context_t *ctx;
+    dfccl_comm_t *comm;
+    dfccl_status_t worst = DFCCL_OK;
+    float *h = malloc(sizeof(float) * count), *in_pool = NULL, *in, *out;
+    cudaStream_t st;
+    (void)arg;
+
+    if (gpu_setup(rank, &ctx, 60)) return 1;
+    dfccl_comm_params_t p = { rank, size, 77, sim_allgather, world };
+    CHECK(dfccl_gpu_comm_create(ctx, &p, &comm) == DFCCL_OK, "comm");
+    CUDA_OK(cudaStreamCreate(&st));
+    CUDA_OK(cudaMalloc((void **)&in, sizeof(float) * count));
+    CUDA_OK(cudaMalloc((void **)&out, sizeof(float) * count));
+    if (rank == 0) CUDA_OK(cudaMallocAsync((void **)&in_pool, sizeof(float) * count, st));
+    CUDA_OK(cudaStreamSynchronize(st));
+    sim_fill_input(h, count, DFCCL_FLOAT, DFCCL_OP_SUM, rank, 0);
+    CUDA_OK(cudaMemcpy(in, h, sizeof(float) * count, cudaMemcpyHostToDevice));
+    if (in_pool) CUDA_OK(cudaMemcpy(in_pool, h, sizeof(float) * count, cudaMemcpyHostToDevice));
+    for (int call = 0; call < 3; call++) {
+        dfccl_coll_args_t a = { DFCCL_COLL_ALLREDUCE, call == 1 && in_pool ? in_pool : in, out,
+                                count, NULL, DFCCL_FLOAT, DFCCL_OP_SUM, 0, NULL };
+        CUDA_OK(cudaMemset(out, 0, sizeof(float) * count));
+        CHECK(dfccl_coll_post(comm, &a) == DFCCL_OK, "post");
+        CHECK(wait_completions(ctx, 1, 60, &worst) == 1, "call %d failed: %s", call,
+              dfccl_status_string(worst));
+        CUDA_OK(cudaMemcpy(h, out, sizeof(float) * count, cudaMemcpyDeviceToHost));
+        for (size_t i = 0; i < count; i += 61) {
+            float e;
+            sim_expected(&e, DFCCL_FLOAT, DFCCL_OP_SUM, size, i);
+            CHECK(h[i] == e, "call %d [%zu] %g != %g", call, i, h[i], e);
+        }
+    }
+    dfccl_comm_destroy(comm);
+    if (in_pool) CUDA_OK(cudaFreeAsync(in_pool, st));
+    CUDA_OK(cudaStreamSynchronize(st));
+    cudaStreamDestroy(st);
+    cudaFree(in);
+    cudaFree(out);
+    free(h);
+    dfccl_context_destroy(ctx);
+    return 0;
+}
+
 /* Rank 1 never posts: rank 0's collective fails by the watchdog (2 s). */
 static int body_timeout(int rank, int size, sim_world_t *world, void *arg)
 {
@@ -316,14 +376,30 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         int n = sizes[i];
         if (n > max_ranks) continue;
+        /* every size past the one-shot: the ring, then the direct algorithm */
+        test_direct_bytes = 0;
         int f = sim_run(n, 300, body_collectives, NULL);
-        printf("collectives on %d ranks: %s\n", n, f ? "FAIL" : "ok");
+        printf("collectives on %d ranks (one-shot, ring): %s\n", n, f ? "FAIL" : "ok");
         failed += f != 0;
+        test_direct_bytes = 65537;   /* just past the one-shot (64 KiB) */
+        f = sim_run(n, 300, body_collectives, NULL);
+        printf("collectives on %d ranks (one-shot, direct): %s\n", n, f ? "FAIL" : "ok");
+        failed += f != 0;
+        test_direct_bytes = SIZE_MAX;
         f = sim_run(n, 300, body_disorder, NULL);
         printf("disorder + sync/cudaFree on %d ranks (one-shot): %s\n", n, f ? "FAIL" : "ok");
         failed += f != 0;
+        test_direct_bytes = 0;
         f = sim_run(n, 300, body_disorder, (void *)1);
         printf("disorder + sync/cudaFree on %d ranks (ring): %s\n", n, f ? "FAIL" : "ok");
+        failed += f != 0;
+        test_direct_bytes = SIZE_MAX;
+        f = sim_run(n, 300, body_disorder, (void *)1);
+        printf("disorder + sync/cudaFree on %d ranks (direct): %s\n", n, f ? "FAIL" : "ok");
+        failed += f != 0;
+        f = sim_run(n, 300, body_direct_fallback, NULL);
+        printf("direct with an unmappable buffer on %d ranks (agreed ring): %s\n", n,
+               f ? "FAIL" : "ok");
         failed += f != 0;
         fflush(stdout);
     }

@@ -95,6 +95,9 @@ typedef struct dfccl_config {
     uint64_t gpu_idle_quit_ns;   /* the kernel leaves after this long with nothing to do, */
     uint64_t gpu_stuck_quit_ns;  /* or after this long without moving anything */
     int      gpu_sync_legacy_stream; /* 1: a post first waits for CUDA's legacy default stream */
+    size_t   gpu_direct_bytes;   /* collectives this large read and write the peers' buffers
+                                    directly (mapped per call); 0: never */
+    size_t   gpu_direct_chunk_bytes; /* a direct collective's unit of work per channel turn */
 } dfccl_config_t;
 
 void dfccl_config_init(dfccl_config_t *config);

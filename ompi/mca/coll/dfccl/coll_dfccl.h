@@ -50,6 +50,8 @@ typedef struct mca_coll_dfccl_component_t {
     uint64_t     gpu_idle_quit_ns;
     uint64_t     gpu_stuck_quit_ns;
     bool         gpu_sync_legacy_stream;
+    size_t       gpu_direct_bytes;
+    size_t       gpu_direct_chunk_bytes;
 
     int              output;          /* opal_output stream for verbose messages */
     opal_mutex_t     lock;            /* guards lazy creation of the engine */

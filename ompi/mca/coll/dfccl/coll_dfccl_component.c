@@ -65,6 +65,8 @@ static int dfccl_register(void)
     c->gpu_idle_quit_ns  = defaults.gpu_idle_quit_ns;
     c->gpu_stuck_quit_ns = defaults.gpu_stuck_quit_ns;
     c->gpu_sync_legacy_stream = defaults.gpu_sync_legacy_stream != 0;
+    c->gpu_direct_bytes = defaults.gpu_direct_bytes;
+    c->gpu_direct_chunk_bytes = defaults.gpu_direct_chunk_bytes;
 
     (void)mca_base_component_var_register(v, "priority",
         "Priority of coll/dfccl (above coll/self's 75 so that it also serves 1-rank communicators)",
@@ -159,6 +161,18 @@ static int dfccl_register(void)
         " landed); work on other streams the application must synchronize itself",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
         &c->gpu_sync_legacy_stream);
+    (void)mca_base_component_var_register(v, "gpu_direct_bytes",
+        "GPU collectives of at least this many bytes (whole vector) read and write the peers'"
+        " buffers directly, mapped by CUDA IPC (mappings cached per peer); smaller ones go"
+        " through the channel FIFOs; 0: never (must be equal on all ranks)",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &c->gpu_direct_bytes);
+    (void)mca_base_component_var_register(v, "gpu_direct_chunk_bytes",
+        "Bytes a GPU channel moves per turn in a direct collective; chunks are dealt to all"
+        " ranks' channels in turn, so smaller chunks keep fewer memory pages in use at once"
+        " (>= 4096)",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &c->gpu_direct_chunk_bytes);
     return OMPI_SUCCESS;
 }
 
@@ -226,6 +240,8 @@ int mca_coll_dfccl_context_get(dfccl_context_t **context_p)
         config.gpu_idle_quit_ns  = c->gpu_idle_quit_ns;
         config.gpu_stuck_quit_ns = c->gpu_stuck_quit_ns;
         config.gpu_sync_legacy_stream = c->gpu_sync_legacy_stream;
+        config.gpu_direct_bytes = c->gpu_direct_bytes;
+        config.gpu_direct_chunk_bytes = c->gpu_direct_chunk_bytes;
         opal_free_list_init(&c->requests, sizeof(mca_coll_dfccl_request_t),
                             opal_cache_line_size, OBJ_CLASS(mca_coll_dfccl_request_t),
                             0, 0, 8, -1, 8, NULL, 0, NULL, NULL, NULL);
