@@ -91,6 +91,8 @@ typedef struct gpu_hello {
     uint32_t           nchannels;
     uint32_t           nslots;
     uint64_t           slot_bytes;
+    uint64_t           direct_bytes;      /* these two decide the algorithm and who owns */
+    uint64_t           direct_chunk_bytes; /* which elements: equal on all ranks */
     uint64_t           region_bytes;
     char               uuid[16];
     cudaIpcMemHandle_t handle;
@@ -878,6 +880,8 @@ dfccl_status_t dfccl_gpu_comm_begin(dfccl_context_t *ctx, const dfccl_comm_param
     hello.nchannels = ctx->config.gpu_channels;
     hello.nslots = ctx->config.gpu_fifo_slots;
     hello.slot_bytes = ctx->config.gpu_slot_bytes;
+    hello.direct_bytes = ctx->config.gpu_direct_bytes;
+    hello.direct_chunk_bytes = ctx->config.gpu_direct_chunk_bytes;
     if (p->size > DFCCL_GPU_MAX_RANKS) {
         dfccl_info("comm %#llx: %d ranks, the GPU backend carries at most %d",
                    (unsigned long long)p->key, p->size, DFCCL_GPU_MAX_RANKS);
@@ -940,6 +944,18 @@ dfccl_status_t dfccl_gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
                             all[r].nslots, (unsigned long long)all[r].slot_bytes,
                             all[me].nchannels, all[me].nslots,
                             (unsigned long long)all[me].slot_bytes);
+            return DFCCL_ERR_INVALID_PARAM;
+        }
+        if (all[r].direct_bytes != all[me].direct_bytes ||
+            all[r].direct_chunk_bytes != all[me].direct_chunk_bytes) {
+            if (me == 0)
+                dfccl_error("comm %#llx: rank %d takes the direct path from %llu bytes in chunks"
+                            " of %llu, rank 0 from %llu in chunks of %llu: these settings must"
+                            " be equal on all ranks", (unsigned long long)comm->key, r,
+                            (unsigned long long)all[r].direct_bytes,
+                            (unsigned long long)all[r].direct_chunk_bytes,
+                            (unsigned long long)all[me].direct_bytes,
+                            (unsigned long long)all[me].direct_chunk_bytes);
             return DFCCL_ERR_INVALID_PARAM;
         }
     }
