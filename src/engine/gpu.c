@@ -19,8 +19,7 @@
 #include <cuda_runtime_api.h>
 #include "clock.h"
 #include "exec_host.h"
-#include "gpu_shared.h"
-#include "internal.h"
+#include "gpu_backend.h"
 #include "kernels.h"
 #include "log.h"
 
@@ -40,50 +39,10 @@
  * each channel has a fixed cost per slice. */
 #define GPU_BYTES_PER_CHANNEL (256u * 1024u)
 #define GPU_FIFO_ALIGN 256
-/* Peers' buffers stay mapped for later calls (mapping costs far more than
- * a call's handshake), up to this many allocations per peer; the least
- * recently used mapping not in use goes first. */
-#define GPU_IPC_MAPS_PER_PEER 16
 
-/* cuMemGetAddressRange_v2, from the driver through the runtime (the engine
- * does not link libcuda): the allocation around a pointer. */
-typedef int (*gpu_get_range_fn_t)(unsigned long long *base, size_t *size, unsigned long long ptr);
-
-_Static_assert(sizeof(dfccl_gpu_ipc_handle_t) == sizeof(cudaIpcMemHandle_t), "IPC handle size");
 _Static_assert(sizeof(dfccl_gpu_inbox_ctrl_t) <= DFCCL_GPU_BOARD_OFFSET &&
                DFCCL_GPU_BOARD_OFFSET + sizeof(dfccl_gpu_board_t) <= DFCCL_GPU_INBOX_DATA_OFFSET,
                "inbox counters, board and data slots overlap");
-
-/* One peer allocation mapped into this process. */
-typedef struct gpu_ipc_map {
-    dfccl_gpu_ipc_handle_t handle;
-    uint64_t               alloc;      /* its address in the peer's process */
-    char                  *base;       /* here; NULL: a free entry */
-    uint64_t               last_use;
-    int                    refs;       /* collectives in flight using it (atomic) */
-} gpu_ipc_map_t;
-
-typedef struct gpu_job {
-    struct gpu_job   *next;
-    dfccl_coll_t     *coll;        /* the engine's record (comm reference, user, stats) */
-    uint64_t          ticket;
-    char             *in;          /* direct: our input (recvbuf's block when in place) */
-    int               nmaps;       /* direct: the peer mappings it uses */
-    gpu_ipc_map_t    *maps[2 * DFCCL_GPU_MAX_RANKS];
-    dfccl_gpu_desc_t  desc;        /* what goes into the submission queue */
-} gpu_job_t;
-
-typedef struct dfccl_gpu_comm {
-    int                index;      /* in the device communicator table; -1 if none */
-    int                ready;
-    dfccl_status_t     failed;     /* set-up outcome when not ready */
-    char              *region;     /* our inbox and incoming FIFOs */
-    size_t             region_bytes;
-    cudaIpcMemHandle_t handle;
-    char              *peer_base[DFCCL_GPU_MAX_RANKS];   /* mapped peers' regions */
-    gpu_ipc_map_t     *maps;       /* direct: GPU_IPC_MAPS_PER_PEER per peer (proxy thread) */
-    struct dfccl_gpu_comm *next_dead;
-} dfccl_gpu_comm_t;
 
 typedef struct gpu_hello {
     int32_t            status;
@@ -97,55 +56,6 @@ typedef struct gpu_hello {
     char               uuid[16];
     cudaIpcMemHandle_t handle;
 } gpu_hello_t;
-
-typedef struct dfccl_gpu {
-    dfccl_context_t      *ctx;
-    int                   device;
-    unsigned              blocks, threads;
-    cudaStream_t          stream;       /* the daemon kernel */
-    cudaStream_t          copy_stream;  /* set-up copies, never behind the kernel */
-    cudaEvent_t           exited;
-    dfccl_gpu_ctrl_t     *ctrl;         /* pinned, mapped */
-    dfccl_gpu_desc_t     *descs;
-    dfccl_gpu_cqe_t      *cq;
-    dfccl_gpu_direct_req_t   *direct_req;     /* pinned, mapped */
-    dfccl_gpu_direct_reply_t *direct_reply;
-    gpu_get_range_fn_t    get_range;    /* NULL: direct collectives fall back to the ring */
-    dfccl_gpu_env_t       env;          /* device views */
-    pthread_t             proxy;
-    pthread_mutex_t       lock;
-    pthread_cond_t        wake;
-    int                   stop;
-    /* under lock */
-    uint64_t              next_ticket;
-    gpu_job_t            *slot_job[DFCCL_GPU_SQ_DEPTH];
-    gpu_job_t            *backlog, *backlog_tail;
-    uint64_t              in_flight;    /* submitted or backlogged, not completed */
-    unsigned char         comm_used[DFCCL_GPU_MAX_COMMS];
-    pthread_mutex_t       dead_lock;    /* the dead list alone: released communicators may
-                                           arrive from inside a completion, under lock */
-    dfccl_gpu_comm_t     *dead;         /* released communicators to free */
-    int                   kernel_live;  /* read by posters as a hint */
-    pthread_mutex_t       drain_lock;   /* cq_head: the proxy or a polling caller */
-    uint64_t              cq_head;
-    /* proxy thread only */
-    int                   launched;
-    uint64_t              launch_ticket, exit_ns, backoff_ns;
-    int                   broken;       /* the kernel faulted: the backend is unusable */
-    uint64_t              direct_served[DFCCL_GPU_SQ_DEPTH];   /* request tags answered */
-    uint64_t              direct_held[DFCCL_GPU_SQ_DEPTH];     /* answers waiting for the
-                                                                  kernel to leave */
-    int                   nheld;
-    int                   relaunch_now; /* launch without the backoff */
-    uint64_t              map_clock;
-    char                **to_close;     /* unmapped while the kernel is out */
-    size_t                nclose, close_cap;
-} dfccl_gpu_t;
-
-static const char *gpu_err(cudaError_t e)
-{
-    return cudaGetErrorString(e);
-}
 
 int dfccl_gpu_max_ranks(void)
 {
@@ -318,196 +228,6 @@ void dfccl_gpu_poll(dfccl_context_t *ctx)
     if (g != NULL) gpu_drain(g);
 }
 
-/* ---- direct collectives: the peers' buffers ---------------------------------- */
-
-/* Our buffer as the peers map it: the handle of its allocation and where
- * in it the buffer starts. 0 when CUDA cannot export it (memory from a
- * pool or from the virtual memory API, for instance): then every rank
- * runs the ring. */
-static int gpu_export(dfccl_gpu_t *g, const char *ptr, dfccl_gpu_ipc_handle_t *h, uint64_t *offset,
-                      uint64_t *alloc)
-{
-    unsigned long long base = 0;
-    size_t size = 0;
-    cudaIpcMemHandle_t mh;
-    cudaError_t e;
-
-    if (g->get_range == NULL || g->get_range(&base, &size, (unsigned long long)(uintptr_t)ptr) != 0)
-        return 0;
-    e = cudaIpcGetMemHandle(&mh, (void *)(uintptr_t)base);
-    if (e != cudaSuccess) {
-        cudaGetLastError();   /* not the proxy's next launch error */
-        dfccl_debug("buffer %p cannot be exported (%s): direct collectives on it use the ring",
-                    (const void *)ptr, gpu_err(e));
-        return 0;
-    }
-    memcpy(h, &mh, sizeof(*h));
-    *offset = (uint64_t)((uintptr_t)ptr - base);
-    *alloc = base;
-    return 1;
-}
-
-/* Unmapping may wait for the device: it happens while the kernel is out. */
-static void gpu_close_later(dfccl_gpu_t *g, char *base)
-{
-    if (g->nclose == g->close_cap) {
-        size_t cap = g->close_cap ? 2 * g->close_cap : 64;
-        char **more = realloc(g->to_close, cap * sizeof(*more));
-        if (more == NULL) {
-            cudaIpcCloseMemHandle(base);
-            return;
-        }
-        g->to_close = more;
-        g->close_cap = cap;
-    }
-    g->to_close[g->nclose++] = base;
-}
-
-static void gpu_close_pending(dfccl_gpu_t *g)
-{
-    for (size_t i = 0; i < g->nclose; i++) cudaIpcCloseMemHandle(g->to_close[i]);
-    g->nclose = 0;
-}
-
-/* Peer p's allocation (handle h, at address alloc in p's process), mapped
- * here; proxy thread. The job holds a reference until it completes.
- * NULL when it cannot be mapped or every entry is in use. */
-static char *gpu_ipc_map(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc, int p, const dfccl_gpu_ipc_handle_t *h,
-                         uint64_t alloc, gpu_job_t *job, int *opened)
-{
-    gpu_ipc_map_t *row = gc->maps + (size_t)p * GPU_IPC_MAPS_PER_PEER, *e = NULL, *victim = NULL;
-    cudaIpcMemHandle_t mh;
-    cudaError_t err;
-    void *base;
-
-    for (int i = 0; i < GPU_IPC_MAPS_PER_PEER && e == NULL; i++) {
-        gpu_ipc_map_t *m = &row[i];
-        int busy = __atomic_load_n(&m->refs, __ATOMIC_ACQUIRE) > 0;
-        if (m->base != NULL && memcmp(&m->handle, h, sizeof(*h)) == 0) {
-            e = m;
-        } else if (m->base != NULL && m->alloc == alloc && !busy) {
-            /* the peer freed that allocation and made a new one there */
-            gpu_close_later(g, m->base);
-            m->base = NULL;
-        }
-        if (e == NULL && !busy && (victim == NULL || (victim->base != NULL &&
-                                   (m->base == NULL || m->last_use < victim->last_use))))
-            victim = m;
-    }
-    if (e == NULL) {
-        if (victim == NULL) return NULL;
-        memcpy(&mh, h, sizeof(mh));
-        err = cudaIpcOpenMemHandle(&base, mh, cudaIpcMemLazyEnablePeerAccess);
-        if (err != cudaSuccess) {
-            cudaGetLastError();
-            dfccl_debug("cannot map a buffer of rank %d: %s: the direct collective uses the ring", p,
-                        gpu_err(err));
-            return NULL;
-        }
-        if (victim->base != NULL) gpu_close_later(g, victim->base);
-        *opened = 1;
-        e = victim;
-        e->handle = *h;
-        e->alloc = alloc;
-        e->base = base;
-    }
-    e->last_use = ++g->map_clock;
-    __atomic_fetch_add(&e->refs, 1, __ATOMIC_ACQ_REL);
-    job->maps[job->nmaps++] = e;
-    return e->base;
-}
-
-/* Fills the answer to channel 0's request for one direct collective:
- * every peer's buffers mapped here, or ok = 0 (the ranks agree on the ring
- * then). Returns 1 when it mapped something new. */
-static int gpu_direct_answer(dfccl_gpu_t *g, gpu_job_t *job, const dfccl_gpu_direct_req_t *req,
-                             dfccl_gpu_direct_reply_t *rep)
-{
-    dfccl_comm_t *comm = job->coll->comm;
-    dfccl_gpu_comm_t *gc = comm->gpu;
-    int me = comm->rank, n = comm->size, ok = job->desc.exported.ok != 0, opened = 0;
-
-    if (ok && gc->maps == NULL) {
-        gc->maps = calloc((size_t)n * GPU_IPC_MAPS_PER_PEER, sizeof(*gc->maps));
-        ok = gc->maps != NULL;
-    }
-    for (int p = 0; p < n && ok; p++) {
-        const dfccl_gpu_export_t *x = &req->peer[p];
-        char *in, *out;
-        if (p == me) {
-            rep->in[p] = job->in;
-            rep->out[p] = job->desc.recvbuf;
-            continue;
-        }
-        ok = x->ok != 0;
-        in = ok ? gpu_ipc_map(g, gc, p, &x->in_handle, x->in_alloc, job, &opened) : NULL;
-        out = in ? gpu_ipc_map(g, gc, p, &x->out_handle, x->out_alloc, job, &opened) : NULL;
-        ok = out != NULL;
-        if (ok) {
-            rep->in[p] = in + x->in_offset;
-            rep->out[p] = out + x->out_offset;
-        }
-    }
-    rep->ok = (uint32_t)ok;
-    return opened;
-}
-
-static void gpu_direct_publish(dfccl_gpu_t *g, int slot, uint64_t tag)
-{
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    __atomic_store_n(&g->direct_reply[slot].tag, tag, __ATOMIC_RELEASE);
-}
-
-/* Asks the running kernel to leave (it is launched again at once). */
-static void gpu_kernel_yield(dfccl_gpu_t *g)
-{
-    uint64_t cur = __atomic_load_n(&g->ctrl->stop, __ATOMIC_ACQUIRE);
-    while (cur < g->env.launch_id &&
-           !__atomic_compare_exchange_n(&g->ctrl->stop, &cur, g->env.launch_id, 0, __ATOMIC_SEQ_CST,
-                                        __ATOMIC_ACQUIRE))
-        ;
-}
-
-/* Proxy thread: requests from the kernel's channel 0. An answer that needed
- * new mappings is published only once the running kernel has left: a
- * launch then uses only memory mapped before it began (what the CUDA tools
- * check against, and the conservative reading of the programming model);
- * the kernel's state waits in device memory meanwhile. */
-static void gpu_direct_service(dfccl_gpu_t *g)
-{
-    for (int s = 0; s < DFCCL_GPU_SQ_DEPTH; s++) {
-        uint64_t tag = __atomic_load_n(&g->direct_req[s].tag, __ATOMIC_ACQUIRE);
-        gpu_job_t *job;
-        if (tag == 0 || tag == g->direct_served[s]) continue;
-        pthread_mutex_lock(&g->lock);
-        job = g->slot_job[s];
-        pthread_mutex_unlock(&g->lock);
-        /* the job stays: it cannot complete before the answer */
-        if (job == NULL || job->ticket + 1 != tag) continue;
-        g->direct_served[s] = tag;
-        if (gpu_direct_answer(g, job, &g->direct_req[s], &g->direct_reply[s]) && g->launched) {
-            g->direct_held[s] = tag;
-            g->nheld++;
-            gpu_kernel_yield(g);
-        } else {
-            gpu_direct_publish(g, s, tag);
-            if (!g->launched) g->relaunch_now = 1;   /* it left while we mapped */
-        }
-    }
-}
-
-/* The kernel has left: the held answers go out. */
-static void gpu_direct_release_held(dfccl_gpu_t *g)
-{
-    for (int s = 0; s < DFCCL_GPU_SQ_DEPTH && g->nheld > 0; s++) {
-        if (g->direct_held[s] == 0) continue;
-        gpu_direct_publish(g, s, g->direct_held[s]);
-        g->direct_held[s] = 0;
-        g->nheld--;
-    }
-    g->relaunch_now = 1;
-}
-
 /* Everything still queued or running fails with status; lock held. */
 static void gpu_fail_all(dfccl_gpu_t *g, dfccl_status_t status)
 {
@@ -528,10 +248,7 @@ static void gpu_comm_free_resources(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc, int si
 {
     for (int p = 0; p < size; p++)
         if (p != rank && gc->peer_base[p] != NULL) cudaIpcCloseMemHandle(gc->peer_base[p]);
-    for (size_t i = 0; gc->maps != NULL && i < (size_t)size * GPU_IPC_MAPS_PER_PEER; i++)
-        if (gc->maps[i].base != NULL) cudaIpcCloseMemHandle(gc->maps[i].base);
-    free(gc->maps);
-    gc->maps = NULL;
+    gpu_direct_maps_release(gc, size);
     if (gc->region != NULL) cudaFree(gc->region);
     if (gc->index >= 0) {
         pthread_mutex_lock(&g->lock);
@@ -622,7 +339,7 @@ static void *gpu_proxy_main(void *arg)
         pthread_mutex_unlock(&g->lock);
         if (!g->launched) {
             if (dead) gpu_free_dead(g);
-            if (g->nclose > 0) gpu_close_pending(g);
+            if (g->nclose > 0) gpu_direct_close_pending(g);
             if (stop) break;
             if (in_flight > 0 && !g->broken) {
                 uint64_t now = dfccl_now_ns();
@@ -664,7 +381,7 @@ static void *gpu_proxy_main(void *arg)
     gpu_fail_all(g, DFCCL_ERR_SHUTDOWN);
     pthread_mutex_unlock(&g->lock);
     gpu_free_dead(g);
-    gpu_close_pending(g);
+    gpu_direct_close_pending(g);
     return NULL;
 }
 
@@ -1190,8 +907,8 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
              * mapped is agreed in the kernel (the ring otherwise) */
             dfccl_gpu_export_t *x = &d->exported;
             d->algo = DFCCL_GPU_ALGO_DIRECT;
-            x->ok = gpu_export(g, job->in, &x->in_handle, &x->in_offset, &x->in_alloc) &&
-                    gpu_export(g, d->recvbuf, &x->out_handle, &x->out_offset, &x->out_alloc);
+            x->ok = gpu_direct_export(g, job->in, &x->in_handle, &x->in_offset, &x->in_alloc) &&
+                    gpu_direct_export(g, d->recvbuf, &x->out_handle, &x->out_offset, &x->out_alloc);
         }
     }
     pthread_mutex_lock(&g->lock);

@@ -1,0 +1,113 @@
+/*
+ * gpu_backend.h - the GPU backend's host-side state, shared by gpu.c (queues,
+ * launches, the proxy thread, communicators, collectives) and gpu_direct.c
+ * (the direct path: exporting our buffers, mapping the peers', answering the
+ * kernel's requests).
+ */
+#ifndef DFCCL_GPU_BACKEND_H
+#define DFCCL_GPU_BACKEND_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+#include "internal.h"     /* first: the host's instance of the executor core */
+#include "gpu_shared.h"
+
+/* Peers' buffers stay mapped for later calls (mapping costs far more than
+ * a call's handshake), up to this many allocations per peer; the least
+ * recently used mapping not in use goes first. */
+#define GPU_IPC_MAPS_PER_PEER 16
+
+/* cuMemGetAddressRange_v2, from the driver through the runtime (the engine
+ * does not link libcuda): the allocation around a pointer. */
+typedef int (*gpu_get_range_fn_t)(unsigned long long *base, size_t *size, unsigned long long ptr);
+
+/* One peer allocation mapped into this process. */
+typedef struct gpu_ipc_map {
+    dfccl_gpu_ipc_handle_t handle;
+    uint64_t               alloc;      /* its address in the peer's process */
+    char                  *base;       /* here; NULL: a free entry */
+    uint64_t               last_use;
+    int                    refs;       /* collectives in flight using it (atomic) */
+} gpu_ipc_map_t;
+
+typedef struct gpu_job {
+    struct gpu_job   *next;
+    dfccl_coll_t     *coll;        /* the engine's record (comm reference, user, stats) */
+    uint64_t          ticket;
+    char             *in;          /* direct: our input (recvbuf's block when in place) */
+    int               nmaps;       /* direct: the peer mappings it uses */
+    gpu_ipc_map_t    *maps[2 * DFCCL_GPU_MAX_RANKS];
+    dfccl_gpu_desc_t  desc;        /* what goes into the submission queue */
+} gpu_job_t;
+
+typedef struct dfccl_gpu_comm {
+    int                index;      /* in the device communicator table; -1 if none */
+    int                ready;
+    dfccl_status_t     failed;     /* set-up outcome when not ready */
+    char              *region;     /* our inbox and incoming FIFOs */
+    size_t             region_bytes;
+    cudaIpcMemHandle_t handle;
+    char              *peer_base[DFCCL_GPU_MAX_RANKS];   /* mapped peers' regions */
+    gpu_ipc_map_t     *maps;       /* direct: GPU_IPC_MAPS_PER_PEER per peer (proxy thread) */
+    struct dfccl_gpu_comm *next_dead;
+} dfccl_gpu_comm_t;
+
+typedef struct dfccl_gpu {
+    dfccl_context_t      *ctx;
+    int                   device;
+    unsigned              blocks, threads;
+    cudaStream_t          stream;       /* the daemon kernel */
+    cudaStream_t          copy_stream;  /* set-up copies, never behind the kernel */
+    cudaEvent_t           exited;
+    dfccl_gpu_ctrl_t     *ctrl;         /* pinned, mapped */
+    dfccl_gpu_desc_t     *descs;
+    dfccl_gpu_cqe_t      *cq;
+    dfccl_gpu_direct_req_t   *direct_req;     /* pinned, mapped */
+    dfccl_gpu_direct_reply_t *direct_reply;
+    gpu_get_range_fn_t    get_range;    /* NULL: direct collectives fall back to the ring */
+    dfccl_gpu_env_t       env;          /* device views */
+    pthread_t             proxy;
+    pthread_mutex_t       lock;
+    pthread_cond_t        wake;
+    int                   stop;
+    /* under lock */
+    uint64_t              next_ticket;
+    gpu_job_t            *slot_job[DFCCL_GPU_SQ_DEPTH];
+    gpu_job_t            *backlog, *backlog_tail;
+    uint64_t              in_flight;    /* submitted or backlogged, not completed */
+    unsigned char         comm_used[DFCCL_GPU_MAX_COMMS];
+    pthread_mutex_t       dead_lock;    /* the dead list alone: released communicators may
+                                           arrive from inside a completion, under lock */
+    dfccl_gpu_comm_t     *dead;         /* released communicators to free */
+    int                   kernel_live;  /* read by posters as a hint */
+    pthread_mutex_t       drain_lock;   /* cq_head: the proxy or a polling caller */
+    uint64_t              cq_head;
+    /* proxy thread only */
+    int                   launched;
+    uint64_t              launch_ticket, exit_ns, backoff_ns;
+    int                   broken;       /* the kernel faulted: the backend is unusable */
+    uint64_t              direct_served[DFCCL_GPU_SQ_DEPTH];   /* request tags answered */
+    uint64_t              direct_held[DFCCL_GPU_SQ_DEPTH];     /* answers waiting for the
+                                                                  kernel to leave */
+    int                   nheld;
+    int                   relaunch_now; /* launch without the backoff */
+    uint64_t              map_clock;
+    char                **to_close;     /* unmapped while the kernel is out */
+    size_t                nclose, close_cap;
+} dfccl_gpu_t;
+
+static inline const char *gpu_err(cudaError_t e)
+{
+    return cudaGetErrorString(e);
+}
+
+/* gpu_direct.c; all but export run on the proxy thread */
+int  gpu_direct_export(dfccl_gpu_t *g, const char *ptr, dfccl_gpu_ipc_handle_t *h, uint64_t *offset,
+                       uint64_t *alloc);
+void gpu_direct_service(dfccl_gpu_t *g);
+void gpu_direct_release_held(dfccl_gpu_t *g);
+void gpu_direct_close_pending(dfccl_gpu_t *g);
+void gpu_direct_maps_release(dfccl_gpu_comm_t *gc, int size);
+
+#endif

@@ -1,0 +1,210 @@
+/*
+ * gpu_direct.c - the host side of the GPU backend's direct path: our
+ * buffers exported for the peers (IPC handles in the descriptor), the
+ * peers' buffers mapped when the kernel asks (cached per peer), and the
+ * answers handed to the kernel, between launches when something new was
+ * mapped.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <cuda_runtime_api.h>
+#include "gpu_backend.h"
+#include "log.h"
+
+_Static_assert(sizeof(dfccl_gpu_ipc_handle_t) == sizeof(cudaIpcMemHandle_t), "IPC handle size");
+
+/* Our buffer as the peers map it: the handle of its allocation and where
+ * in it the buffer starts. 0 when CUDA cannot export it (memory from a
+ * pool or from the virtual memory API, for instance): then every rank
+ * runs the ring. */
+int gpu_direct_export(dfccl_gpu_t *g, const char *ptr, dfccl_gpu_ipc_handle_t *h, uint64_t *offset,
+                      uint64_t *alloc)
+{
+    unsigned long long base = 0;
+    size_t size = 0;
+    cudaIpcMemHandle_t mh;
+    cudaError_t e;
+
+    if (g->get_range == NULL || g->get_range(&base, &size, (unsigned long long)(uintptr_t)ptr) != 0)
+        return 0;
+    e = cudaIpcGetMemHandle(&mh, (void *)(uintptr_t)base);
+    if (e != cudaSuccess) {
+        cudaGetLastError();   /* not the proxy's next launch error */
+        dfccl_debug("buffer %p cannot be exported (%s): direct collectives on it use the ring",
+                    (const void *)ptr, gpu_err(e));
+        return 0;
+    }
+    memcpy(h, &mh, sizeof(*h));
+    *offset = (uint64_t)((uintptr_t)ptr - base);
+    *alloc = base;
+    return 1;
+}
+
+/* Unmapping may wait for the device: it happens while the kernel is out. */
+static void gpu_close_later(dfccl_gpu_t *g, char *base)
+{
+    if (g->nclose == g->close_cap) {
+        size_t cap = g->close_cap ? 2 * g->close_cap : 64;
+        char **more = realloc(g->to_close, cap * sizeof(*more));
+        if (more == NULL) {
+            cudaIpcCloseMemHandle(base);
+            return;
+        }
+        g->to_close = more;
+        g->close_cap = cap;
+    }
+    g->to_close[g->nclose++] = base;
+}
+
+void gpu_direct_close_pending(dfccl_gpu_t *g)
+{
+    for (size_t i = 0; i < g->nclose; i++) cudaIpcCloseMemHandle(g->to_close[i]);
+    g->nclose = 0;
+}
+
+/* Peer p's allocation (handle h, at address alloc in p's process), mapped
+ * here; proxy thread. The job holds a reference until it completes.
+ * NULL when it cannot be mapped or every entry is in use. */
+static char *gpu_ipc_map(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc, int p, const dfccl_gpu_ipc_handle_t *h,
+                         uint64_t alloc, gpu_job_t *job, int *opened)
+{
+    gpu_ipc_map_t *row = gc->maps + (size_t)p * GPU_IPC_MAPS_PER_PEER, *e = NULL, *victim = NULL;
+    cudaIpcMemHandle_t mh;
+    cudaError_t err;
+    void *base;
+
+    for (int i = 0; i < GPU_IPC_MAPS_PER_PEER && e == NULL; i++) {
+        gpu_ipc_map_t *m = &row[i];
+        int busy = __atomic_load_n(&m->refs, __ATOMIC_ACQUIRE) > 0;
+        if (m->base != NULL && memcmp(&m->handle, h, sizeof(*h)) == 0) {
+            e = m;
+        } else if (m->base != NULL && m->alloc == alloc && !busy) {
+            /* the peer freed that allocation and made a new one there */
+            gpu_close_later(g, m->base);
+            m->base = NULL;
+        }
+        if (e == NULL && !busy && (victim == NULL || (victim->base != NULL &&
+                                   (m->base == NULL || m->last_use < victim->last_use))))
+            victim = m;
+    }
+    if (e == NULL) {
+        if (victim == NULL) return NULL;
+        memcpy(&mh, h, sizeof(mh));
+        err = cudaIpcOpenMemHandle(&base, mh, cudaIpcMemLazyEnablePeerAccess);
+        if (err != cudaSuccess) {
+            cudaGetLastError();
+            dfccl_debug("cannot map a buffer of rank %d: %s: the direct collective uses the ring", p,
+                        gpu_err(err));
+            return NULL;
+        }
+        if (victim->base != NULL) gpu_close_later(g, victim->base);
+        *opened = 1;
+        e = victim;
+        e->handle = *h;
+        e->alloc = alloc;
+        e->base = base;
+    }
+    e->last_use = ++g->map_clock;
+    __atomic_fetch_add(&e->refs, 1, __ATOMIC_ACQ_REL);
+    job->maps[job->nmaps++] = e;
+    return e->base;
+}
+
+/* Fills the answer to channel 0's request for one direct collective:
+ * every peer's buffers mapped here, or ok = 0 (the ranks agree on the ring
+ * then). Returns 1 when it mapped something new. */
+static int gpu_direct_answer(dfccl_gpu_t *g, gpu_job_t *job, const dfccl_gpu_direct_req_t *req,
+                             dfccl_gpu_direct_reply_t *rep)
+{
+    dfccl_comm_t *comm = job->coll->comm;
+    dfccl_gpu_comm_t *gc = comm->gpu;
+    int me = comm->rank, n = comm->size, ok = job->desc.exported.ok != 0, opened = 0;
+
+    if (ok && gc->maps == NULL) {
+        gc->maps = calloc((size_t)n * GPU_IPC_MAPS_PER_PEER, sizeof(*gc->maps));
+        ok = gc->maps != NULL;
+    }
+    for (int p = 0; p < n && ok; p++) {
+        const dfccl_gpu_export_t *x = &req->peer[p];
+        char *in, *out;
+        if (p == me) {
+            rep->in[p] = job->in;
+            rep->out[p] = job->desc.recvbuf;
+            continue;
+        }
+        ok = x->ok != 0;
+        in = ok ? gpu_ipc_map(g, gc, p, &x->in_handle, x->in_alloc, job, &opened) : NULL;
+        out = in ? gpu_ipc_map(g, gc, p, &x->out_handle, x->out_alloc, job, &opened) : NULL;
+        ok = out != NULL;
+        if (ok) {
+            rep->in[p] = in + x->in_offset;
+            rep->out[p] = out + x->out_offset;
+        }
+    }
+    rep->ok = (uint32_t)ok;
+    return opened;
+}
+
+static void gpu_direct_publish(dfccl_gpu_t *g, int slot, uint64_t tag)
+{
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    __atomic_store_n(&g->direct_reply[slot].tag, tag, __ATOMIC_RELEASE);
+}
+
+/* Asks the running kernel to leave (it is launched again at once). */
+static void gpu_kernel_yield(dfccl_gpu_t *g)
+{
+    uint64_t cur = __atomic_load_n(&g->ctrl->stop, __ATOMIC_ACQUIRE);
+    while (cur < g->env.launch_id &&
+           !__atomic_compare_exchange_n(&g->ctrl->stop, &cur, g->env.launch_id, 0, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_ACQUIRE))
+        ;
+}
+
+/* Proxy thread: requests from the kernel's channel 0. An answer that needed
+ * new mappings is published only once the running kernel has left: a
+ * launch then uses only memory mapped before it began (what the CUDA tools
+ * check against, and the conservative reading of the programming model);
+ * the kernel's state waits in device memory meanwhile. */
+void gpu_direct_service(dfccl_gpu_t *g)
+{
+    for (int s = 0; s < DFCCL_GPU_SQ_DEPTH; s++) {
+        uint64_t tag = __atomic_load_n(&g->direct_req[s].tag, __ATOMIC_ACQUIRE);
+        gpu_job_t *job;
+        if (tag == 0 || tag == g->direct_served[s]) continue;
+        pthread_mutex_lock(&g->lock);
+        job = g->slot_job[s];
+        pthread_mutex_unlock(&g->lock);
+        /* the job stays: it cannot complete before the answer */
+        if (job == NULL || job->ticket + 1 != tag) continue;
+        g->direct_served[s] = tag;
+        if (gpu_direct_answer(g, job, &g->direct_req[s], &g->direct_reply[s]) && g->launched) {
+            g->direct_held[s] = tag;
+            g->nheld++;
+            gpu_kernel_yield(g);
+        } else {
+            gpu_direct_publish(g, s, tag);
+            if (!g->launched) g->relaunch_now = 1;   /* it left while we mapped */
+        }
+    }
+}
+
+/* The kernel has left: the held answers go out. */
+void gpu_direct_release_held(dfccl_gpu_t *g)
+{
+    for (int s = 0; s < DFCCL_GPU_SQ_DEPTH && g->nheld > 0; s++) {
+        if (g->direct_held[s] == 0) continue;
+        gpu_direct_publish(g, s, g->direct_held[s]);
+        g->direct_held[s] = 0;
+        g->nheld--;
+    }
+    g->relaunch_now = 1;
+}
+/* A communicator's mappings, when it is freed (the kernel is out). */
+void gpu_direct_maps_release(dfccl_gpu_comm_t *gc, int size)
+{
+    for (size_t i = 0; gc->maps != NULL && i < (size_t)size * GPU_IPC_MAPS_PER_PEER; i++)
+        if (gc->maps[i].base != NULL) cudaIpcCloseMemHandle(gc->maps[i].base);
+    free(gc->maps);
+    gc->maps = NULL;
+}

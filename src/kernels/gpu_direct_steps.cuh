@@ -1,0 +1,209 @@
+/*
+ * gpu_direct_steps.cuh - the direct path's steps as the block's scheduler (thread 0)
+ * runs them: the handshake over the board and the host, the chunks, the
+ * finish; and the copies all threads make for the handshake.
+ * Included once, by daemon_kernel.cu (one translation unit: the kernel
+ * inlines all of it).
+ */
+#ifndef DFCCL_GPU_DIRECT_STEPS_CUH
+#define DFCCL_GPU_DIRECT_STEPS_CUH
+
+/* Thread 0: where the next chunk of this channel's piece comes from and goes. */
+__device__ static void gpu_direct_chunk(const dfccl_gpu_env_t *env, const dfccl_gpu_task_t *t,
+                                        int slot, const dfccl_gpu_comm_dev_t *c, gpu_shared_t *sh)
+{
+    const dfccl_gpu_desc_t *d = &t->desc;
+    /* volatile: the table was written by block 0; past L1 */
+    const volatile dfccl_gpu_direct_tab_t *tab = &env->state->direct[slot];
+    uint64_t total, owner, owners, chunk, e = d->esize, at;
+    int me = c->rank, n = c->size;
+
+    /* exec.offset counts the chunks this channel has moved */
+    gpu_direct_layout(env, t, c, &total, &owner, &owners, &chunk);
+    at = (owner + t->exec.offset * owners) * chunk;
+    sh->direct.count = chunk < total - at ? chunk : total - at;
+    sh->direct.nout = 0;
+    switch (t->type) {
+    case DFCCL_COLL_ALLREDUCE:
+        for (int q = 0; q < n; q++) {
+            sh->direct.ins[q] = tab->in[q] + at * e;
+            sh->direct.outs[q] = tab->out[q] + at * e;
+        }
+        sh->direct.nin = sh->direct.nout = n;
+        break;
+    case DFCCL_COLL_ALLGATHER: {
+        char *from = tab->in[me] + at * e;
+        sh->direct.ins[0] = from;
+        sh->direct.nin = 1;
+        for (int q = 0; q < n; q++) {
+            char *to = tab->out[q] + ((uint64_t)me * d->count + at) * e;
+            if (to != from) sh->direct.outs[sh->direct.nout++] = to;   /* in place: ours is there */
+        }
+        break;
+    }
+    default: {
+        uint64_t displ = gpu_rs_displ(t, me);
+        for (int q = 0; q < n; q++) sh->direct.ins[q] = tab->in[q] + (displ + at) * e;
+        sh->direct.nin = n;
+        sh->direct.outs[0] = tab->out[me] + at * e;
+        sh->direct.nout = 1;
+        break;
+    }
+    }
+}
+
+/* Thread 0: the direct collective's next primitive, if it can run; the
+ * agreement steps that move no data run here at once. Records the peer
+ * it waits for (our own rank: our host, or channel 0). */
+__device__ static int gpu_direct_try(const dfccl_gpu_env_t *env, dfccl_gpu_task_t *t, int slot,
+                                     dfccl_gpu_comm_dev_t *c, gpu_shared_t *sh, uint32_t *peer)
+{
+    int me = c->rank, n = c->size;
+    uint64_t k = t->direct_k, tag = t->desc.ticket + 1;
+    dfccl_gpu_board_entry_t *mine = gpu_board_entry(c, me, k);
+    volatile dfccl_gpu_direct_tab_t *tab = &env->state->direct[slot];
+    volatile uint64_t *done = gpu_board(c, me)->done[blockIdx.x];
+
+    t->exec.waiting = DFCCL_WAIT_RECV;
+    switch (t->phase) {
+    case DIRECT_PUBLISH:
+        mine->exported = t->desc.exported;
+        __threadfence_system();
+        mine->tag = k;
+        t->phase = DIRECT_GATHER;
+        /* fall through */
+    case DIRECT_GATHER:
+        for (int p = 0; p < n; p++) {
+            if (p != me && gpu_board_entry(c, p, k)->tag != k) {
+                *peer = (uint32_t)p;
+                return 0;
+            }
+        }
+        __threadfence_system();
+        sh->cmd = CMD_DIRECT_GATHER;
+        break;
+    case DIRECT_OPENED: {
+        const volatile dfccl_gpu_direct_reply_t *r = &env->direct_reply[slot];
+        if (r->tag != tag) {
+            *peer = (uint32_t)me;
+            return 0;
+        }
+        __threadfence_system();
+        mine->open_ok = r->ok;
+        __threadfence_system();
+        mine->open_tag = k;
+        t->phase = DIRECT_AGREE;
+    }
+        /* fall through */
+    case DIRECT_AGREE: {
+        uint32_t ok = 1;
+        for (int p = 0; p < n; p++) {
+            if (gpu_board_entry(c, p, k)->open_tag != k) {
+                *peer = (uint32_t)p;
+                return 0;
+            }
+        }
+        __threadfence_system();
+        for (int p = 0; p < n; p++) ok &= gpu_board_entry(c, p, k)->open_ok != 0;
+        tab->ok = ok;
+        sh->cmd = CMD_DIRECT_TABLE;
+        break;
+    }
+    case DIRECT_TABLE:
+        if (tab->ready != tag) {
+            *peer = (uint32_t)me;
+            return 0;
+        }
+        __threadfence();
+        if (!tab->ok) {
+            /* some rank cannot map some buffer: all ranks run the ring */
+            t->algo = DFCCL_GPU_ALGO_RING;
+            t->exec.nrounds = dfccl_exec_part_rounds(&t->exec);
+            if (!dfccl_exec_slice_begin(&t->exec, &sh->slice)) return 0;
+            sh->cmd = CMD_RING_SLICE;
+            break;
+        }
+        t->phase = DIRECT_MOVE;
+        /* fall through */
+    case DIRECT_MOVE: {
+        uint64_t total, owner, owners, chunk;
+        gpu_direct_layout(env, t, c, &total, &owner, &owners, &chunk);
+        if ((owner + t->exec.offset * owners) * chunk < total) {
+            gpu_direct_chunk(env, t, slot, c, sh);
+            sh->cmd = CMD_DIRECT_MOVE;
+            break;
+        }
+        __threadfence_system();   /* our writes into the peers' outputs first */
+        for (int p = 0; p < n; p++)
+            if (p != me) gpu_board(c, p)->done[blockIdx.x][me] = k;
+        t->phase = DIRECT_FINISH;
+    }
+        /* fall through */
+    case DIRECT_FINISH:
+        for (int p = 0; p < n; p++) {
+            if (p != me && done[p] < k) {
+                *peer = (uint32_t)p;
+                return 0;
+            }
+        }
+        __threadfence_system();
+        t->phase = DIRECT_DONE;
+        sh->cmd = CMD_NONE;   /* the next pass completes it */
+        break;
+    default:
+        return 0;
+    }
+    t->exec.waiting = DFCCL_WAIT_NONE;
+    return 1;
+}
+
+/* Thread 0, after the other threads ran a direct command. */
+__device__ static void gpu_direct_after(const dfccl_gpu_env_t *env, dfccl_gpu_task_t *t, int slot,
+                                        gpu_cmd_t cmd, const gpu_shared_t *sh)
+{
+    uint64_t tag = t->desc.ticket + 1;
+
+    switch (cmd) {
+    case CMD_DIRECT_GATHER:
+        __threadfence_system();
+        env->direct_req[slot].tag = tag;
+        t->phase = DIRECT_OPENED;
+        break;
+    case CMD_DIRECT_TABLE:
+        __threadfence();
+        env->state->direct[slot].ready = tag;
+        t->phase = DIRECT_TABLE;
+        break;
+    default:
+        t->exec.offset++;
+        break;
+    }
+}
+
+/* All threads: copies between the board, the host and the table. */
+__device__ static void gpu_direct_exchange(const dfccl_gpu_env_t *env, const dfccl_gpu_task_t *t,
+                                           int slot, gpu_cmd_t cmd)
+{
+    const dfccl_gpu_comm_dev_t *c = &env->comms[t->comm_index];
+    int n = c->size;
+
+    if (cmd == CMD_DIRECT_GATHER) {
+        const unsigned words = sizeof(dfccl_gpu_export_t) / 8;
+        for (unsigned w = threadIdx.x; w < (unsigned)n * words; w += blockDim.x) {
+            int p = (int)(w / words);
+            const volatile uint64_t *from =
+                (const volatile uint64_t *)&gpu_board_entry(c, p, t->direct_k)->exported;
+            uint64_t *to = (uint64_t *)&env->direct_req[slot].peer[p];
+            if (p != c->rank) to[w % words] = from[w % words];
+        }
+    } else {
+        const volatile dfccl_gpu_direct_reply_t *r = &env->direct_reply[slot];
+        dfccl_gpu_direct_tab_t *tab = &env->state->direct[slot];
+        for (unsigned i = threadIdx.x; i < 2u * (unsigned)n; i += blockDim.x) {
+            if (i < (unsigned)n) tab->in[i] = r->in[i];
+            else tab->out[i - n] = r->out[i - n];
+        }
+    }
+}
+
+#endif
