@@ -144,7 +144,9 @@ static void gpu_job_complete(dfccl_gpu_t *g, gpu_job_t *job, dfccl_status_t stat
     dfccl_coll_t *coll = job->coll;
 
     g->in_flight--;
-    for (int i = 0; i < job->nmaps; i++) __atomic_fetch_sub(&job->maps[i]->refs, 1, __ATOMIC_RELEASE);
+    if (!job->pinned)
+        for (int i = 0; i < job->nmaps; i++)
+            __atomic_fetch_sub(&job->maps[i]->refs, 1, __ATOMIC_RELEASE);
     dfccl_stats_add_completed(coll->type, status);
     if (status == DFCCL_OK) {
         uint64_t bytes = coll->total_count * job->desc.esize;
@@ -155,6 +157,11 @@ static void gpu_job_complete(dfccl_gpu_t *g, gpu_job_t *job, dfccl_status_t stat
                     (unsigned long long)coll->seq);
     dfccl_comm_release(coll->comm);
     free(coll);
+    job->coll = NULL;
+    if (job->pinned) {
+        job->finished = 1;   /* the proxy, answering for it, drops its mappings and frees it */
+        return;
+    }
     free(job);
 }
 
@@ -464,14 +471,19 @@ static dfccl_status_t gpu_create(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
     g->env.direct_reply = dev;
     g->env.direct_chunk_bytes = cfg->gpu_direct_chunk_bytes;
     {
-        enum cudaDriverEntryPointQueryResult found;
-        void *fn = NULL;
-        if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000, cudaEnableDefault,
-                                             &found) == cudaSuccess &&
-            found == cudaDriverEntryPointSuccess)
-            g->get_range = (gpu_get_range_fn_t)fn;
-        else
-            dfccl_info("cuMemGetAddressRange not found: large GPU collectives use the ring");
+        enum cudaDriverEntryPointQueryResult found1 = cudaDriverEntryPointSymbolNotFound, found2 = found1;
+        void *fn1 = NULL, *fn2 = NULL;
+        cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn1, 12000, cudaEnableDefault,
+                                         &found1);
+        cudaGetDriverEntryPointByVersion("cuIpcGetMemHandle", &fn2, 12000, cudaEnableDefault,
+                                         &found2);
+        if (found1 == cudaDriverEntryPointSuccess && found2 == cudaDriverEntryPointSuccess) {
+            g->get_range = (gpu_get_range_fn_t)fn1;
+            g->get_handle = (gpu_get_handle_fn_t)fn2;
+        } else {
+            dfccl_info("cuMemGetAddressRange or cuIpcGetMemHandle not found: large GPU collectives"
+                       " use the ring");
+        }
         cudaGetLastError();
     }
     g->env.budget_head_ns = cfg->budget_head_ns;
@@ -906,9 +918,14 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
             /* chosen alike on every rank; whether the buffers can be
              * mapped is agreed in the kernel (the ring otherwise) */
             dfccl_gpu_export_t *x = &d->exported;
+            int current = -1;
             d->algo = DFCCL_GPU_ALGO_DIRECT;
+            /* the driver calls need the engine's device current on this thread */
+            cudaGetDevice(&current);
+            cudaSetDevice(g->device);
             x->ok = gpu_direct_export(g, job->in, &x->in_handle, &x->in_offset, &x->in_alloc) &&
                     gpu_direct_export(g, d->recvbuf, &x->out_handle, &x->out_offset, &x->out_alloc);
+            if (current >= 0 && current != g->device) cudaSetDevice(current);
         }
     }
     pthread_mutex_lock(&g->lock);

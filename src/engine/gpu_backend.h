@@ -21,6 +21,9 @@
 /* cuMemGetAddressRange_v2, from the driver through the runtime (the engine
  * does not link libcuda): the allocation around a pointer. */
 typedef int (*gpu_get_range_fn_t)(unsigned long long *base, size_t *size, unsigned long long ptr);
+/* cuIpcGetMemHandle, the same way: unlike the runtime's, its failure does
+ * not touch the application thread's last-error state. */
+typedef int (*gpu_get_handle_fn_t)(dfccl_gpu_ipc_handle_t *handle, unsigned long long ptr);
 
 /* One peer allocation mapped into this process. */
 typedef struct gpu_ipc_map {
@@ -36,6 +39,8 @@ typedef struct gpu_job {
     dfccl_coll_t     *coll;        /* the engine's record (comm reference, user, stats) */
     uint64_t          ticket;
     char             *in;          /* direct: our input (recvbuf's block when in place) */
+    int               pinned;      /* direct: the proxy is answering for it (lock) */
+    int               finished;    /* completed while pinned: the proxy frees it (lock) */
     int               nmaps;       /* direct: the peer mappings it uses */
     gpu_ipc_map_t    *maps[2 * DFCCL_GPU_MAX_RANKS];
     dfccl_gpu_desc_t  desc;        /* what goes into the submission queue */
@@ -66,6 +71,7 @@ typedef struct dfccl_gpu {
     dfccl_gpu_direct_req_t   *direct_req;     /* pinned, mapped */
     dfccl_gpu_direct_reply_t *direct_reply;
     gpu_get_range_fn_t    get_range;    /* NULL: direct collectives fall back to the ring */
+    gpu_get_handle_fn_t   get_handle;
     dfccl_gpu_env_t       env;          /* device views */
     pthread_t             proxy;
     pthread_mutex_t       lock;

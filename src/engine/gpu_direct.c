@@ -22,19 +22,16 @@ int gpu_direct_export(dfccl_gpu_t *g, const char *ptr, dfccl_gpu_ipc_handle_t *h
 {
     unsigned long long base = 0;
     size_t size = 0;
-    cudaIpcMemHandle_t mh;
-    cudaError_t e;
+    int rc;
 
     if (g->get_range == NULL || g->get_range(&base, &size, (unsigned long long)(uintptr_t)ptr) != 0)
         return 0;
-    e = cudaIpcGetMemHandle(&mh, (void *)(uintptr_t)base);
-    if (e != cudaSuccess) {
-        cudaGetLastError();   /* not the proxy's next launch error */
-        dfccl_debug("buffer %p cannot be exported (%s): direct collectives on it use the ring",
-                    (const void *)ptr, gpu_err(e));
+    rc = g->get_handle(h, base);
+    if (rc != 0) {
+        dfccl_debug("buffer %p cannot be exported (CUDA driver error %d): direct collectives on"
+                    " it use the ring", (const void *)ptr, rc);
         return 0;
     }
-    memcpy(h, &mh, sizeof(*h));
     *offset = (uint64_t)((uintptr_t)ptr - base);
     *alloc = base;
     return 1;
@@ -111,14 +108,16 @@ static char *gpu_ipc_map(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc, int p, const dfcc
 }
 
 /* Fills the answer to channel 0's request for one direct collective:
- * every peer's buffers mapped here, or ok = 0 (the ranks agree on the ring
- * then). Returns 1 when it mapped something new. */
-static int gpu_direct_answer(dfccl_gpu_t *g, gpu_job_t *job, const dfccl_gpu_direct_req_t *req,
-                             dfccl_gpu_direct_reply_t *rep)
+ * every peer's buffers the collective touches (allgather: their outputs;
+ * reduce-scatter: their inputs; allreduce: both) mapped here, or ok = 0
+ * (the ranks agree on the ring then). The job is pinned: it stays, even if
+ * it completes meanwhile. Returns 1 when it mapped something new. */
+static int gpu_direct_answer(dfccl_gpu_t *g, gpu_job_t *job, dfccl_gpu_comm_t *gc, int me, int n,
+                             const dfccl_gpu_direct_req_t *req, dfccl_gpu_direct_reply_t *rep)
 {
-    dfccl_comm_t *comm = job->coll->comm;
-    dfccl_gpu_comm_t *gc = comm->gpu;
-    int me = comm->rank, n = comm->size, ok = job->desc.exported.ok != 0, opened = 0;
+    int ok = job->desc.exported.ok != 0, opened = 0;
+    int need_in = job->desc.type != DFCCL_COLL_ALLGATHER;
+    int need_out = job->desc.type != DFCCL_COLL_REDUCE_SCATTER;
 
     if (ok && gc->maps == NULL) {
         gc->maps = calloc((size_t)n * GPU_IPC_MAPS_PER_PEER, sizeof(*gc->maps));
@@ -126,20 +125,23 @@ static int gpu_direct_answer(dfccl_gpu_t *g, gpu_job_t *job, const dfccl_gpu_dir
     }
     for (int p = 0; p < n && ok; p++) {
         const dfccl_gpu_export_t *x = &req->peer[p];
-        char *in, *out;
+        char *in = NULL, *out = NULL;
         if (p == me) {
             rep->in[p] = job->in;
             rep->out[p] = job->desc.recvbuf;
             continue;
         }
         ok = x->ok != 0;
-        in = ok ? gpu_ipc_map(g, gc, p, &x->in_handle, x->in_alloc, job, &opened) : NULL;
-        out = in ? gpu_ipc_map(g, gc, p, &x->out_handle, x->out_alloc, job, &opened) : NULL;
-        ok = out != NULL;
-        if (ok) {
-            rep->in[p] = in + x->in_offset;
-            rep->out[p] = out + x->out_offset;
+        if (ok && need_in) {
+            in = gpu_ipc_map(g, gc, p, &x->in_handle, x->in_alloc, job, &opened);
+            ok = in != NULL;
         }
+        if (ok && need_out) {
+            out = gpu_ipc_map(g, gc, p, &x->out_handle, x->out_alloc, job, &opened);
+            ok = out != NULL;
+        }
+        rep->in[p] = in ? in + x->in_offset : NULL;
+        rep->out[p] = out ? out + x->out_offset : NULL;
     }
     rep->ok = (uint32_t)ok;
     return opened;
@@ -149,6 +151,7 @@ static void gpu_direct_publish(dfccl_gpu_t *g, int slot, uint64_t tag)
 {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     __atomic_store_n(&g->direct_reply[slot].tag, tag, __ATOMIC_RELEASE);
+    g->relaunch_now = 1;   /* should the kernel have left meanwhile: no backoff */
 }
 
 /* Asks the running kernel to leave (it is launched again at once). */
@@ -161,45 +164,78 @@ static void gpu_kernel_yield(dfccl_gpu_t *g)
         ;
 }
 
+/* Is slot s still held by the collective whose request carried tag? */
+static int gpu_direct_current(dfccl_gpu_t *g, int s, uint64_t tag)
+{
+    int current;
+
+    pthread_mutex_lock(&g->lock);
+    current = g->slot_job[s] != NULL && g->slot_job[s]->ticket + 1 == tag;
+    pthread_mutex_unlock(&g->lock);
+    return current;
+}
+
 /* Proxy thread: requests from the kernel's channel 0. An answer that needed
  * new mappings is published only once the running kernel has left: a
  * launch then uses only memory mapped before it began (what the CUDA tools
  * check against, and the conservative reading of the programming model);
- * the kernel's state waits in device memory meanwhile. */
+ * the kernel's state waits in device memory meanwhile. A collective that
+ * fails while we answer (its communicator broke) is not answered. */
 void gpu_direct_service(dfccl_gpu_t *g)
 {
     for (int s = 0; s < DFCCL_GPU_SQ_DEPTH; s++) {
         uint64_t tag = __atomic_load_n(&g->direct_req[s].tag, __ATOMIC_ACQUIRE);
         gpu_job_t *job;
+        dfccl_gpu_comm_t *gc = NULL;
+        int me = 0, n = 0, opened, gone;
         if (tag == 0 || tag == g->direct_served[s]) continue;
         pthread_mutex_lock(&g->lock);
         job = g->slot_job[s];
+        if (job != NULL && job->ticket + 1 == tag) {
+            job->pinned = 1;
+            gc = job->coll->comm->gpu;   /* freed by this thread only, later */
+            me = job->coll->comm->rank;
+            n = job->coll->comm->size;
+        } else {
+            job = NULL;
+        }
         pthread_mutex_unlock(&g->lock);
-        /* the job stays: it cannot complete before the answer */
-        if (job == NULL || job->ticket + 1 != tag) continue;
+        if (job == NULL) continue;
         g->direct_served[s] = tag;
-        if (gpu_direct_answer(g, job, &g->direct_req[s], &g->direct_reply[s]) && g->launched) {
-            g->direct_held[s] = tag;
-            g->nheld++;
+        opened = gpu_direct_answer(g, job, gc, me, n, &g->direct_req[s], &g->direct_reply[s]);
+        pthread_mutex_lock(&g->lock);
+        job->pinned = 0;
+        gone = job->finished;
+        pthread_mutex_unlock(&g->lock);
+        if (gone) {
+            for (int i = 0; i < job->nmaps; i++)
+                __atomic_fetch_sub(&job->maps[i]->refs, 1, __ATOMIC_RELEASE);
+            free(job);
+            continue;
+        }
+        if (opened && g->direct_reply[s].ok && g->launched) {
+            if (g->direct_held[s] == 0) g->nheld++;
+            g->direct_held[s] = tag;   /* replaces a stale one of a failed collective */
             gpu_kernel_yield(g);
         } else {
             gpu_direct_publish(g, s, tag);
-            if (!g->launched) g->relaunch_now = 1;   /* it left while we mapped */
         }
     }
 }
 
-/* The kernel has left: the held answers go out. */
+/* The kernel has left: the held answers go out (to collectives that are
+ * still there). */
 void gpu_direct_release_held(dfccl_gpu_t *g)
 {
     for (int s = 0; s < DFCCL_GPU_SQ_DEPTH && g->nheld > 0; s++) {
         if (g->direct_held[s] == 0) continue;
-        gpu_direct_publish(g, s, g->direct_held[s]);
+        if (gpu_direct_current(g, s, g->direct_held[s])) gpu_direct_publish(g, s, g->direct_held[s]);
         g->direct_held[s] = 0;
         g->nheld--;
     }
     g->relaunch_now = 1;
 }
+
 /* A communicator's mappings, when it is freed (the kernel is out). */
 void gpu_direct_maps_release(dfccl_gpu_comm_t *gc, int size)
 {
