@@ -144,9 +144,6 @@ static void gpu_job_complete(dfccl_gpu_t *g, gpu_job_t *job, dfccl_status_t stat
     dfccl_coll_t *coll = job->coll;
 
     g->in_flight--;
-    if (!job->pinned)
-        for (int i = 0; i < job->nmaps; i++)
-            __atomic_fetch_sub(&job->maps[i]->refs, 1, __ATOMIC_RELEASE);
     dfccl_stats_add_completed(coll->type, status);
     if (status == DFCCL_OK) {
         uint64_t bytes = coll->total_count * job->desc.esize;
@@ -159,10 +156,10 @@ static void gpu_job_complete(dfccl_gpu_t *g, gpu_job_t *job, dfccl_status_t stat
     free(coll);
     job->coll = NULL;
     if (job->pinned) {
-        job->finished = 1;   /* the proxy, answering for it, drops its mappings and frees it */
+        job->finished = 1;   /* the proxy, answering for it, frees it */
         return;
     }
-    free(job);
+    gpu_job_free(job);
 }
 
 /* Writes a job into its submission slot and publishes it; lock held. */

@@ -115,5 +115,6 @@ void gpu_direct_service(dfccl_gpu_t *g);
 void gpu_direct_release_held(dfccl_gpu_t *g);
 void gpu_direct_close_pending(dfccl_gpu_t *g);
 void gpu_direct_maps_release(dfccl_gpu_comm_t *gc, int size);
+void gpu_job_free(gpu_job_t *job);
 
 #endif

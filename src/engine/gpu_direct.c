@@ -208,9 +208,7 @@ void gpu_direct_service(dfccl_gpu_t *g)
         gone = job->finished;
         pthread_mutex_unlock(&g->lock);
         if (gone) {
-            for (int i = 0; i < job->nmaps; i++)
-                __atomic_fetch_sub(&job->maps[i]->refs, 1, __ATOMIC_RELEASE);
-            free(job);
+            gpu_job_free(job);
             continue;
         }
         if (opened && g->direct_reply[s].ok && g->launched) {
@@ -234,6 +232,13 @@ void gpu_direct_release_held(dfccl_gpu_t *g)
         g->nheld--;
     }
     g->relaunch_now = 1;
+}
+
+/* A job is done with: the peer mappings it used may be evicted again. */
+void gpu_job_free(gpu_job_t *job)
+{
+    for (int i = 0; i < job->nmaps; i++) __atomic_fetch_sub(&job->maps[i]->refs, 1, __ATOMIC_RELEASE);
+    free(job);
 }
 
 /* A communicator's mappings, when it is freed (the kernel is out). */
