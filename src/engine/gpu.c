@@ -182,9 +182,21 @@ static void gpu_job_submit(dfccl_gpu_t *g, gpu_job_t *job)
     __atomic_store_n(&g->ctrl->sq_tail, ticket + 1, __ATOMIC_SEQ_CST);
 }
 
+/* A launch touches only memory mapped before it began (as with the direct
+ * path's mappings; compute-sanitizer checks against that): a collective on a
+ * communicator connected while the kernel runs waits for the next launch,
+ * which asking the running kernel to leave brings at once. Lock held. */
+static int gpu_job_may_enter(dfccl_gpu_t *g, const gpu_job_t *job)
+{
+    if (!g->kernel_running || g->env.launch_id >= job->coll->comm->gpu->first_launch) return 1;
+    gpu_kernel_yield(g, g->env.launch_id);
+    return 0;
+}
+
 static void gpu_backlog_flush(dfccl_gpu_t *g)
 {
-    while (g->backlog != NULL && g->slot_job[g->next_ticket % DFCCL_GPU_SQ_DEPTH] == NULL) {
+    while (g->backlog != NULL && g->slot_job[g->next_ticket % DFCCL_GPU_SQ_DEPTH] == NULL &&
+           gpu_job_may_enter(g, g->backlog)) {
         gpu_job_t *job = g->backlog;
         g->backlog = job->next;
         if (g->backlog == NULL) g->backlog_tail = NULL;
@@ -300,19 +312,23 @@ static void gpu_launch(dfccl_gpu_t *g)
 {
     int rc;
 
+    pthread_mutex_lock(&g->lock);
     g->env.launch_id++;
+    g->kernel_running = 1;
+    g->launch_ticket = g->next_ticket;
+    pthread_mutex_unlock(&g->lock);
     rc = dfccl_gpu_kernel_launch(&g->env, g->blocks, g->threads, g->stream);
     cudaError_t e = rc == 0 ? cudaEventRecord(g->exited, g->stream) : (cudaError_t)rc;
 
     if (e != cudaSuccess) {
+        pthread_mutex_lock(&g->lock);
+        g->kernel_running = 0;
+        pthread_mutex_unlock(&g->lock);
         gpu_break(g, "launch failed", e);
         return;
     }
     g->launched = 1;
     __atomic_store_n(&g->kernel_live, 1, __ATOMIC_RELEASE);
-    pthread_mutex_lock(&g->lock);
-    g->launch_ticket = g->next_ticket;
-    pthread_mutex_unlock(&g->lock);
 }
 
 static void *gpu_proxy_main(void *arg)
@@ -331,6 +347,11 @@ static void *gpu_proxy_main(void *arg)
                 g->launched = 0;
                 __atomic_store_n(&g->kernel_live, 0, __ATOMIC_RELEASE);
                 g->exit_ns = dfccl_now_ns();
+                /* collectives held for the next launch may enter now */
+                pthread_mutex_lock(&g->lock);
+                g->kernel_running = 0;
+                gpu_backlog_flush(g);
+                pthread_mutex_unlock(&g->lock);
                 gpu_drain(g);   /* what it completed on its way out */
                 if (g->nheld > 0) gpu_direct_release_held(g);
                 if (e != cudaSuccess) gpu_break(g, "kernel failed", e);
@@ -404,6 +425,7 @@ static void gpu_release_resources(dfccl_gpu_t *g)
     if (g->exited) cudaEventDestroy(g->exited);
     if (g->stream) cudaStreamDestroy(g->stream);
     if (g->copy_stream) cudaStreamDestroy(g->copy_stream);
+    gpu_stage_release(g);
 }
 
 static void gpu_sync_fini(dfccl_gpu_t *g)
@@ -412,6 +434,7 @@ static void gpu_sync_fini(dfccl_gpu_t *g)
     pthread_mutex_destroy(&g->dead_lock);
     pthread_mutex_destroy(&g->drain_lock);
     pthread_mutex_destroy(&g->lock);
+    pthread_mutex_destroy(&g->stage_lock);
 }
 
 static dfccl_status_t gpu_create(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
@@ -493,6 +516,7 @@ static dfccl_status_t gpu_create(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
     pthread_mutex_init(&g->lock, NULL);
     pthread_mutex_init(&g->drain_lock, NULL);
     pthread_mutex_init(&g->dead_lock, NULL);
+    pthread_mutex_init(&g->stage_lock, NULL);
     pthread_cond_init(&g->wake, NULL);
     rc = pthread_create(&g->proxy, NULL, gpu_proxy_main, g);
     if (rc != 0) {
@@ -514,7 +538,7 @@ err_cuda:
     return DFCCL_ERR_SYSTEM;
 }
 
-static dfccl_status_t gpu_get(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
+dfccl_status_t gpu_get(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
 {
     dfccl_status_t status = DFCCL_OK;
 
@@ -622,14 +646,12 @@ dfccl_status_t dfccl_gpu_comm_begin(dfccl_context_t *ctx, const dfccl_comm_param
     gc->region_bytes = gpu_inbox_bytes(p->size) + (size_t)g->blocks * gpu_fifo_bytes(&ctx->config);
     hello.region_bytes = gc->region_bytes;
     {
-        int current = -1;
-        cudaGetDevice(&current);
-        if (current != g->device) cudaSetDevice(g->device);
+        int previous = gpu_device_enter(g);
         e = cudaMalloc((void **)&gc->region, gc->region_bytes);
         if (e == cudaSuccess) e = cudaMemsetAsync(gc->region, 0, gc->region_bytes, g->copy_stream);
         if (e == cudaSuccess) e = cudaStreamSynchronize(g->copy_stream);
         if (e == cudaSuccess) e = cudaIpcGetMemHandle(&gc->handle, gc->region);
-        if (current >= 0 && current != g->device) cudaSetDevice(current);
+        gpu_device_leave(g, previous);
     }
     if (e != cudaSuccess) goto err_cuda;
     hello.handle = gc->handle;
@@ -686,8 +708,7 @@ dfccl_status_t dfccl_gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
         }
     }
     if (gc->failed != DFCCL_OK || g == NULL) return gc->failed;
-    cudaGetDevice(&current);
-    if (current != g->device) cudaSetDevice(g->device);
+    current = gpu_device_enter(g);
     for (int r = 0; r < n && e == cudaSuccess; r++) {
         if (r == me) continue;
         e = cudaIpcOpenMemHandle((void **)&gc->peer_base[r], all[r].handle,
@@ -729,14 +750,17 @@ dfccl_status_t dfccl_gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
         if (gc->index < 0) {
             dfccl_error("comm %#llx: more than %d GPU communicators in this process",
                         (unsigned long long)comm->key, DFCCL_GPU_MAX_COMMS);
-            if (current >= 0 && current != g->device) cudaSetDevice(current);
+            gpu_device_leave(g, current);
             return DFCCL_ERR_NO_MEMORY;
         }
         e = cudaMemcpyAsync(&g->env.comms[gc->index], &dev, sizeof(dev), cudaMemcpyHostToDevice,
                             g->copy_stream);
         if (e == cudaSuccess) e = cudaStreamSynchronize(g->copy_stream);
+        pthread_mutex_lock(&g->lock);
+        gc->first_launch = g->env.launch_id + 1;   /* see gpu_job_may_enter */
+        pthread_mutex_unlock(&g->lock);
     }
-    if (current >= 0 && current != g->device) cudaSetDevice(current);
+    gpu_device_leave(g, current);
     return e == cudaSuccess ? DFCCL_OK : DFCCL_ERR_SYSTEM;
 }
 
@@ -846,11 +870,9 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
     if (g->broken) return DFCCL_ERR_SYSTEM;
     if (cfg->gpu_sync_legacy_stream) {
         /* the calling thread may be the progress hook's, its current device another */
-        int current = g->device;
-        cudaGetDevice(&current);
-        if (current != g->device) cudaSetDevice(g->device);
+        int previous = gpu_device_enter(g);
         cudaError_t e = cudaStreamSynchronize(cudaStreamLegacy);
-        if (current != g->device) cudaSetDevice(current);
+        gpu_device_leave(g, previous);
         if (e != cudaSuccess) {
             dfccl_error("comm %#llx: waiting for the legacy default stream failed: %s",
                         (unsigned long long)comm->key, gpu_err(e));
@@ -915,20 +937,20 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
             /* chosen alike on every rank; whether the buffers can be
              * mapped is agreed in the kernel (the ring otherwise) */
             dfccl_gpu_export_t *x = &d->exported;
-            int current = -1;
+            int previous;
             d->algo = DFCCL_GPU_ALGO_DIRECT;
             /* the driver calls need the engine's device current on this thread */
-            cudaGetDevice(&current);
-            cudaSetDevice(g->device);
+            previous = gpu_device_enter(g);
             x->ok = gpu_direct_export(g, job->in, &x->in_handle, &x->in_offset, &x->in_alloc) &&
                     gpu_direct_export(g, d->recvbuf, &x->out_handle, &x->out_offset, &x->out_alloc);
-            if (current >= 0 && current != g->device) cudaSetDevice(current);
+            gpu_device_leave(g, previous);
         }
     }
     pthread_mutex_lock(&g->lock);
     /* the proxy sleeps while nothing is in flight: wake it for the first */
     wake = g->in_flight++ == 0;
-    if (g->backlog == NULL && g->slot_job[g->next_ticket % DFCCL_GPU_SQ_DEPTH] == NULL) {
+    if (g->backlog == NULL && g->slot_job[g->next_ticket % DFCCL_GPU_SQ_DEPTH] == NULL &&
+        gpu_job_may_enter(g, job)) {
         gpu_job_submit(g, job);
     } else {
         job->next = NULL;

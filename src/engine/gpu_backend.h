@@ -55,6 +55,8 @@ typedef struct dfccl_gpu_comm {
     cudaIpcMemHandle_t handle;
     char              *peer_base[DFCCL_GPU_MAX_RANKS];   /* mapped peers' regions */
     gpu_ipc_map_t     *maps;       /* direct: GPU_IPC_MAPS_PER_PEER per peer (proxy thread) */
+    uint64_t           first_launch;   /* under the backend's lock: the first launch that began
+                                          after the peers' memory was mapped */
     struct dfccl_gpu_comm *next_dead;
 } dfccl_gpu_comm_t;
 
@@ -87,6 +89,8 @@ typedef struct dfccl_gpu {
                                            arrive from inside a completion, under lock */
     dfccl_gpu_comm_t     *dead;         /* released communicators to free */
     int                   kernel_live;  /* read by posters as a hint */
+    int                   kernel_running;   /* under lock: launched, not yet seen to exit;
+                                               env.launch_id changes under lock too */
     pthread_mutex_t       drain_lock;   /* cq_head: the proxy or a polling caller */
     uint64_t              cq_head;
     /* proxy thread only */
@@ -101,7 +105,39 @@ typedef struct dfccl_gpu {
     uint64_t              map_clock;
     char                **to_close;     /* unmapped while the kernel is out */
     size_t                nclose, close_cap;
+    pthread_mutex_t       stage_lock;
+    struct gpu_stage_block *stage_blocks;   /* staging memory, lent or free (gpu_stage.c) */
 } dfccl_gpu_t;
+
+/* The calling thread's current device may be another (the application's,
+ * or none on the progress hook's thread): the engine's device is made
+ * current around driver and runtime calls that act on it. */
+static inline int gpu_device_enter(const dfccl_gpu_t *g)
+{
+    int current = -1;
+    cudaGetDevice(&current);
+    if (current != g->device) cudaSetDevice(g->device);
+    return current;
+}
+
+static inline void gpu_device_leave(const dfccl_gpu_t *g, int previous)
+{
+    if (previous >= 0 && previous != g->device) cudaSetDevice(previous);
+}
+
+/* Asks the running kernel to leave (the proxy launches it again at once). */
+static inline void gpu_kernel_yield(dfccl_gpu_t *g, uint64_t launch_id)
+{
+    uint64_t cur = __atomic_load_n(&g->ctrl->stop, __ATOMIC_ACQUIRE);
+    while (cur < launch_id && !__atomic_compare_exchange_n(&g->ctrl->stop, &cur, launch_id, 0,
+                                                           __ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE))
+        ;
+}
+
+/* The context's GPU side, created on first use. */
+dfccl_status_t gpu_get(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p);
+/* Frees the staging blocks (gpu_stage.c); at the backend's end. */
+void gpu_stage_release(dfccl_gpu_t *g);
 
 static inline const char *gpu_err(cudaError_t e)
 {

@@ -154,16 +154,6 @@ static void gpu_direct_publish(dfccl_gpu_t *g, int slot, uint64_t tag)
     g->relaunch_now = 1;   /* should the kernel have left meanwhile: no backoff */
 }
 
-/* Asks the running kernel to leave (it is launched again at once). */
-static void gpu_kernel_yield(dfccl_gpu_t *g)
-{
-    uint64_t cur = __atomic_load_n(&g->ctrl->stop, __ATOMIC_ACQUIRE);
-    while (cur < g->env.launch_id &&
-           !__atomic_compare_exchange_n(&g->ctrl->stop, &cur, g->env.launch_id, 0, __ATOMIC_SEQ_CST,
-                                        __ATOMIC_ACQUIRE))
-        ;
-}
-
 /* Is slot s still held by the collective whose request carried tag? */
 static int gpu_direct_current(dfccl_gpu_t *g, int s, uint64_t tag)
 {
@@ -214,7 +204,7 @@ void gpu_direct_service(dfccl_gpu_t *g)
         if (opened && g->direct_reply[s].ok && g->launched) {
             if (g->direct_held[s] == 0) g->nheld++;
             g->direct_held[s] = tag;   /* replaces a stale one of a failed collective */
-            gpu_kernel_yield(g);
+            gpu_kernel_yield(g, g->env.launch_id);   /* the proxy's own launch */
         } else {
             gpu_direct_publish(g, s, tag);
         }

@@ -60,3 +60,25 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
 void dfccl_gpu_comm_release(dfccl_comm_t *comm) { (void)comm; }
 void dfccl_gpu_destroy(dfccl_context_t *context) { (void)context; }
 void dfccl_gpu_poll(dfccl_context_t *context) { (void)context; }
+
+dfccl_status_t dfccl_gpu_stage_alloc(dfccl_context_t *context, size_t bytes, void **buf_p)
+{
+    (void)context;
+    (void)bytes;
+    *buf_p = NULL;
+    return DFCCL_ERR_UNSUPPORTED;
+}
+
+void dfccl_gpu_stage_free(dfccl_context_t *context, void *buf)
+{
+    (void)context;
+    (void)buf;
+}
+
+dfccl_status_t dfccl_gpu_copy(dfccl_context_t *context, void *dst, const void *src, size_t bytes)
+{
+    (void)context;
+    (void)dst;
+    (void)src;
+    return bytes == 0 ? DFCCL_OK : DFCCL_ERR_UNSUPPORTED;
+}

@@ -146,10 +146,11 @@ run_item() {
     report "$name" "$status" $((SECONDS - start)) "$log"
 }
 
-# run_sanitized TOOL NP: coll_check --quick on device buffers with every
-# rank under compute-sanitizer; each rank must report no errors.
+# run_sanitized NAME TOOL NP MCA COLL_CHECK_ARGS...: coll_check with every
+# rank under compute-sanitizer; each rank must report no errors (hazards).
 run_sanitized() {
-    local tool=$1 np=$2 name=${1}_np$2
+    local name=$1 tool=$2 np=$3 mca=$4
+    shift 4
     selected "$name" || return 0
     local log=$logdir/$name.log start=$SECONDS
     local tool_path candidate
@@ -165,15 +166,16 @@ run_sanitized() {
         return
     fi
     (cd "$builddir" &&
-     DFCCL_TEST_MCA="$extra_mca" DFCCL_TEST_TIMEOUT=${timeout_s:-1800} \
+     DFCCL_TEST_MCA="$mca $extra_mca" DFCCL_TEST_TIMEOUT=${timeout_s:-1800} \
      DFCCL_TEST_LAUNCHER="$tool_path --tool $tool --error-exitcode 1" \
-         "$run_mpi_test" "$np" test/mpi/coll_check --quick --memory device --expect engine) \
+         "$run_mpi_test" "$np" test/mpi/coll_check --expect engine "$@") \
          >"$log" 2>&1
-    local status=$? clean
-    clean=$(grep -c 'ERROR SUMMARY: 0 errors' "$log")
+    local status=$? clean summary='ERROR SUMMARY: 0 errors'
+    [ "$tool" = racecheck ] && summary='RACECHECK SUMMARY: 0 hazards'
+    clean=$(grep -c "$summary" "$log")
     if [ "$status" -eq 0 ] && [ "$clean" -ne "$np" ]; then
         report "$name" 1 $((SECONDS - start)) "$log" \
-            "$clean of $np ranks printed 'ERROR SUMMARY: 0 errors'"
+            "$clean of $np ranks printed '$summary'"
         return
     fi
     report "$name" "$status" $((SECONDS - start)) "$log"
@@ -193,9 +195,40 @@ for np in $np_list; do
     run_item "sync_np$np" "$np" "$disorder_mca" \
         test/gpu/sync_check --expect engine "${sync_args[@]}"
 done
+# Mixed memory kinds under coll_dfccl_host_buffers=engine: rank 0 passes host
+# buffers, the others device buffers. Every rank offers the GPU side, so all
+# take it and rank 0 stages through device memory; with rank 1 declining it
+# (coll_dfccl_gpu=0 in its environment alone), the ranks agree at
+# communicator creation on the host engine and ranks 1.. stage through host
+# memory. Both must be carried (--expect engine) and bit-exact.
+mixed_np=${np_list##* }
+run_item "mixed_gpu_np$mixed_np" "$mixed_np" "--mca coll_dfccl_host_buffers engine" \
+    test/mpi/coll_check --memory mixed --expect engine --quick --counts 0,1,7,4099,65537,1048579
+export DFCCL_TEST_LAUNCHER="$here/rank_env.sh 1 OMPI_MCA_coll_dfccl_gpu=0"
+run_item "mixed_host_np$mixed_np" "$mixed_np" "--mca coll_dfccl_host_buffers engine" \
+    test/mpi/coll_check --memory mixed --expect engine --quick --counts 0,1,7,4099,65537,1048579
+unset DFCCL_TEST_LAUNCHER
+run_item "mixed_disorder_np$mixed_np" "$mixed_np" \
+    "--mca coll_dfccl_host_buffers engine $disorder_mca" \
+    test/mpi/disorder_check --memory mixed "${disorder_args[@]}"
+
+# Racecheck follows every shared-memory access of the daemon kernel, whose
+# blocks spin while they wait: with the default 16 blocks x 512 threads it
+# does not finish in minutes, so it runs one block of 64 threads, one size
+# per path (one-shot; ring; direct from 64 KiB in 16 KiB chunks).
+race_mca="--mca coll_dfccl_gpu_channels 1 --mca coll_dfccl_gpu_threads 64"
 if [ "$sanitizer" -eq 1 ]; then
-    run_sanitized memcheck 2
-    run_sanitized racecheck 2
+    run_sanitized memcheck_np2 memcheck 2 "--mca coll_dfccl_gpu_direct_bytes 65536" \
+        --memory device --coll allreduce --counts 1,65537,1048579
+    run_sanitized memcheck_mixed_np2 memcheck 2 "--mca coll_dfccl_host_buffers engine" \
+        --memory mixed --quick --counts 7,65537
+    run_sanitized racecheck_oneshot_np2 racecheck 2 "$race_mca" \
+        --memory device --coll allreduce --counts 1
+    run_sanitized racecheck_ring_np2 racecheck 2 "$race_mca --mca coll_dfccl_gpu_direct_bytes 0" \
+        --memory device --coll allreduce --counts 16400
+    run_sanitized racecheck_direct_np2 racecheck 2 \
+        "$race_mca --mca coll_dfccl_gpu_direct_bytes 65536 --mca coll_dfccl_gpu_direct_chunk_bytes 16384" \
+        --memory device --coll allreduce --counts 16400
 fi
 
 echo "run_gpu_tests: $passed passed, $failed failed (logs in $logdir)"

@@ -53,7 +53,7 @@ int main(int argc, char **argv)
         if (!ok) {
             if (world_rank == 0)
                 fprintf(stderr, "usage: chaos_check [--iterations N] [--seed S] "
-                                "[--expect engine|stock] [--memory host|device]\n");
+                                "[--expect engine|stock] [--memory host|device|mixed]\n");
             MPI_Finalize();
             return 2;
         }

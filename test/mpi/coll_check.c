@@ -18,6 +18,8 @@
  * --memory device hands MPI device buffers: inputs, poison and guard bytes
  * are prepared on the host as in host mode, copied to the device before the
  * call and the whole receive span is copied back for the same checks.
+ * --memory mixed: rank 0 passes host buffers, the others device buffers
+ * (with coll_dfccl_host_buffers=engine every rank's call is carried).
  *
  * Coverage reduction: counts up to FULL_MATRIX_MAX_COUNT run the whole cross
  * product. Larger counts run each (collective, element size, op) once per
@@ -143,7 +145,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: coll_check --expect engine|stock [--counts N,N,...] [--quick]\n"
             "                  [--coll allreduce|allgather|reduce_scatter|reduce_scatter_block]\n"
-            "                  [--memory host|device] [--verbose]\n");
+            "                  [--memory host|device|mixed] [--verbose]\n");
 }
 
 static int parse_counts(const char *text, options_t *opts)

@@ -63,7 +63,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: disorder_check [--seed S] [--iterations N] [--comms K (>= %d)]\n"
             "                      [--max-bytes B] [--expect engine|stock]\n"
-            "                      [--expect-timeout] [--memory host|device] [--verbose]\n",
+            "                      [--expect-timeout] [--memory host|device|mixed] [--verbose]\n",
             MIN_COMMS);
 }
 

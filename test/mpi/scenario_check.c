@@ -335,7 +335,7 @@ int main(int argc, char **argv)
         if (!ok) {
             if (world_rank == 0)
                 fprintf(stderr, "usage: scenario_check [--scenarios N] [--seed S] "
-                                "[--expect engine|stock] [--memory host|device] "
+                                "[--expect engine|stock] [--memory host|device|mixed] "
                                 "[--verbose]\n");
             MPI_Finalize();
             return 2;

@@ -113,11 +113,17 @@ test_memory_kind_t test_memory_setup(int *argc, char **argv, const char *program
 {
     program_name = program;
     test_memory_kind_t kind = TEST_MEMORY_HOST;
+    bool mixed = false;
     for (int i = 1; i < *argc; i++) {
         if (strcmp(argv[i], "--memory") != 0)
             continue;
-        if (test_memory_parse(i + 1 < *argc ? argv[i + 1] : NULL, &kind) != 0) {
-            fprintf(stderr, "%s: --memory takes host or device\n", program);
+        /* mixed: rank 0 passes host buffers, the others device buffers
+         * (what coll_dfccl_host_buffers=engine must carry) */
+        mixed = i + 1 < *argc && strcmp(argv[i + 1], "mixed") == 0;
+        if (mixed) {
+            kind = TEST_MEMORY_DEVICE;
+        } else if (test_memory_parse(i + 1 < *argc ? argv[i + 1] : NULL, &kind) != 0) {
+            fprintf(stderr, "%s: --memory takes host, device or mixed\n", program);
             exit(2);
         }
         /* Drop the option and its value; argv stays NULL-terminated. */
@@ -125,6 +131,11 @@ test_memory_kind_t test_memory_setup(int *argc, char **argv, const char *program
             argv[j] = argv[j + 2];
         *argc -= 2;
         i--;
+    }
+    if (mixed) {
+        const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+        if (rank == NULL || atoi(rank) == 0)
+            kind = TEST_MEMORY_HOST;   /* no CUDA call of ours on that rank */
     }
     if (kind == TEST_MEMORY_DEVICE)
         test_memory_require_device(program);

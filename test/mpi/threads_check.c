@@ -54,7 +54,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: threads_check [--threads T (>= %d)] [--iterations N]\n"
                     "                     [--max-count N] [--seed S] [--expect engine|stock]\n"
-                    "                     [--memory host|device]\n",
+                    "                     [--memory host|device|mixed]\n",
             MIN_THREADS);
 }
 

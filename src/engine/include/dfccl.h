@@ -168,6 +168,17 @@ dfccl_status_t dfccl_gpu_comm_create(dfccl_context_t *context, const dfccl_comm_
 /* Largest communicator the GPU backend carries. */
 int dfccl_gpu_max_ranks(void);
 
+/* Staging, for a rank whose buffers are not of the memory kind its call's
+ * path carries. dfccl_gpu_stage_alloc lends a block of at least `bytes` of
+ * the engine's device memory (creating the context's GPU side on first use;
+ * blocks are reused and kept until the context ends); dfccl_gpu_stage_free
+ * gives it back. dfccl_gpu_copy copies between any host and device memory
+ * and is complete on return. Without the GPU backend they return
+ * DFCCL_ERR_UNSUPPORTED. */
+dfccl_status_t dfccl_gpu_stage_alloc(dfccl_context_t *context, size_t bytes, void **buf_p);
+void dfccl_gpu_stage_free(dfccl_context_t *context, void *buf);
+dfccl_status_t dfccl_gpu_copy(dfccl_context_t *context, void *dst, const void *src, size_t bytes);
+
 /* sendbuf == DFCCL_IN_PLACE: the input is already in recvbuf where MPI's
  * MPI_IN_PLACE rules put it. */
 #define DFCCL_IN_PLACE ((const void *)1)

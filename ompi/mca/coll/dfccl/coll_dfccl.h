@@ -34,6 +34,7 @@ typedef struct mca_coll_dfccl_component_t {
     bool         enable;
     int          verbose;
     int          host_buffers;
+    bool         gpu;
     size_t       slot_bytes;
     unsigned int fifo_slots;
     double       timeout;
@@ -82,6 +83,9 @@ typedef struct mca_coll_dfccl_module_t {
     mca_coll_dfccl_engine_state_t engine_state;
     /* GPU side, for device buffers: set up on the first such call */
     bool                   all_local;   /* every rank on this node (CUDA IPC reaches them) */
+    bool                   gpu_agreed;  /* host_buffers=engine: every rank offered the GPU
+                                           side when the communicator was created, so every
+                                           carried call takes it, staged where needed */
     dfccl_comm_t          *gpu_comm;
     mca_coll_dfccl_engine_state_t gpu_state;
     mca_coll_dfccl_gpu_setup_t   *gpu_setup;
@@ -114,6 +118,13 @@ typedef struct mca_coll_dfccl_request_t {
     ompi_communicator_t *comm;        /* retained while the collective runs */
     int32_t              refs;        /* the engine's and the caller's: the last one
                                          to let go returns the request */
+    /* staging (coll_dfccl_stage.c): the buffers were of another memory kind
+     * than the call's path carries */
+    void                *stage_buf;       /* NULL: not staged */
+    bool                 stage_on_device;
+    void                *stage_user_out;  /* the caller's receive buffer */
+    const void          *stage_out;       /* where the path leaves the result */
+    size_t               stage_out_bytes;
 } mca_coll_dfccl_request_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_dfccl_request_t);
@@ -142,6 +153,15 @@ bool mca_coll_dfccl_is_device_memory(const void *buf);
 mca_coll_dfccl_request_t *mca_coll_dfccl_request_get(ompi_communicator_t *comm);
 void mca_coll_dfccl_request_release(mca_coll_dfccl_request_t *req);
 int  mca_coll_dfccl_request_error(dfccl_status_t status);
+
+/* staging (coll_dfccl_stage.c): copies the input into memory of the path's
+ * kind (device: on_device) and points args at it; stage_out copies the
+ * result to the caller's buffer at completion (an MPI error code);
+ * stage_drop gives the memory back (request release) */
+int  mca_coll_dfccl_stage_in(mca_coll_dfccl_request_t *req, dfccl_coll_args_t *args, int rank,
+                             int size, bool on_device);
+int  mca_coll_dfccl_stage_out(mca_coll_dfccl_request_t *req);
+void mca_coll_dfccl_stage_drop(mca_coll_dfccl_request_t *req);
 
 /* GPU side (coll_dfccl_gpu.c) */
 int  mca_coll_dfccl_gpu_progress(void);

@@ -13,29 +13,48 @@
 #define DFCCL_FALLBACK OMPI_ERR_NOT_SUPPORTED   /* internal: take the stock path */
 
 /*
- * Routing (DESIGN.md): device buffers go to the GPU side, host buffers to
- * the host engine only when asked (coll_dfccl_host_buffers=engine), the rest
- * to the stock path. A rank whose buffers differ in kind from its peers'
- * takes another route than they do: their watchdog then names it.
+ * Routing (DESIGN.md). By default device buffers go to the GPU side and host
+ * buffers to the stock path: a rank whose buffers differ in kind from its
+ * peers' takes another route than they do, and their watchdog names it.
+ * With coll_dfccl_host_buffers=engine the route is the communicator's, agreed
+ * at its creation: the GPU side when every rank offered it, else the host
+ * engine; a rank whose buffers are of the other kind stages them (*stage).
  */
-typedef enum { DFCCL_ROUTE_STOCK, DFCCL_ROUTE_HOST, DFCCL_ROUTE_GPU } dfccl_route_t;
+typedef enum { DFCCL_ROUTE_STOCK, DFCCL_ROUTE_HOST, DFCCL_ROUTE_GPU } dfccl_path_t;
+typedef struct {
+    dfccl_path_t path;
+    bool         stage;   /* this rank's buffers are not of the path's memory kind */
+} dfccl_route_t;
+
+static dfccl_path_t dfccl_route_path(const mca_coll_dfccl_module_t *m, const void *sbuf,
+                                     const void *rbuf, bool *stage)
+{
+    bool send_dev = mca_coll_dfccl_is_device_memory(sbuf);
+    bool recv_dev = mca_coll_dfccl_is_device_memory(rbuf);
+    bool all_dev = (sbuf == MPI_IN_PLACE || send_dev) && recv_dev;
+
+    *stage = false;
+    if (mca_coll_dfccl_component.host_buffers == MCA_COLL_DFCCL_HOST_BUFFERS_ENGINE) {
+        if (m->gpu_agreed) {
+            *stage = !all_dev;
+            return DFCCL_ROUTE_GPU;
+        }
+        *stage = send_dev || recv_dev;
+        return DFCCL_ROUTE_HOST;
+    }
+    /* both on the device (or in place), on one node, GPU backend built and offered */
+    if (all_dev && m->all_local && ompi_comm_size(m->comm) <= dfccl_gpu_max_ranks() &&
+        mca_coll_dfccl_component.gpu)
+        return DFCCL_ROUTE_GPU;
+    return DFCCL_ROUTE_STOCK;
+}
 
 static dfccl_route_t dfccl_route(const mca_coll_dfccl_module_t *m, const void *sbuf,
                                  const void *rbuf)
 {
-    bool send_dev = mca_coll_dfccl_is_device_memory(sbuf);
-    bool recv_dev = mca_coll_dfccl_is_device_memory(rbuf);
-
-    if (send_dev || recv_dev) {
-        /* both on the device (or in place), on one node, GPU backend built */
-        if ((sbuf == MPI_IN_PLACE || send_dev) && recv_dev && m->all_local &&
-            ompi_comm_size(m->comm) <= dfccl_gpu_max_ranks())
-            return DFCCL_ROUTE_GPU;
-        return DFCCL_ROUTE_STOCK;
-    }
-    if (mca_coll_dfccl_component.host_buffers == MCA_COLL_DFCCL_HOST_BUFFERS_ENGINE)
-        return DFCCL_ROUTE_HOST;
-    return DFCCL_ROUTE_STOCK;
+    dfccl_route_t route;
+    route.path = dfccl_route_path(m, sbuf, rbuf, &route.stage);
+    return route;
 }
 
 /*
@@ -96,10 +115,10 @@ static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_route_t route, dfccl_coll
     dfccl_status_t status;
     int rc;
 
-    if (route == DFCCL_ROUTE_STOCK) return DFCCL_FALLBACK;
-    if (route == DFCCL_ROUTE_HOST && mca_coll_dfccl_module_engine_ready(m) != OMPI_SUCCESS)
+    if (route.path == DFCCL_ROUTE_STOCK) return DFCCL_FALLBACK;
+    if (route.path == DFCCL_ROUTE_HOST && mca_coll_dfccl_module_engine_ready(m) != OMPI_SUCCESS)
         return DFCCL_FALLBACK;
-    if (route == DFCCL_ROUTE_GPU) {
+    if (route.path == DFCCL_ROUTE_GPU) {
         /* the first device call of the process starts the engine (and the
          * request free list); one that cannot start it reports an error
          * rather than fall back alone */
@@ -108,10 +127,19 @@ static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_route_t route, dfccl_coll
     }
     req = mca_coll_dfccl_request_get(m->comm);
     if (req == NULL) return OMPI_ERR_OUT_OF_RESOURCE;   /* never fall back alone */
+    if (route.stage) {
+        rc = mca_coll_dfccl_stage_in(req, args, ompi_comm_rank(m->comm), ompi_comm_size(m->comm),
+                                     route.path == DFCCL_ROUTE_GPU);
+        if (rc != OMPI_SUCCESS) {   /* an error, never a lone fallback */
+            mca_coll_dfccl_request_release(req);
+            mca_coll_dfccl_request_release(req);
+            return rc;
+        }
+    }
     args->user = req;
     args->priority = dfccl_priority_of(m->comm);
     opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, 1);
-    if (route == DFCCL_ROUTE_GPU) {
+    if (route.path == DFCCL_ROUTE_GPU) {
         bool posted;
         rc = mca_coll_dfccl_gpu_submit(m, args, req, &posted);
         if (!posted) {
@@ -131,14 +159,16 @@ static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_route_t route, dfccl_coll
             return mca_coll_dfccl_request_error(status);
         }
     }
-    DFCCL_VERBOSE(2, "%s%s on comm %s posted to the engine%s", request ? "i" : "",
+    DFCCL_VERBOSE(2, "%s%s on comm %s posted to the engine%s%s", request ? "i" : "",
                   dfccl_coll_type_name(args->type), m->comm->c_name,
-                  route == DFCCL_ROUTE_GPU ? " (GPU)" : "");
+                  route.path == DFCCL_ROUTE_GPU ? " (GPU)" : "",
+                  route.stage ? ", staged" : "");
     if (request != NULL) {
         *request = &req->super;
         return OMPI_SUCCESS;
     }
-    dfccl_wait_blocking(req, route == DFCCL_ROUTE_GPU ? DFCCL_WAIT_SPIN_GPU_NS : DFCCL_WAIT_SPIN_NS);
+    dfccl_wait_blocking(req, route.path == DFCCL_ROUTE_GPU ? DFCCL_WAIT_SPIN_GPU_NS
+                                                           : DFCCL_WAIT_SPIN_NS);
     rc = req->super.req_status.MPI_ERROR;
     mca_coll_dfccl_request_release(req);
     return rc;
@@ -148,7 +178,7 @@ static bool dfccl_prepare_allreduce(const mca_coll_dfccl_module_t *m, const void
                                     int count, ompi_datatype_t *dtype, struct ompi_op_t *op,
                                     dfccl_coll_args_t *args, dfccl_route_t *route)
 {
-    if (count < 0 || (*route = dfccl_route(m, sbuf, rbuf)) == DFCCL_ROUTE_STOCK) return false;
+    if (count < 0 || (*route = dfccl_route(m, sbuf, rbuf)).path == DFCCL_ROUTE_STOCK) return false;
     if (!mca_coll_dfccl_map_reduction(dtype, op, &args->dtype, &args->op)) return false;
     args->type = DFCCL_COLL_ALLREDUCE;
     args->sendbuf = sbuf == MPI_IN_PLACE ? DFCCL_IN_PLACE : sbuf;
@@ -199,7 +229,7 @@ static bool dfccl_prepare_allgather(const mca_coll_dfccl_module_t *m, const void
 {
     size_t bytes;
 
-    if (rcount < 0 || (*route = dfccl_route(m, sbuf, rbuf)) == DFCCL_ROUTE_STOCK) return false;
+    if (rcount < 0 || (*route = dfccl_route(m, sbuf, rbuf)).path == DFCCL_ROUTE_STOCK) return false;
     if (sbuf != MPI_IN_PLACE && (sdtype != rdtype || scount != rcount)) return false;
     if (!mca_coll_dfccl_map_gather_type(rdtype, rcount, &bytes)) return false;
     args->type = DFCCL_COLL_ALLGATHER;
@@ -254,7 +284,7 @@ static bool dfccl_prepare_reduce_scatter(const mca_coll_dfccl_module_t *m, const
                                          size_t *counts, dfccl_coll_args_t *args,
                                          dfccl_route_t *route)
 {
-    if ((*route = dfccl_route(m, sbuf, rbuf)) == DFCCL_ROUTE_STOCK) return false;
+    if ((*route = dfccl_route(m, sbuf, rbuf)).path == DFCCL_ROUTE_STOCK) return false;
     for (int i = 0; i < size; i++) {
         int c = rcounts ? rcounts[i] : rcount;
         if (c < 0) return false;

@@ -34,6 +34,7 @@ mca_coll_dfccl_component_t mca_coll_dfccl_component = {
     .enable       = true,
     .verbose      = 0,
     .host_buffers = MCA_COLL_DFCCL_HOST_BUFFERS_STOCK,
+    .gpu          = true,
 };
 
 static int dfccl_register(void)
@@ -87,6 +88,13 @@ static int dfccl_register(void)
         MCA_BASE_VAR_TYPE_INT, host_enum, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &c->host_buffers);
     OBJ_RELEASE(host_enum);
+    (void)mca_base_component_var_register(v, "gpu",
+        "Offer the GPU backend for device buffers (false: device buffers take the stock path, or"
+        " the host engine under host_buffers=engine, staged through host memory). Under"
+        " host_buffers=engine the ranks agree on it when a communicator is created; otherwise it"
+        " must be equal on all ranks",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
+        &c->gpu);
     (void)mca_base_component_var_register(v, "slot_bytes",
         "Bytes per FIFO slot, the unit a primitive moves (multiple of 16, >= 64)",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
@@ -287,6 +295,9 @@ int mca_coll_dfccl_progress(void)
     for (i = 0; i < n; i++) {
         mca_coll_dfccl_request_t *req = done[i].user;
         req->super.req_status.MPI_ERROR = mca_coll_dfccl_request_error(done[i].status);
+        /* a staged call's result reaches the caller's buffer before completion */
+        if (req->super.req_status.MPI_ERROR == MPI_SUCCESS)
+            req->super.req_status.MPI_ERROR = mca_coll_dfccl_stage_out(req);
         ompi_request_complete(&req->super, true);
         mca_coll_dfccl_request_release(req);   /* the engine's reference */
     }

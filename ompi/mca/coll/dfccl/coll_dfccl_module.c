@@ -17,6 +17,7 @@ static void dfccl_module_construct(mca_coll_dfccl_module_t *m)
     m->engine_comm = NULL;
     m->engine_state = MCA_COLL_DFCCL_ENGINE_UNSET;
     m->all_local = false;
+    m->gpu_agreed = false;
     m->gpu_comm = NULL;
     m->gpu_state = MCA_COLL_DFCCL_ENGINE_UNSET;
     m->gpu_setup = NULL;
@@ -91,7 +92,8 @@ static int dfccl_module_enable(mca_coll_base_module_t *module, ompi_communicator
      * create the communicator together: doing it at the first nonblocking
      * call would put a blocking exchange there, and ranks that start
      * collectives on several communicators in different orders would wait
-     * for each other. A failure only means the stock path (agreed by all). */
+     * for each other. The same exchange agrees whether every rank offers
+     * the GPU side. A failure only means the stock path (agreed by all). */
     if (mca_coll_dfccl_component.host_buffers == MCA_COLL_DFCCL_HOST_BUFFERS_ENGINE)
         (void)mca_coll_dfccl_module_engine_ready(m);
     return OMPI_SUCCESS;
@@ -209,11 +211,32 @@ err_requests:
     return -1;
 }
 
+/* Whether this rank offers the GPU side on a communicator: asked of CUDA
+ * once per process (it initialises the driver, which only host_buffers=
+ * engine does at communicator creation: see the caller). */
+static bool dfccl_gpu_offered(const mca_coll_dfccl_module_t *m)
+{
+    static int available = -1;
+    char why[160] = "";
+
+    if (!mca_coll_dfccl_component.gpu || !m->all_local ||
+        ompi_comm_size(m->comm) > dfccl_gpu_max_ranks())
+        return false;
+    if (available < 0) {
+        available = dfccl_gpu_available(why, sizeof(why));
+        if (!available) DFCCL_VERBOSE(1, "no GPU side in this process: %s", why);
+    }
+    return available == 1;
+}
+
 /*
  * The engine's communicator: created when the communicator is (host buffers
  * to the engine), else on the first carried call. Either way all ranks
  * arrive here together; each step agrees on its outcome so that all ranks
- * carry on, or all fall back.
+ * carry on, or all fall back. The first exchange also agrees on the GPU
+ * side: with host buffers going to the engine, the path of a call may not
+ * depend on the memory kind of one rank's buffers, so every call on a
+ * communicator whose ranks all offer the GPU side takes it.
  */
 int mca_coll_dfccl_module_engine_ready(mca_coll_dfccl_module_t *m)
 {
@@ -225,7 +248,9 @@ int mca_coll_dfccl_module_engine_ready(mca_coll_dfccl_module_t *m)
     if (m->engine_state == MCA_COLL_DFCCL_ENGINE_READY) return OMPI_SUCCESS;
     if (m->engine_state == MCA_COLL_DFCCL_ENGINE_FAILED) return OMPI_ERROR;
 
+    /* bit 0: the engine runs here; bit 1: the GPU side is offered here */
     ok = mca_coll_dfccl_context_get(&ctx) == OMPI_SUCCESS;
+    if (ok && dfccl_gpu_offered(m)) ok |= 2;
     all = malloc(sizeof(int) * (size_t)size);
     if (all == NULL || dfccl_bootstrap_allgather(&ok, all, sizeof(int), m) != 0) {
         free(all);
@@ -233,9 +258,15 @@ int mca_coll_dfccl_module_engine_ready(mca_coll_dfccl_module_t *m)
         m->engine_state = MCA_COLL_DFCCL_ENGINE_FAILED;
         return OMPI_ERROR;
     }
-    for (i = 0; i < size; i++) ok = ok && all[i];
+    for (i = 0; i < size; i++) ok &= all[i];
     free(all);
-    if (!ok) {
+    m->gpu_agreed = (ok & 3) == 3;
+    DFCCL_VERBOSE(1, "comm %s: %s", m->comm->c_name,
+                  m->gpu_agreed ? "every rank offers the GPU side: carried calls take it (host"
+                                  " buffers staged)"
+                                : "not every rank offers the GPU side: carried calls take the"
+                                  " host engine (device buffers staged)");
+    if (!(ok & 1)) {
         DFCCL_VERBOSE(1, "comm %s: the engine is not running on every rank: stock path",
                       m->comm->c_name);
         m->engine_state = MCA_COLL_DFCCL_ENGINE_FAILED;

@@ -9,6 +9,7 @@ static void dfccl_request_construct(mca_coll_dfccl_request_t *req)
 {
     req->comm = NULL;
     req->refs = 0;
+    req->stage_buf = NULL;
 }
 
 OBJ_CLASS_INSTANCE(mca_coll_dfccl_request_t, ompi_request_t, dfccl_request_construct, NULL);
@@ -44,6 +45,7 @@ mca_coll_dfccl_request_t *mca_coll_dfccl_request_get(ompi_communicator_t *comm)
     req->super.req_mpi_object.comm = comm;
     req->refs = 2;
     req->comm = comm;
+    req->stage_buf = NULL;
     OBJ_RETAIN(comm);   /* MPI_Comm_free may come before completion */
     return req;
 }
@@ -51,6 +53,7 @@ mca_coll_dfccl_request_t *mca_coll_dfccl_request_get(ompi_communicator_t *comm)
 void mca_coll_dfccl_request_release(mca_coll_dfccl_request_t *req)
 {
     if (OPAL_THREAD_ADD_FETCH32(&req->refs, -1) != 0) return;
+    mca_coll_dfccl_stage_drop(req);   /* the engine is done with it too */
     OBJ_RELEASE(req->comm);
     req->comm = NULL;
     OMPI_REQUEST_FINI(&req->super);

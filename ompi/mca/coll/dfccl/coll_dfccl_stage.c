@@ -1,0 +1,102 @@
+/*
+ * coll_dfccl_stage.c - a call whose buffers are not of the memory kind its
+ * path carries: under coll_dfccl_host_buffers=engine every rank of a
+ * communicator takes the same path whatever its own buffers are (the GPU
+ * side when every rank offered it at creation, else the host engine), so a
+ * rank passing host buffers where its peers pass device buffers (or the
+ * reverse) copies its input into memory of the path's kind, and the result
+ * back out before the request completes.
+ *
+ * The staged call keeps the caller's in-place setting (MPI has all ranks
+ * agree on it, and the path's algorithm may depend on it).
+ */
+#include <stdlib.h>
+#include "coll_dfccl.h"
+
+#define DFCCL_STAGE_ALIGN 16   /* the engine's vector movers want 16-byte aligned parts */
+
+static size_t dfccl_stage_align(size_t bytes)
+{
+    return (bytes + DFCCL_STAGE_ALIGN - 1) & ~(size_t)(DFCCL_STAGE_ALIGN - 1);
+}
+
+int mca_coll_dfccl_stage_in(mca_coll_dfccl_request_t *req, dfccl_coll_args_t *args, int rank,
+                            int size, bool on_device)
+{
+    dfccl_context_t *ctx = mca_coll_dfccl_component.context;
+    size_t esize = dfccl_dtype_size(args->dtype), in_bytes, out_bytes, block, out_at = 0;
+    size_t in_at, result_bytes, bytes;
+    bool in_place = args->sendbuf == DFCCL_IN_PLACE;
+    const char *in = in_place ? args->recvbuf : args->sendbuf;
+    dfccl_status_t status;
+    char *stage = NULL;
+
+    /* out_bytes: the receive buffer the path works on; in_bytes: the input
+     * to copy in (our block only for allgather); result: what goes back */
+    switch (args->type) {
+    case DFCCL_COLL_ALLREDUCE:
+        in_bytes = out_bytes = result_bytes = args->count * esize;
+        break;
+    case DFCCL_COLL_ALLGATHER:
+        block = args->count * esize;
+        in_bytes = block;
+        out_bytes = result_bytes = (size_t)size * block;
+        if (in_place) in += (size_t)rank * block;   /* our block of the receive buffer */
+        break;
+    default:   /* reduce-scatter: the whole input in, our block out */
+        in_bytes = 0;
+        for (int r = 0; r < size; r++) in_bytes += args->counts[r] * esize;
+        result_bytes = args->counts[rank] * esize;
+        out_bytes = in_place ? in_bytes : result_bytes;
+        break;
+    }
+    /* in place stays in place: the path's algorithm may depend on it, and it
+     * must be the one the other ranks chose */
+    if (!in_place) out_at = dfccl_stage_align(in_bytes);
+    bytes = out_at + out_bytes;
+    in_at = in_place && args->type == DFCCL_COLL_ALLGATHER ? (size_t)rank * in_bytes : 0;
+    if (ctx == NULL) return OMPI_ERR_NOT_AVAILABLE;
+    if (on_device) {
+        status = dfccl_gpu_stage_alloc(ctx, bytes, (void **)&stage);
+    } else {
+        stage = malloc(bytes > 0 ? bytes : 1);
+        status = stage != NULL ? DFCCL_OK : DFCCL_ERR_NO_MEMORY;
+    }
+    if (status != DFCCL_OK) {
+        DFCCL_ERROR("%s on comm %s: cannot stage %zu bytes of %s buffers in %s memory: %s",
+                    dfccl_coll_type_name(args->type), req->comm->c_name, bytes,
+                    on_device ? "host" : "device", on_device ? "device" : "host",
+                    dfccl_status_string(status));
+        return mca_coll_dfccl_request_error(status);
+    }
+    req->stage_buf = stage;
+    req->stage_on_device = on_device;
+    status = dfccl_gpu_copy(ctx, stage + in_at, in, in_bytes);
+    if (status != DFCCL_OK) {
+        mca_coll_dfccl_stage_drop(req);
+        return mca_coll_dfccl_request_error(status);
+    }
+    req->stage_user_out = args->recvbuf;
+    req->stage_out = stage + out_at;   /* in-place reduce-scatter: our block comes first */
+    req->stage_out_bytes = result_bytes;
+    if (!in_place) args->sendbuf = stage;
+    args->recvbuf = stage + out_at;
+    return OMPI_SUCCESS;
+}
+
+int mca_coll_dfccl_stage_out(mca_coll_dfccl_request_t *req)
+{
+    if (req->stage_buf == NULL) return MPI_SUCCESS;
+    return dfccl_gpu_copy(mca_coll_dfccl_component.context, req->stage_user_out, req->stage_out,
+                          req->stage_out_bytes) == DFCCL_OK ? MPI_SUCCESS : MPI_ERR_OTHER;
+}
+
+void mca_coll_dfccl_stage_drop(mca_coll_dfccl_request_t *req)
+{
+    if (req->stage_buf == NULL) return;
+    if (req->stage_on_device)
+        dfccl_gpu_stage_free(mca_coll_dfccl_component.context, req->stage_buf);
+    else
+        free(req->stage_buf);
+    req->stage_buf = NULL;
+}

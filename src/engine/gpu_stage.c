@@ -1,0 +1,132 @@
+/*
+ * gpu_stage.c - staging for a rank whose buffers are not of the memory kind
+ * its collective's path carries: host buffers on the GPU path (under
+ * coll_dfccl_host_buffers=engine, where every rank of a GPU-capable
+ * communicator takes the GPU path whatever its buffers), device buffers on
+ * the host path. The caller copies the input into a staging block, the
+ * collective runs on the block, and the result is copied out before the
+ * request completes.
+ *
+ * Device blocks come from cudaMalloc (so the direct path can export them
+ * like any application buffer) and are kept for reuse until the backend
+ * ends: cudaMalloc and cudaFree per call would cost more than the copies,
+ * and cudaFree waits for the running daemon kernel. Sizes are rounded up to
+ * a power of two so that blocks fit later calls of similar size.
+ */
+#include <stdlib.h>
+#include "gpu_backend.h"
+#include "log.h"
+
+#define GPU_STAGE_MIN_BYTES ((size_t)64 * 1024)
+
+typedef struct gpu_stage_block {
+    struct gpu_stage_block *next;
+    char                   *ptr;
+    size_t                  bytes;
+    int                     lent;
+} gpu_stage_block_t;
+
+static size_t gpu_stage_round(size_t bytes)
+{
+    size_t rounded = GPU_STAGE_MIN_BYTES;
+    while (rounded < bytes && rounded <= SIZE_MAX / 2) rounded *= 2;
+    return rounded < bytes ? bytes : rounded;
+}
+
+dfccl_status_t dfccl_gpu_stage_alloc(dfccl_context_t *ctx, size_t bytes, void **buf_p)
+{
+    size_t rounded = gpu_stage_round(bytes);
+    gpu_stage_block_t *b, *best = NULL;
+    dfccl_gpu_t *g;
+    dfccl_status_t status;
+    cudaError_t e;
+    int previous;
+
+    *buf_p = NULL;
+    status = gpu_get(ctx, &g);
+    if (status != DFCCL_OK) return status;
+    pthread_mutex_lock(&g->stage_lock);
+    for (b = g->stage_blocks; b != NULL; b = b->next)
+        if (!b->lent && b->bytes >= rounded && (best == NULL || b->bytes < best->bytes)) best = b;
+    if (best != NULL) {
+        best->lent = 1;
+        *buf_p = best->ptr;
+        pthread_mutex_unlock(&g->stage_lock);
+        return DFCCL_OK;
+    }
+    pthread_mutex_unlock(&g->stage_lock);
+
+    b = calloc(1, sizeof(*b));
+    if (b == NULL) return DFCCL_ERR_NO_MEMORY;
+    previous = gpu_device_enter(g);
+    e = cudaMalloc((void **)&b->ptr, rounded);
+    gpu_device_leave(g, previous);
+    if (e != cudaSuccess) {
+        cudaGetLastError();   /* out of memory is this call's failure, not a sticky error */
+        dfccl_error("no device memory to stage %zu bytes: %s", bytes, gpu_err(e));
+        free(b);
+        return DFCCL_ERR_NO_MEMORY;
+    }
+    b->bytes = rounded;
+    b->lent = 1;
+    pthread_mutex_lock(&g->stage_lock);
+    b->next = g->stage_blocks;
+    g->stage_blocks = b;
+    pthread_mutex_unlock(&g->stage_lock);
+    *buf_p = b->ptr;
+    return DFCCL_OK;
+}
+
+void dfccl_gpu_stage_free(dfccl_context_t *ctx, void *buf)
+{
+    dfccl_gpu_t *g = __atomic_load_n(&ctx->gpu, __ATOMIC_ACQUIRE);
+
+    if (buf == NULL || g == NULL) return;
+    pthread_mutex_lock(&g->stage_lock);
+    for (gpu_stage_block_t *b = g->stage_blocks; b != NULL; b = b->next) {
+        if (b->ptr == buf) {
+            b->lent = 0;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&g->stage_lock);
+}
+
+void gpu_stage_release(dfccl_gpu_t *g)
+{
+    gpu_stage_block_t *b = g->stage_blocks, *next;
+
+    for (; b != NULL; b = next) {
+        next = b->next;
+        cudaFree(b->ptr);
+        free(b);
+    }
+    g->stage_blocks = NULL;
+}
+
+dfccl_status_t dfccl_gpu_copy(dfccl_context_t *ctx, void *dst, const void *src, size_t bytes)
+{
+    dfccl_gpu_t *g = __atomic_load_n(&ctx->gpu, __ATOMIC_ACQUIRE);
+    cudaError_t e;
+
+    if (bytes == 0) return DFCCL_OK;
+    if (g != NULL) {
+        /* the backend's copy stream never waits for the daemon kernel */
+        int previous = gpu_device_enter(g);
+        e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, g->copy_stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(g->copy_stream);
+        gpu_device_leave(g, previous);
+    } else {
+        /* host path, device buffers: no backend in this process; the
+         * thread's default stream, waited for (a copy from pageable memory
+         * may return before its data has landed) */
+        e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, cudaStreamPerThread);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(cudaStreamPerThread);
+    }
+    if (e != cudaSuccess) {
+        dfccl_error("staging copy of %zu bytes (%p -> %p) failed: %s", bytes, src, dst,
+                    gpu_err(e));
+        return DFCCL_ERR_SYSTEM;
+    }
+    return DFCCL_OK;
+}
