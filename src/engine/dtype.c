@@ -118,4 +118,9 @@ void dfccl_config_init(dfccl_config_t *config)
      * machine works in a window of ranks x channels chunks: smaller chunks,
      * fewer pages in use at once; larger, fewer scheduler turns. */
     config->gpu_direct_chunk_bytes = 1024 * 1024;
+    /* Staging blocks (host buffers on the GPU path) are kept for the next
+     * calls: cudaMalloc per call costs more than the copies. 256 MiB holds
+     * the staging of one 64 MiB non-in-place call several times over and
+     * is little beside a GPU's memory; beyond it idle blocks are freed. */
+    config->gpu_stage_keep_bytes = (size_t)256 * 1024 * 1024;
 }

@@ -365,6 +365,7 @@ static void *gpu_proxy_main(void *arg)
         if (!g->launched) {
             if (dead) gpu_free_dead(g);
             if (g->nclose > 0) gpu_direct_close_pending(g);
+            if (__atomic_load_n(&g->stage_trim, __ATOMIC_ACQUIRE)) gpu_stage_trim(g);
             if (stop) break;
             if (in_flight > 0 && !g->broken) {
                 uint64_t now = dfccl_now_ns();

@@ -107,6 +107,9 @@ typedef struct dfccl_gpu {
     size_t                nclose, close_cap;
     pthread_mutex_t       stage_lock;
     struct gpu_stage_block *stage_blocks;   /* staging memory, lent or free (gpu_stage.c) */
+    size_t                stage_idle_bytes;  /* under stage_lock */
+    int                   stage_trim;   /* idle staging memory over the limit: the proxy frees
+                                           some while the kernel is out */
 } dfccl_gpu_t;
 
 /* The calling thread's current device may be another (the application's,
@@ -138,6 +141,9 @@ static inline void gpu_kernel_yield(dfccl_gpu_t *g, uint64_t launch_id)
 dfccl_status_t gpu_get(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p);
 /* Frees the staging blocks (gpu_stage.c); at the backend's end. */
 void gpu_stage_release(dfccl_gpu_t *g);
+/* Frees idle staging blocks beyond the configured amount; the proxy thread
+ * calls it while the kernel is out (cudaFree would wait for it). */
+void gpu_stage_trim(dfccl_gpu_t *g);
 
 static inline const char *gpu_err(cudaError_t e)
 {

@@ -8,10 +8,11 @@
  * request completes.
  *
  * Device blocks come from cudaMalloc (so the direct path can export them
- * like any application buffer) and are kept for reuse until the backend
- * ends: cudaMalloc and cudaFree per call would cost more than the copies,
- * and cudaFree waits for the running daemon kernel. Sizes are rounded up to
- * a power of two so that blocks fit later calls of similar size.
+ * like any application buffer) and are kept for reuse: cudaMalloc and
+ * cudaFree per call would cost more than the copies, and cudaFree waits for
+ * the running daemon kernel. Idle blocks beyond gpu_stage_keep_bytes are
+ * freed by the proxy thread while the kernel is out. Sizes are rounded up
+ * by at most an eighth, so that blocks fit later calls of similar size.
  */
 #include <stdlib.h>
 #include "gpu_backend.h"
@@ -26,11 +27,14 @@ typedef struct gpu_stage_block {
     int                     lent;
 } gpu_stage_block_t;
 
+/* Up to a multiple of a power of two that is at most an eighth of the size
+ * (64 KiB at least). */
 static size_t gpu_stage_round(size_t bytes)
 {
-    size_t rounded = GPU_STAGE_MIN_BYTES;
-    while (rounded < bytes && rounded <= SIZE_MAX / 2) rounded *= 2;
-    return rounded < bytes ? bytes : rounded;
+    size_t granule = GPU_STAGE_MIN_BYTES;
+    while (granule < bytes / 8) granule *= 2;
+    if (bytes > SIZE_MAX - granule) return bytes;
+    return (bytes + granule - 1) / granule * granule;
 }
 
 dfccl_status_t dfccl_gpu_stage_alloc(dfccl_context_t *ctx, size_t bytes, void **buf_p)
@@ -50,6 +54,7 @@ dfccl_status_t dfccl_gpu_stage_alloc(dfccl_context_t *ctx, size_t bytes, void **
         if (!b->lent && b->bytes >= rounded && (best == NULL || b->bytes < best->bytes)) best = b;
     if (best != NULL) {
         best->lent = 1;
+        g->stage_idle_bytes -= best->bytes;
         *buf_p = best->ptr;
         pthread_mutex_unlock(&g->stage_lock);
         return DFCCL_OK;
@@ -84,12 +89,42 @@ void dfccl_gpu_stage_free(dfccl_context_t *ctx, void *buf)
     if (buf == NULL || g == NULL) return;
     pthread_mutex_lock(&g->stage_lock);
     for (gpu_stage_block_t *b = g->stage_blocks; b != NULL; b = b->next) {
-        if (b->ptr == buf) {
+        if (b->ptr == buf && b->lent) {
             b->lent = 0;
+            g->stage_idle_bytes += b->bytes;
             break;
         }
     }
+    if (g->stage_idle_bytes > ctx->config.gpu_stage_keep_bytes)
+        __atomic_store_n(&g->stage_trim, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&g->stage_lock);
+}
+
+void gpu_stage_trim(dfccl_gpu_t *g)
+{
+    gpu_stage_block_t **link, *unused = NULL;
+
+    pthread_mutex_lock(&g->stage_lock);
+    __atomic_store_n(&g->stage_trim, 0, __ATOMIC_RELEASE);
+    link = &g->stage_blocks;
+    while (*link != NULL && g->stage_idle_bytes > g->ctx->config.gpu_stage_keep_bytes) {
+        gpu_stage_block_t *b = *link;
+        if (b->lent) {
+            link = &b->next;
+            continue;
+        }
+        *link = b->next;
+        g->stage_idle_bytes -= b->bytes;
+        b->next = unused;
+        unused = b;
+    }
+    pthread_mutex_unlock(&g->stage_lock);
+    while (unused != NULL) {   /* the proxy thread: the engine's device is current */
+        gpu_stage_block_t *next = unused->next;
+        cudaFree(unused->ptr);
+        free(unused);
+        unused = next;
+    }
 }
 
 void gpu_stage_release(dfccl_gpu_t *g)
@@ -117,11 +152,22 @@ dfccl_status_t dfccl_gpu_copy(dfccl_context_t *ctx, void *dst, const void *src, 
         if (e == cudaSuccess) e = cudaStreamSynchronize(g->copy_stream);
         gpu_device_leave(g, previous);
     } else {
-        /* host path, device buffers: no backend in this process; the
-         * thread's default stream, waited for (a copy from pageable memory
-         * may return before its data has landed) */
+        /* host path, device buffers, no GPU side in this process: on the
+         * device that holds the buffer (the thread may have none current),
+         * its per-thread stream, waited for (a copy from pageable memory may
+         * return before its data has landed) */
+        struct cudaPointerAttributes a;
+        int previous = -1, device = -1;
+        if (cudaPointerGetAttributes(&a, dst) == cudaSuccess && a.type == cudaMemoryTypeDevice)
+            device = a.device;
+        else if (cudaPointerGetAttributes(&a, src) == cudaSuccess && a.type == cudaMemoryTypeDevice)
+            device = a.device;
+        cudaGetLastError();
+        cudaGetDevice(&previous);
+        if (device >= 0 && device != previous) cudaSetDevice(device);
         e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, cudaStreamPerThread);
         if (e == cudaSuccess) e = cudaStreamSynchronize(cudaStreamPerThread);
+        if (device >= 0 && previous >= 0 && device != previous) cudaSetDevice(previous);
     }
     if (e != cudaSuccess) {
         dfccl_error("staging copy of %zu bytes (%p -> %p) failed: %s", bytes, src, dst,

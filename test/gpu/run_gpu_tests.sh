@@ -201,16 +201,21 @@ done
 # (coll_dfccl_gpu=0 in its environment alone), the ranks agree at
 # communicator creation on the host engine and ranks 1.. stage through host
 # memory. Both must be carried (--expect engine) and bit-exact.
-mixed_np=${np_list##* }
-run_item "mixed_gpu_np$mixed_np" "$mixed_np" "--mca coll_dfccl_host_buffers engine" \
-    test/mpi/coll_check --memory mixed --expect engine --quick --counts 0,1,7,4099,65537,1048579
-export DFCCL_TEST_LAUNCHER="$here/rank_env.sh 1 OMPI_MCA_coll_dfccl_gpu=0"
-run_item "mixed_host_np$mixed_np" "$mixed_np" "--mca coll_dfccl_host_buffers engine" \
-    test/mpi/coll_check --memory mixed --expect engine --quick --counts 0,1,7,4099,65537,1048579
-unset DFCCL_TEST_LAUNCHER
-run_item "mixed_disorder_np$mixed_np" "$mixed_np" \
-    "--mca coll_dfccl_host_buffers engine $disorder_mca" \
-    test/mpi/disorder_check --memory mixed "${disorder_args[@]}"
+# They run once, at the largest NP of the list (at least 2 ranks).
+mixed_np=$(printf '%s\n' $np_list | sort -n | tail -1)
+if [ "${mixed_np:-0}" -ge 2 ]; then
+    run_item "mixed_gpu_np$mixed_np" "$mixed_np" "--mca coll_dfccl_host_buffers engine" \
+        test/mpi/coll_check --memory mixed --expect engine --quick --counts 0,1,7,4099,65537,1048579
+    saved_launcher=${DFCCL_TEST_LAUNCHER-}
+    export DFCCL_TEST_LAUNCHER="$here/rank_env.sh 1 OMPI_MCA_coll_dfccl_gpu=0 ${saved_launcher}"
+    run_item "mixed_host_np$mixed_np" "$mixed_np" "--mca coll_dfccl_host_buffers engine" \
+        test/mpi/coll_check --memory mixed --expect engine --quick --counts 0,1,7,4099,65537,1048579
+    DFCCL_TEST_LAUNCHER=$saved_launcher
+    [ -n "$saved_launcher" ] || unset DFCCL_TEST_LAUNCHER
+    run_item "mixed_disorder_np$mixed_np" "$mixed_np" \
+        "--mca coll_dfccl_host_buffers engine $disorder_mca" \
+        test/mpi/disorder_check --memory mixed "${disorder_args[@]}"
+fi
 
 # Racecheck follows every shared-memory access of the daemon kernel, whose
 # blocks spin while they wait: with the default 16 blocks x 512 threads it

@@ -134,7 +134,12 @@ test_memory_kind_t test_memory_setup(int *argc, char **argv, const char *program
     }
     if (mixed) {
         const char *rank = getenv("OMPI_COMM_WORLD_RANK");
-        if (rank == NULL || atoi(rank) == 0)
+        if (rank == NULL) {
+            fprintf(stderr, "%s: --memory mixed needs Open MPI's mpirun (it tells each rank its"
+                    " number through OMPI_COMM_WORLD_RANK before MPI_Init)\n", program);
+            exit(2);
+        }
+        if (atoi(rank) == 0)
             kind = TEST_MEMORY_HOST;   /* no CUDA call of ours on that rank */
     }
     if (kind == TEST_MEMORY_DEVICE)

@@ -98,6 +98,7 @@ typedef struct dfccl_config {
     size_t   gpu_direct_bytes;   /* collectives this large read and write the peers' buffers
                                     directly (mapped per call); 0: never */
     size_t   gpu_direct_chunk_bytes; /* a direct collective's unit of work per channel turn */
+    size_t   gpu_stage_keep_bytes;   /* idle staging memory kept for reuse; beyond it freed */
 } dfccl_config_t;
 
 void dfccl_config_init(dfccl_config_t *config);

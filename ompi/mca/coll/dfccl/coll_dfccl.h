@@ -53,6 +53,7 @@ typedef struct mca_coll_dfccl_component_t {
     bool         gpu_sync_legacy_stream;
     size_t       gpu_direct_bytes;
     size_t       gpu_direct_chunk_bytes;
+    size_t       gpu_stage_keep_bytes;
 
     int              output;          /* opal_output stream for verbose messages */
     opal_mutex_t     lock;            /* guards lazy creation of the engine */
@@ -86,6 +87,8 @@ typedef struct mca_coll_dfccl_module_t {
     bool                   gpu_agreed;  /* host_buffers=engine: every rank offered the GPU
                                            side when the communicator was created, so every
                                            carried call takes it, staged where needed */
+    bool                   stage_agreed;  /* ... and every rank can stage device buffers
+                                             through host memory (built with CUDA) */
     dfccl_comm_t          *gpu_comm;
     mca_coll_dfccl_engine_state_t gpu_state;
     mca_coll_dfccl_gpu_setup_t   *gpu_setup;

@@ -40,6 +40,10 @@ static dfccl_path_t dfccl_route_path(const mca_coll_dfccl_module_t *m, const voi
             return DFCCL_ROUTE_GPU;
         }
         *stage = send_dev || recv_dev;
+        /* a build without CUDA cannot copy device memory: the stock path,
+         * as before this setting (all ranks alike when all pass device
+         * buffers) */
+        if (*stage && !m->stage_agreed) return DFCCL_ROUTE_STOCK;
         return DFCCL_ROUTE_HOST;
     }
     /* both on the device (or in place), on one node, GPU backend built and offered */

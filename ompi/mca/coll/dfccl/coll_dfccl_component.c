@@ -68,6 +68,7 @@ static int dfccl_register(void)
     c->gpu_sync_legacy_stream = defaults.gpu_sync_legacy_stream != 0;
     c->gpu_direct_bytes = defaults.gpu_direct_bytes;
     c->gpu_direct_chunk_bytes = defaults.gpu_direct_chunk_bytes;
+    c->gpu_stage_keep_bytes = defaults.gpu_stage_keep_bytes;
 
     (void)mca_base_component_var_register(v, "priority",
         "Priority of coll/dfccl (above coll/self's 75 so that it also serves 1-rank communicators)",
@@ -181,6 +182,12 @@ static int dfccl_register(void)
         " (>= 4096)",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &c->gpu_direct_chunk_bytes);
+    (void)mca_base_component_var_register(v, "gpu_stage_keep_bytes",
+        "Bytes of idle device staging memory (host buffers carried by the GPU side under"
+        " host_buffers=engine) kept for reuse; idle blocks beyond it are freed while the daemon"
+        " kernel is out",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
+        &c->gpu_stage_keep_bytes);
     return OMPI_SUCCESS;
 }
 
@@ -250,6 +257,7 @@ int mca_coll_dfccl_context_get(dfccl_context_t **context_p)
         config.gpu_sync_legacy_stream = c->gpu_sync_legacy_stream;
         config.gpu_direct_bytes = c->gpu_direct_bytes;
         config.gpu_direct_chunk_bytes = c->gpu_direct_chunk_bytes;
+        config.gpu_stage_keep_bytes = c->gpu_stage_keep_bytes;
         opal_free_list_init(&c->requests, sizeof(mca_coll_dfccl_request_t),
                             opal_cache_line_size, OBJ_CLASS(mca_coll_dfccl_request_t),
                             0, 0, 8, -1, 8, NULL, 0, NULL, NULL, NULL);

@@ -18,6 +18,7 @@ static void dfccl_module_construct(mca_coll_dfccl_module_t *m)
     m->engine_state = MCA_COLL_DFCCL_ENGINE_UNSET;
     m->all_local = false;
     m->gpu_agreed = false;
+    m->stage_agreed = false;
     m->gpu_comm = NULL;
     m->gpu_state = MCA_COLL_DFCCL_ENGINE_UNSET;
     m->gpu_setup = NULL;
@@ -219,7 +220,10 @@ static bool dfccl_gpu_offered(const mca_coll_dfccl_module_t *m)
     static int available = -1;
     char why[160] = "";
 
-    if (!mca_coll_dfccl_component.gpu || !m->all_local ||
+    /* the GPU side always schedules preemptively: a process that asks for
+     * serial scheduling (coll_dfccl_preempt=0, a diagnostic) keeps the host
+     * engine */
+    if (!mca_coll_dfccl_component.gpu || !mca_coll_dfccl_component.preempt || !m->all_local ||
         ompi_comm_size(m->comm) > dfccl_gpu_max_ranks())
         return false;
     if (available < 0) {
@@ -248,9 +252,11 @@ int mca_coll_dfccl_module_engine_ready(mca_coll_dfccl_module_t *m)
     if (m->engine_state == MCA_COLL_DFCCL_ENGINE_READY) return OMPI_SUCCESS;
     if (m->engine_state == MCA_COLL_DFCCL_ENGINE_FAILED) return OMPI_ERROR;
 
-    /* bit 0: the engine runs here; bit 1: the GPU side is offered here */
+    /* bit 0: the engine runs here; bit 1: the GPU side is offered here;
+     * bit 2: device buffers can be staged here (built with CUDA) */
     ok = mca_coll_dfccl_context_get(&ctx) == OMPI_SUCCESS;
     if (ok && dfccl_gpu_offered(m)) ok |= 2;
+    if (dfccl_gpu_max_ranks() > 0) ok |= 4;
     all = malloc(sizeof(int) * (size_t)size);
     if (all == NULL || dfccl_bootstrap_allgather(&ok, all, sizeof(int), m) != 0) {
         free(all);
@@ -261,6 +267,7 @@ int mca_coll_dfccl_module_engine_ready(mca_coll_dfccl_module_t *m)
     for (i = 0; i < size; i++) ok &= all[i];
     free(all);
     m->gpu_agreed = (ok & 3) == 3;
+    m->stage_agreed = (ok & 4) != 0;
     DFCCL_VERBOSE(1, "comm %s: %s", m->comm->c_name,
                   m->gpu_agreed ? "every rank offers the GPU side: carried calls take it (host"
                                   " buffers staged)"
