@@ -189,7 +189,7 @@ static void gpu_job_submit(dfccl_gpu_t *g, gpu_job_t *job)
 static int gpu_job_may_enter(dfccl_gpu_t *g, const gpu_job_t *job)
 {
     if (!g->kernel_running || g->env.launch_id >= job->coll->comm->gpu->first_launch) return 1;
-    gpu_kernel_yield(g, g->env.launch_id);
+    gpu_kernel_yield(g);
     return 0;
 }
 
@@ -328,7 +328,6 @@ static void gpu_launch(dfccl_gpu_t *g)
         return;
     }
     g->launched = 1;
-    __atomic_store_n(&g->kernel_live, 1, __ATOMIC_RELEASE);
 }
 
 static void *gpu_proxy_main(void *arg)
@@ -345,7 +344,6 @@ static void *gpu_proxy_main(void *arg)
             cudaError_t e = cudaEventQuery(g->exited);
             if (e != cudaErrorNotReady) {
                 g->launched = 0;
-                __atomic_store_n(&g->kernel_live, 0, __ATOMIC_RELEASE);
                 g->exit_ns = dfccl_now_ns();
                 /* collectives held for the next launch may enter now */
                 pthread_mutex_lock(&g->lock);
@@ -950,16 +948,13 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
     pthread_mutex_lock(&g->lock);
     /* the proxy sleeps while nothing is in flight: wake it for the first */
     wake = g->in_flight++ == 0;
-    if (g->backlog == NULL && g->slot_job[g->next_ticket % DFCCL_GPU_SQ_DEPTH] == NULL &&
-        gpu_job_may_enter(g, job)) {
-        gpu_job_submit(g, job);
-    } else {
-        job->next = NULL;
-        if (g->backlog_tail) g->backlog_tail->next = job;
-        else g->backlog = job;
-        g->backlog_tail = job;
-    }
-    if (wake || !__atomic_load_n(&g->kernel_live, __ATOMIC_ACQUIRE)) pthread_cond_signal(&g->wake);
+    /* in order: behind the backlog, which enters as far as it may now */
+    job->next = NULL;
+    if (g->backlog_tail) g->backlog_tail->next = job;
+    else g->backlog = job;
+    g->backlog_tail = job;
+    gpu_backlog_flush(g);
+    if (wake || !g->kernel_running) pthread_cond_signal(&g->wake);
     pthread_mutex_unlock(&g->lock);
     return DFCCL_OK;
 }

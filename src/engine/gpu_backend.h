@@ -88,7 +88,6 @@ typedef struct dfccl_gpu {
     pthread_mutex_t       dead_lock;    /* the dead list alone: released communicators may
                                            arrive from inside a completion, under lock */
     dfccl_gpu_comm_t     *dead;         /* released communicators to free */
-    int                   kernel_live;  /* read by posters as a hint */
     int                   kernel_running;   /* under lock: launched, not yet seen to exit;
                                                env.launch_id changes under lock too */
     pthread_mutex_t       drain_lock;   /* cq_head: the proxy or a polling caller */
@@ -128,12 +127,13 @@ static inline void gpu_device_leave(const dfccl_gpu_t *g, int previous)
     if (previous >= 0 && previous != g->device) cudaSetDevice(previous);
 }
 
-/* Asks the running kernel to leave (the proxy launches it again at once). */
-static inline void gpu_kernel_yield(dfccl_gpu_t *g, uint64_t launch_id)
+/* Asks the running kernel to leave (the proxy launches it again at once).
+ * On the proxy thread or under lock, where launch_id cannot change. */
+static inline void gpu_kernel_yield(dfccl_gpu_t *g)
 {
-    uint64_t cur = __atomic_load_n(&g->ctrl->stop, __ATOMIC_ACQUIRE);
-    while (cur < launch_id && !__atomic_compare_exchange_n(&g->ctrl->stop, &cur, launch_id, 0,
-                                                           __ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE))
+    uint64_t id = g->env.launch_id, cur = __atomic_load_n(&g->ctrl->stop, __ATOMIC_ACQUIRE);
+    while (cur < id && !__atomic_compare_exchange_n(&g->ctrl->stop, &cur, id, 0, __ATOMIC_SEQ_CST,
+                                                    __ATOMIC_ACQUIRE))
         ;
 }
 

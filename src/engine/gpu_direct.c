@@ -204,7 +204,7 @@ void gpu_direct_service(dfccl_gpu_t *g)
         if (opened && g->direct_reply[s].ok && g->launched) {
             if (g->direct_held[s] == 0) g->nheld++;
             g->direct_held[s] = tag;   /* replaces a stale one of a failed collective */
-            gpu_kernel_yield(g, g->env.launch_id);   /* the proxy's own launch */
+            gpu_kernel_yield(g);
         } else {
             gpu_direct_publish(g, s, tag);
         }

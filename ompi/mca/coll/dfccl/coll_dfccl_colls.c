@@ -20,44 +20,37 @@
  * at its creation: the GPU side when every rank offered it, else the host
  * engine; a rank whose buffers are of the other kind stages them (*stage).
  */
-typedef enum { DFCCL_ROUTE_STOCK, DFCCL_ROUTE_HOST, DFCCL_ROUTE_GPU } dfccl_path_t;
 typedef struct {
-    dfccl_path_t path;
-    bool         stage;   /* this rank's buffers are not of the path's memory kind */
+    enum { DFCCL_ROUTE_STOCK, DFCCL_ROUTE_HOST, DFCCL_ROUTE_GPU } path;
+    bool stage;   /* this rank's buffers are not of the path's memory kind */
 } dfccl_route_t;
-
-static dfccl_path_t dfccl_route_path(const mca_coll_dfccl_module_t *m, const void *sbuf,
-                                     const void *rbuf, bool *stage)
-{
-    bool send_dev = mca_coll_dfccl_is_device_memory(sbuf);
-    bool recv_dev = mca_coll_dfccl_is_device_memory(rbuf);
-    bool all_dev = (sbuf == MPI_IN_PLACE || send_dev) && recv_dev;
-
-    *stage = false;
-    if (mca_coll_dfccl_component.host_buffers == MCA_COLL_DFCCL_HOST_BUFFERS_ENGINE) {
-        if (m->gpu_agreed) {
-            *stage = !all_dev;
-            return DFCCL_ROUTE_GPU;
-        }
-        *stage = send_dev || recv_dev;
-        /* a build without CUDA cannot copy device memory: the stock path,
-         * as before this setting (all ranks alike when all pass device
-         * buffers) */
-        if (*stage && !m->stage_agreed) return DFCCL_ROUTE_STOCK;
-        return DFCCL_ROUTE_HOST;
-    }
-    /* both on the device (or in place), on one node, GPU backend built and offered */
-    if (all_dev && m->all_local && ompi_comm_size(m->comm) <= dfccl_gpu_max_ranks() &&
-        mca_coll_dfccl_component.gpu)
-        return DFCCL_ROUTE_GPU;
-    return DFCCL_ROUTE_STOCK;
-}
 
 static dfccl_route_t dfccl_route(const mca_coll_dfccl_module_t *m, const void *sbuf,
                                  const void *rbuf)
 {
-    dfccl_route_t route;
-    route.path = dfccl_route_path(m, sbuf, rbuf, &route.stage);
+    bool send_dev = mca_coll_dfccl_is_device_memory(sbuf);
+    bool recv_dev = mca_coll_dfccl_is_device_memory(rbuf);
+    bool all_dev = (sbuf == MPI_IN_PLACE || send_dev) && recv_dev;
+    dfccl_route_t route = { DFCCL_ROUTE_STOCK, false };
+
+    if (mca_coll_dfccl_component.host_buffers == MCA_COLL_DFCCL_HOST_BUFFERS_ENGINE) {
+        if (m->gpu_agreed) {
+            route.path = DFCCL_ROUTE_GPU;
+            route.stage = !all_dev;
+        } else if (send_dev || recv_dev) {
+            /* a build without CUDA cannot copy device memory: the stock
+             * path, as before this setting (all ranks alike when all pass
+             * device buffers) */
+            route.path = m->stage_agreed ? DFCCL_ROUTE_HOST : DFCCL_ROUTE_STOCK;
+            route.stage = m->stage_agreed;
+        } else {
+            route.path = DFCCL_ROUTE_HOST;
+        }
+    } else if (all_dev && m->all_local && ompi_comm_size(m->comm) <= dfccl_gpu_max_ranks() &&
+               mca_coll_dfccl_component.gpu) {
+        /* both on the device (or in place), on one node, GPU backend built and offered */
+        route.path = DFCCL_ROUTE_GPU;
+    }
     return route;
 }
 

@@ -25,7 +25,7 @@ int mca_coll_dfccl_stage_in(mca_coll_dfccl_request_t *req, dfccl_coll_args_t *ar
 {
     dfccl_context_t *ctx = mca_coll_dfccl_component.context;
     size_t esize = dfccl_dtype_size(args->dtype), in_bytes, out_bytes, block, out_at = 0;
-    size_t in_at, result_bytes, bytes;
+    size_t in_at = 0, result_bytes, bytes;
     bool in_place = args->sendbuf == DFCCL_IN_PLACE;
     const char *in = in_place ? args->recvbuf : args->sendbuf;
     dfccl_status_t status;
@@ -41,7 +41,10 @@ int mca_coll_dfccl_stage_in(mca_coll_dfccl_request_t *req, dfccl_coll_args_t *ar
         block = args->count * esize;
         in_bytes = block;
         out_bytes = result_bytes = (size_t)size * block;
-        if (in_place) in += (size_t)rank * block;   /* our block of the receive buffer */
+        if (in_place) {   /* our block of the receive buffer, to the same place */
+            in_at = (size_t)rank * block;
+            in += in_at;
+        }
         break;
     default:   /* reduce-scatter: the whole input in, our block out */
         in_bytes = 0;
@@ -54,7 +57,6 @@ int mca_coll_dfccl_stage_in(mca_coll_dfccl_request_t *req, dfccl_coll_args_t *ar
      * must be the one the other ranks chose */
     if (!in_place) out_at = dfccl_stage_align(in_bytes);
     bytes = out_at + out_bytes;
-    in_at = in_place && args->type == DFCCL_COLL_ALLGATHER ? (size_t)rank * in_bytes : 0;
     if (ctx == NULL) return OMPI_ERR_NOT_AVAILABLE;
     if (on_device) {
         status = dfccl_gpu_stage_alloc(ctx, bytes, (void **)&stage);
