@@ -1,8 +1,8 @@
 /*
  * gpu_backend.h - the GPU backend's host-side state, shared by gpu.c (queues,
- * launches, the proxy thread, communicators, collectives) and gpu_direct.c
+ * launches, the proxy thread, communicators, collectives), gpu_direct.c
  * (the direct path: exporting our buffers, mapping the peers', answering the
- * kernel's requests).
+ * kernel's requests) and gpu_stage.c (staging memory and copies).
  */
 #ifndef DFCCL_GPU_BACKEND_H
 #define DFCCL_GPU_BACKEND_H
