@@ -123,4 +123,9 @@ void dfccl_config_init(dfccl_config_t *config)
      * the staging of one 64 MiB non-in-place call several times over and
      * is little beside a GPU's memory; beyond it idle blocks are freed. */
     config->gpu_stage_keep_bytes = (size_t)256 * 1024 * 1024;
+    /* A block that found nothing to move naps, doubling from 32 ns up to
+     * this: it shares its SM's issue slots with nothing, but its polls of
+     * host memory and peers' counters cross the bus. */
+    config->gpu_poll_max_ns = 4000;
+    config->gpu_trace = 0;
 }

@@ -83,6 +83,7 @@ int dfccl_gpu_available(char *why, size_t why_len)
 
 /* ---- completions --------------------------------------------------------- */
 
+
 static void gpu_diagnose(const dfccl_coll_t *coll, const dfccl_gpu_desc_t *d,
                          const dfccl_gpu_diag_t *g)
 {
@@ -180,6 +181,7 @@ static void gpu_job_submit(dfccl_gpu_t *g, gpu_job_t *job)
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     d->ticket = ticket;
     __atomic_store_n(&g->ctrl->sq_tail, ticket + 1, __ATOMIC_SEQ_CST);
+    if (g->trace) job->published_ns = gpu_trace_now_ns();
 }
 
 /* A launch touches only memory mapped before it began (as with the direct
@@ -221,6 +223,7 @@ static int gpu_drain(dfccl_gpu_t *g)
         gpu_job_t *job = g->slot_job[slot];
         g->slot_job[slot] = NULL;
         if (job != NULL) {
+            if (g->trace) gpu_trace_record(g, job, e);
             if (status != DFCCL_OK) {
                 gpu_diagnose(job->coll, &job->desc, &e->diag);
                 job->coll->comm->broken = 1;
@@ -512,6 +515,10 @@ static dfccl_status_t gpu_create(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
     g->env.timeout_ns = (uint64_t)(cfg->timeout_sec * 1e9);
     g->env.idle_quit_ns = cfg->gpu_idle_quit_ns;
     g->env.stuck_quit_ns = cfg->gpu_stuck_quit_ns;
+    g->env.poll_max_ns = cfg->gpu_poll_max_ns;
+    g->trace = cfg->gpu_trace;
+    g->env.trace = cfg->gpu_trace != 0;
+    if (g->trace) gpu_trace_start(g);
     pthread_mutex_init(&g->lock, NULL);
     pthread_mutex_init(&g->drain_lock, NULL);
     pthread_mutex_init(&g->dead_lock, NULL);
@@ -575,6 +582,7 @@ void dfccl_gpu_destroy(dfccl_context_t *ctx)
     pthread_mutex_unlock(&g->lock);
     pthread_join(g->proxy, NULL);
     __atomic_store_n(&ctx->gpu, NULL, __ATOMIC_RELEASE);   /* pollers stop looking first */
+    gpu_trace_stop(g);
     gpu_sync_fini(g);
     gpu_release_resources(g);
     free(g);
@@ -722,7 +730,11 @@ dfccl_status_t dfccl_gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
         dev.size = n;
         dev.nchannels = g->blocks;
         dev.key = comm->key;
-        for (int r = 0; r < n; r++) dev.inbox[r] = r == me ? gc->region : gc->peer_base[r];
+        dev.one_device = 1;
+        for (int r = 0; r < n; r++) {
+            dev.inbox[r] = r == me ? gc->region : gc->peer_base[r];
+            if (memcmp(all[r].uuid, all[me].uuid, sizeof(all[me].uuid)) != 0) dev.one_device = 0;
+        }
         for (unsigned c = 0; c < g->blocks; c++) {
             char *mine = gc->region + inbox + c * fifo;
             char *theirs = (n > 1 ? gc->peer_base[next] : gc->region) + inbox + c * fifo;
@@ -863,10 +875,12 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
     gpu_job_t *job;
     dfccl_gpu_desc_t *d;
     unsigned parts;
+    uint64_t posted_ns;
     int wake;
 
     if (!gc->ready || g == NULL) return gc->failed != DFCCL_OK ? gc->failed : DFCCL_ERR_UNSUPPORTED;
     if (g->broken) return DFCCL_ERR_SYSTEM;
+    posted_ns = g->trace ? gpu_trace_now_ns() : 0;
     if (cfg->gpu_sync_legacy_stream) {
         /* the calling thread may be the progress hook's, its current device another */
         int previous = gpu_device_enter(g);
@@ -881,6 +895,7 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
     job = calloc(1, sizeof(*job));
     if (job == NULL) return DFCCL_ERR_NO_MEMORY;
     job->coll = coll;
+    job->posted_ns = posted_ns;
     d = &job->desc;
     d->comm_index = (uint32_t)gc->index;
     d->type = (uint8_t)args->type;

@@ -42,6 +42,8 @@ typedef struct gpu_job {
     int               pinned;      /* direct: the proxy is answering for it (lock) */
     int               finished;    /* completed while pinned: the proxy frees it (lock) */
     int               nmaps;       /* direct: the peer mappings it uses */
+    uint64_t          posted_ns;   /* trace: real-time clock at the post, */
+    uint64_t          published_ns; /* and when it entered the submission queue */
     gpu_ipc_map_t    *maps[2 * DFCCL_GPU_MAX_RANKS];
     dfccl_gpu_desc_t  desc;        /* what goes into the submission queue */
 } gpu_job_t;
@@ -96,6 +98,9 @@ typedef struct dfccl_gpu {
     int                   launched;
     uint64_t              launch_ticket, exit_ns, backoff_ns;
     int                   broken;       /* the kernel faulted: the backend is unusable */
+    int                   trace;        /* config gpu_trace */
+    struct gpu_trace_rec *trace_recs;   /* gpu_trace.c; under drain_lock */
+    size_t                trace_n;
     uint64_t              direct_served[DFCCL_GPU_SQ_DEPTH];   /* request tags answered */
     uint64_t              direct_held[DFCCL_GPU_SQ_DEPTH];     /* answers waiting for the
                                                                   kernel to leave */
@@ -144,6 +149,14 @@ void gpu_stage_release(dfccl_gpu_t *g);
 /* Frees idle staging blocks beyond the configured amount; the proxy thread
  * calls it while the kernel is out (cudaFree would wait for it). */
 void gpu_stage_trim(dfccl_gpu_t *g);
+
+/* gpu_trace.c: the latency trace (config gpu_trace); record and flush
+ * under drain_lock */
+uint64_t gpu_trace_now_ns(void);
+void gpu_trace_start(dfccl_gpu_t *g);
+void gpu_trace_record(dfccl_gpu_t *g, const gpu_job_t *job, const dfccl_gpu_cqe_t *e);
+void gpu_trace_flush(dfccl_gpu_t *g);
+void gpu_trace_stop(dfccl_gpu_t *g);
 
 static inline const char *gpu_err(cudaError_t e)
 {

@@ -86,12 +86,24 @@ typedef struct dfccl_gpu_diag {
     uint64_t round, nrounds, offset, tail, head, blocked_ns;
 } dfccl_gpu_diag_t;
 
+/* Kernel clock (globaltimer, ns) at the steps of a collective on its last
+ * channel, for the latency trace (gpu_trace). */
+enum {
+    DFCCL_GPU_T_SEEN,            /* block saw the submission */
+    DFCCL_GPU_T_ADMITTED,        /* its copy is in device memory */
+    DFCCL_GPU_T_FIRST_MOVE,      /* first primitive began */
+    DFCCL_GPU_T_LAST_MOVE,       /* last primitive began */
+    DFCCL_GPU_T_FINISHED,        /* completion entry being written */
+    DFCCL_GPU_T_COUNT
+};
+
 typedef struct dfccl_gpu_cqe {
     volatile uint64_t marker;    /* completion index + 1, written last */
     uint64_t          ticket;
     int32_t           status;    /* dfccl_status_t */
     int32_t           pad;
     dfccl_gpu_diag_t  diag;
+    uint64_t          t[DFCCL_GPU_T_COUNT];
 } dfccl_gpu_cqe_t;
 
 /* Host-written control words (pinned, mapped), read together in one load. */
@@ -110,6 +122,9 @@ typedef struct dfccl_gpu_comm_dev {
     int32_t        rank, size;
     uint32_t       nchannels;
     volatile int32_t broken;      /* a collective failed: later ones fail at once */
+    uint32_t       one_device;    /* every rank on this GPU: GPU-scope fences order the
+                                     inbox traffic (system scope otherwise) */
+    uint32_t       pad;
     uint64_t       key;
     uint64_t       small_count;   /* one-shot collectives started (block 0) */
     uint64_t       direct_count[DFCCL_GPU_MAX_CHANNELS];   /* direct ones, per channel */
@@ -118,8 +133,8 @@ typedef struct dfccl_gpu_comm_dev {
     char          *inbox[DFCCL_GPU_MAX_RANKS];          /* every rank's inbox, ours too */
 } dfccl_gpu_comm_dev_t;
 
-/* Inbox of one rank for one communicator: counters, then one data slot per
- * peer. arrived[p]: one-shots whose data p has written into slot p;
+/* Inbox of one rank for one communicator: counters, then two sets of one
+ * data slot per peer. arrived[p]: one-shots whose data p has written into slot p;
  * acked[p]: one-shots of ours whose data p has consumed. */
 typedef struct dfccl_gpu_inbox_ctrl {
     volatile uint64_t arrived[DFCCL_GPU_MAX_RANKS];
@@ -146,8 +161,10 @@ typedef struct dfccl_gpu_board {
 
 #define DFCCL_GPU_BOARD_OFFSET      1024
 #define DFCCL_GPU_INBOX_DATA_OFFSET 16384  /* data slots start 16-byte aligned */
+/* Two sets of data slots, by the one-shot's parity: a rank may write one-shot
+ * k while a slow peer still reads k - 1 (it waits only for k - 2 to be read). */
 #define DFCCL_GPU_INBOX_BYTES(size) \
-    (DFCCL_GPU_INBOX_DATA_OFFSET + (size_t)(size) * DFCCL_GPU_SMALL_BYTES)
+    (DFCCL_GPU_INBOX_DATA_OFFSET + 2 * (size_t)(size) * DFCCL_GPU_SMALL_BYTES)
 
 /* Direct collectives: channel 0 asks its host to map the peers' buffers
  * (request, written by the kernel) and the host answers (reply); both in
@@ -191,6 +208,7 @@ typedef struct dfccl_gpu_task {
     dfccl_sched_key_t key;
     uint32_t      nparts;
     uint32_t      pad;
+    uint64_t      t[DFCCL_GPU_T_FINISHED];   /* kernel clock at its steps (trace) */
     dfccl_gpu_desc_t desc;       /* device copy of the submission (steps: the plan) */
 } dfccl_gpu_task_t;
 
@@ -236,6 +254,8 @@ typedef struct dfccl_gpu_env {
     uint64_t stuck_quit_ns;          /* nothing moved this long: the kernel leaves */
     uint64_t launch_id;              /* numbers the launches (quit_launch) */
     uint64_t direct_chunk_bytes;     /* direct: bytes a channel moves per turn */
+    uint32_t poll_max_ns;            /* longest nap between passes that moved nothing */
+    uint32_t trace;                  /* 1: stamp the steps into completion entries */
 } dfccl_gpu_env_t;
 
 #endif

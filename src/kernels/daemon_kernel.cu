@@ -60,8 +60,8 @@ __device__ static inline uint64_t gpu_now_ns(void)
 }
 
 #include "gpu_movers.cuh"
-#include "gpu_oneshot.cuh"
 #include "gpu_direct_move.cuh"
+#include "gpu_oneshot.cuh"
 
 /* ---- the scheduler (thread 0) --------------------------------------------- */
 
@@ -99,7 +99,17 @@ typedef struct gpu_sched {
     int      turn_moved;
     uint32_t relax_ns;
     uint32_t wait_peer;
+    uint64_t seen_ns;         /* when the submission being admitted was seen */
+    ulonglong2 ctrl;          /* the control words as last read, */
+    uint64_t ctrl_ns;         /* and when */
 } gpu_sched_t;
+
+/* Block 0 reads the control words over the bus (1.3 us per read on an
+ * H200, contrib/results): while it has collectives in hand it reuses a read
+ * younger than this, so that admitting, checking peers and moving are not
+ * paced by the bus; new work then waits at most this much longer to be
+ * seen. An idle block reads them on every pass. */
+#define GPU_CTRL_MAX_AGE_NS 4000
 
 __device__ static dfccl_gpu_task_t *gpu_task(const dfccl_gpu_env_t *env, int slot)
 {
@@ -136,6 +146,18 @@ __device__ static inline const dfccl_gpu_desc_t *gpu_desc_src(const dfccl_gpu_en
     return blockIdx.x == 0 ? &env->descs[slot] : &env->state->descs[slot];
 }
 
+/* The control words; block 0 with collectives in hand reuses a read younger
+ * than GPU_CTRL_MAX_AGE_NS (the other blocks read device memory). */
+__device__ static inline ulonglong2 gpu_ctrl_poll(const dfccl_gpu_env_t *env, gpu_sched_t *s,
+                                                  uint64_t now, int busy)
+{
+    if (blockIdx.x != 0 || !busy || now - s->ctrl_ns >= GPU_CTRL_MAX_AGE_NS) {
+        s->ctrl = gpu_ctrl_read(env);
+        s->ctrl_ns = now;
+    }
+    return s->ctrl;
+}
+
 #include "gpu_direct_steps.cuh"
 
 /* Oldest collective of its communicator in this block's list? */
@@ -149,37 +171,50 @@ __device__ static int gpu_runnable(const dfccl_gpu_env_t *env, const dfccl_gpu_b
     return 1;
 }
 
-/* The channel's part of a collective is over: the last channel completes it. */
+/* The channel's part of a collective is over: the last channel completes it
+ * (a collective of one channel at once, without the channels' counters). */
 __device__ static void gpu_finish(const dfccl_gpu_env_t *env, dfccl_gpu_block_t *blk, int idx,
                                   int32_t status, const dfccl_gpu_diag_t *diag)
 {
     int slot = blk->active[idx];
     dfccl_gpu_state_t *st = env->state;
-    uint32_t nparts = gpu_task(env, slot)->nparts;
+    const dfccl_gpu_task_t *t = gpu_task(env, slot);
+    uint32_t nparts = t->nparts;
+    int32_t worst = status;
+    const volatile uint64_t *why = (const volatile uint64_t *)diag;
 
     for (uint32_t j = (uint32_t)idx; j + 1 < blk->nactive; j++) blk->active[j] = blk->active[j + 1];
     blk->nactive--;
-    if (status != DFCCL_OK) {
-        atomicMin(&st->status[slot], status);
-        if (diag && atomicExch(&st->diag_taken[slot], 1u) == 0) st->diag[slot] = *diag;
+    if (nparts > 1) {
+        if (status != DFCCL_OK) {
+            atomicMin(&st->status[slot], status);
+            if (diag && atomicExch(&st->diag_taken[slot], 1u) == 0) st->diag[slot] = *diag;
+        }
+        __threadfence();
+        if (atomicAdd(&st->done[slot], 1u) + 1 < nparts) return;
+        /* last channel: the other channels' status and diagnosis are read
+         * past L1 after an acquire fence */
+        __threadfence();
+        worst = atomicAdd(&st->status[slot], 0);
+        why = (const volatile uint64_t *)&st->diag[slot];
     }
-    __threadfence();
-    if (atomicAdd(&st->done[slot], 1u) + 1 < nparts) return;
-    /* last channel: hand the completion to the host; the other channels'
-     * status and diagnosis are read past L1 after an acquire fence */
-    __threadfence();
     unsigned long long idx_cq = atomicAdd(&st->cq_reserved, 1ull);
     dfccl_gpu_cqe_t *e = &env->cq[idx_cq % DFCCL_GPU_SQ_DEPTH];
     e->ticket = (uint64_t)slot;
-    e->status = atomicAdd(&st->status[slot], 0);
-    {
-        const volatile uint64_t *from = (const volatile uint64_t *)&st->diag[slot];
+    e->status = worst;
+    if (worst != DFCCL_OK) {   /* the diagnosis crosses the bus only when needed */
         uint64_t *to = (uint64_t *)&e->diag;
-        for (unsigned w = 0; w < sizeof(dfccl_gpu_diag_t) / 8; w++) to[w] = from[w];
+        for (unsigned w = 0; w < sizeof(dfccl_gpu_diag_t) / 8; w++) to[w] = why ? why[w] : 0;
     }
-    st->done[slot] = 0;
-    st->status[slot] = DFCCL_OK;
-    st->diag_taken[slot] = 0;
+    if (env->trace) {
+        for (int k = 0; k < DFCCL_GPU_T_FINISHED; k++) e->t[k] = t->t[k];
+        e->t[DFCCL_GPU_T_FINISHED] = gpu_now_ns();
+    }
+    if (nparts > 1) {
+        st->done[slot] = 0;
+        st->status[slot] = DFCCL_OK;
+        st->diag_taken[slot] = 0;
+    }
     __threadfence_system();
     e->marker = idx_cq + 1;
 }
@@ -227,14 +262,14 @@ __device__ static int gpu_takes_part(const dfccl_gpu_env_t *env, uint64_t ticket
  * and a place in the active list, in the global order. Returns 0 when the
  * copy shows the slot was reused meanwhile (not ours after all). */
 __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_block_t *blk, int slot,
-                                       uint64_t ticket)
+                                       uint64_t ticket, uint64_t seen_ns)
 {
     dfccl_gpu_task_t *t = gpu_task(env, slot);
     const dfccl_gpu_desc_t *d = &t->desc;
     dfccl_gpu_comm_dev_t *c = &env->comms[d->comm_index];
     dfccl_exec_t *x = &t->exec;
 
-    if (d->ticket != ticket) return 0;
+    if (*(const uint64_t *)&d->ticket != ticket) return 0;   /* our copy: no need for volatile */
     t->algo = d->algo;
     t->type = d->type;
     t->comm_index = d->comm_index;
@@ -242,6 +277,11 @@ __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_blo
     t->phase = 0;
     t->budget_ns = env->budget_ns;
     t->blocked_since = 0;
+    if (env->trace) {
+        t->t[DFCCL_GPU_T_SEEN] = seen_ns;
+        t->t[DFCCL_GPU_T_ADMITTED] = gpu_now_ns();
+        t->t[DFCCL_GPU_T_FIRST_MOVE] = 0;
+    }
     t->key.priority = d->priority;
     t->key.comm_key = d->comm_key;
     t->key.seq = d->seq;
@@ -300,6 +340,10 @@ __device__ static int gpu_try_move(const dfccl_gpu_env_t *env, dfccl_gpu_task_t 
         sh->cmd = t->phase == 0 ? CMD_ONESHOT_SEND : CMD_ONESHOT_RECV;
     }
     sh->slot = slot;
+    if (env->trace) {
+        t->t[DFCCL_GPU_T_LAST_MOVE] = gpu_now_ns();
+        if (t->t[DFCCL_GPU_T_FIRST_MOVE] == 0) t->t[DFCCL_GPU_T_FIRST_MOVE] = t->t[DFCCL_GPU_T_LAST_MOVE];
+    }
     return 1;
 }
 
@@ -340,17 +384,18 @@ __device__ static void gpu_end_turn(const dfccl_gpu_env_t *env, dfccl_gpu_block_
  * together, so no channel is missing when work comes) and gives the GPU
  * back to the application's synchronisations until the host launches it
  * again. */
-__device__ static int gpu_should_quit(const dfccl_gpu_env_t *env, uint64_t now)
+__device__ static int gpu_should_quit(const dfccl_gpu_env_t *env, const dfccl_gpu_block_t *blk,
+                                      uint64_t now)
 {
     uint64_t last = 0;
     int active = 0;
 
-    for (unsigned b = 0; b < gridDim.x; b++) {
+    for (unsigned b = 0; b < gridDim.x; b++) {   /* what the blocks published */
         const dfccl_gpu_block_t *o = &env->state->blocks[b];
         if (o->busy_ns > last) last = o->busy_ns;
         active |= o->nactive != 0;
     }
-    if (gpu_ctrl_read(env).x > env->state->blocks[0].admitted) return 0;
+    if (gpu_ctrl_read(env).x > blk->admitted) return 0;
     return now - last > (active ? env->stuck_quit_ns : env->idle_quit_ns);
 }
 
@@ -384,7 +429,7 @@ __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_
             }
             if (s->turn_blocked_since == 0) s->turn_blocked_since = now;
             /* give way after the budget, or at once when new work arrived */
-            ulonglong2 ctrl = gpu_ctrl_read(env);
+            ulonglong2 ctrl = gpu_ctrl_poll(env, s, now, 1);
             if (now - s->turn_blocked_since >= s->turn_budget || ctrl.x > blk->admitted ||
                 ctrl.y >= env->launch_id)
                 gpu_end_turn(env, blk, s, now);
@@ -392,8 +437,9 @@ __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_
                 __nanosleep(64);
             continue;
         }
-        ulonglong2 ctrl = gpu_ctrl_read(env);
-        if (ctrl.y >= env->launch_id || env->state->quit_launch == env->launch_id) {
+        ulonglong2 ctrl = gpu_ctrl_poll(env, s, now, blk->nactive != 0);
+        if (ctrl.y >= env->launch_id ||
+            (blockIdx.x != 0 && env->state->quit_launch == env->launch_id)) {
             if (ctrl.y >= env->launch_id) env->state->quit_launch = env->launch_id;   /* everyone */
             sh->cmd = CMD_QUIT;
             return;
@@ -401,7 +447,14 @@ __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_
         if (ctrl.x > blk->admitted) {
             uint64_t ticket = blk->admitted;
             blk->busy_ns = now;
-            if (!gpu_takes_part(env, ticket, &sh->nsteps)) {
+            s->seen_ns = now;
+            if (blockIdx.x == 0) {
+                /* block 0 takes part in every collective, and the host
+                 * rewrites a slot only after block 0 admitted its ticket:
+                 * no need to look first (one read of host memory less);
+                 * the copy takes the whole plan */
+                sh->nsteps = DFCCL_GPU_MAX_STEPS;
+            } else if (!gpu_takes_part(env, ticket, &sh->nsteps)) {
                 /* block 0 takes part in everything: only others get here */
                 blk->admitted = ticket + 1;
                 continue;
@@ -432,14 +485,19 @@ __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_
          * the whole kernel whether to leave */
         s->pos = 0;
         s->first_of_pass = 1;
-        if (blockIdx.x == 0 && gpu_should_quit(env, now)) {
+        if (blockIdx.x == 0 && gpu_should_quit(env, blk, now)) {
             env->state->quit_launch = env->launch_id;
             __threadfence();
             sh->cmd = CMD_QUIT;
             return;
         }
-        __nanosleep(s->relax_ns);
-        if (s->relax_ns < (blk->nactive ? 2000u : 4000u)) s->relax_ns *= 2;
+        {
+            /* waiting for peers: half the idle nap, so a late peer is seen sooner */
+            uint32_t cap = blk->nactive ? env->poll_max_ns / 2 : env->poll_max_ns;
+            if (s->relax_ns > cap) s->relax_ns = cap;
+            if (s->relax_ns > 0) __nanosleep(s->relax_ns);
+            if (s->relax_ns < cap) s->relax_ns = s->relax_ns ? 2 * s->relax_ns : 32;
+        }
         return;   /* let the block loop (and see new work) */
     }
 }
@@ -460,14 +518,45 @@ __device__ static void gpu_admit_copy(const dfccl_gpu_env_t *env, int slot, uint
     }
 }
 
+/* Thread 0: what block 0's quit decision reads of this block (cheap stores;
+ * the scheduler itself works on the copy in shared memory). */
+__device__ static inline void gpu_block_publish(const dfccl_gpu_env_t *env, const dfccl_gpu_block_t *blk)
+{
+    dfccl_gpu_block_t *pub = &env->state->blocks[blockIdx.x];
+    pub->busy_ns = blk->busy_ns;
+    pub->nactive = blk->nactive;
+}
+
+/* Thread 0: the block's scheduler state between the global copy, which
+ * outlives the launch, and the shared one, which the scheduler reads many
+ * times per pass (a read of global memory that bypasses L1 costs a quarter
+ * of a microsecond, contrib/results). */
+__device__ static void gpu_block_load(dfccl_gpu_block_t *blk, const dfccl_gpu_block_t *from)
+{
+    blk->admitted = from->admitted;
+    blk->busy_ns = from->busy_ns;
+    blk->nactive = from->nactive;
+    for (uint32_t i = 0; i < from->nactive; i++) blk->active[i] = from->active[i];
+}
+
+__device__ static void gpu_block_save(dfccl_gpu_block_t *to, const dfccl_gpu_block_t *blk)
+{
+    to->admitted = blk->admitted;
+    for (uint32_t i = 0; i < blk->nactive; i++) to->active[i] = blk->active[i];
+    to->nactive = blk->nactive;
+    to->busy_ns = blk->busy_ns;
+}
+
 __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
 {
     __shared__ gpu_shared_t sh;
-    dfccl_gpu_block_t *blk = &env.state->blocks[blockIdx.x];
+    __shared__ dfccl_gpu_block_t blk_state;
+    dfccl_gpu_block_t *blk = &blk_state;
     gpu_sched_t s;
 
     if (threadIdx.x == 0) {
         uint64_t now = gpu_now_ns();
+        gpu_block_load(blk, &env.state->blocks[blockIdx.x]);
         s.turn = -1;
         s.pos = 0;
         s.first_of_pass = 1;
@@ -476,9 +565,16 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
         blk->busy_ns = now;   /* a launch starts the bounds afresh */
         s.relax_ns = 32;
         s.wait_peer = 0;
+        s.seen_ns = 0;
+        s.ctrl = make_ulonglong2(0, 0);
+        s.ctrl_ns = now - GPU_CTRL_MAX_AGE_NS;   /* read at once */
     }
     for (;;) {
-        if (threadIdx.x == 0) gpu_schedule(&env, blk, &sh, &s);
+        if (threadIdx.x == 0) {
+            gpu_schedule(&env, blk, &sh, &s);
+            if (sh.cmd == CMD_QUIT) gpu_block_save(&env.state->blocks[blockIdx.x], blk);
+            else gpu_block_publish(&env, blk);
+        }
         __syncthreads();
         gpu_cmd_t cmd = sh.cmd;
         if (cmd == CMD_QUIT) return;
@@ -512,8 +608,9 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
         if (threadIdx.x == 0) {
             switch (cmd) {
             case CMD_ADMIT:
-                gpu_admit_finish(&env, blk, sh.slot, blk->admitted);
+                gpu_admit_finish(&env, blk, sh.slot, blk->admitted, s.seen_ns);
                 blk->admitted++;
+                gpu_block_publish(&env, blk);
                 if (blockIdx.x == 0) {
                     __threadfence();   /* the copies before the mirror */
                     env.state->sq_mirror = blk->admitted;

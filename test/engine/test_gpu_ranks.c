@@ -60,6 +60,8 @@ static int gpu_setup(int rank, dfccl_context_t **ctx, double timeout_sec)
     if (getenv("DFCCL_TEST_GPU_SYNC_LEGACY")) cfg.gpu_sync_legacy_stream = atoi(getenv("DFCCL_TEST_GPU_SYNC_LEGACY"));
     if (test_direct_bytes != SIZE_MAX) cfg.gpu_direct_bytes = test_direct_bytes;
     if (getenv("DFCCL_TEST_GPU_DIRECT_BYTES")) cfg.gpu_direct_bytes = (size_t)atol(getenv("DFCCL_TEST_GPU_DIRECT_BYTES"));
+    if (getenv("DFCCL_TEST_GPU_POLL_MAX_NS")) cfg.gpu_poll_max_ns = (uint32_t)atol(getenv("DFCCL_TEST_GPU_POLL_MAX_NS"));
+    if (getenv("DFCCL_TEST_GPU_TRACE")) cfg.gpu_trace = atoi(getenv("DFCCL_TEST_GPU_TRACE"));
     CHECK(dfccl_context_create(&cfg, ctx) == DFCCL_OK, "context");
     return 0;
 }

@@ -99,6 +99,8 @@ typedef struct dfccl_config {
                                     directly (mapped per call); 0: never */
     size_t   gpu_direct_chunk_bytes; /* a direct collective's unit of work per channel turn */
     size_t   gpu_stage_keep_bytes;   /* idle staging memory kept for reuse; beyond it freed */
+    uint32_t gpu_poll_max_ns;    /* longest nap of a daemon block between passes that moved nothing */
+    int      gpu_trace;          /* 1: one line per GPU collective with its steps' times (stderr) */
 } dfccl_config_t;
 
 void dfccl_config_init(dfccl_config_t *config);

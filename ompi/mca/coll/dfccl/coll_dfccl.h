@@ -54,6 +54,8 @@ typedef struct mca_coll_dfccl_component_t {
     size_t       gpu_direct_bytes;
     size_t       gpu_direct_chunk_bytes;
     size_t       gpu_stage_keep_bytes;
+    unsigned int gpu_poll_max_ns;
+    bool         gpu_trace;
 
     int              output;          /* opal_output stream for verbose messages */
     opal_mutex_t     lock;            /* guards lazy creation of the engine */

@@ -69,6 +69,8 @@ static int dfccl_register(void)
     c->gpu_direct_bytes = defaults.gpu_direct_bytes;
     c->gpu_direct_chunk_bytes = defaults.gpu_direct_chunk_bytes;
     c->gpu_stage_keep_bytes = defaults.gpu_stage_keep_bytes;
+    c->gpu_poll_max_ns = defaults.gpu_poll_max_ns;
+    c->gpu_trace = defaults.gpu_trace != 0;
 
     (void)mca_base_component_var_register(v, "priority",
         "Priority of coll/dfccl (above coll/self's 75 so that it also serves 1-rank communicators)",
@@ -188,6 +190,18 @@ static int dfccl_register(void)
         " kernel is out",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
         &c->gpu_stage_keep_bytes);
+    (void)mca_base_component_var_register(v, "gpu_poll_max_ns",
+        "Longest nap, in nanoseconds, of a GPU daemon block between passes that found nothing to"
+        " move (half of it while collectives wait for peers); naps double from 32 ns up to it."
+        " Smaller: new work and late peers seen sooner, more polling of host memory; 0: no naps",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
+        &c->gpu_poll_max_ns);
+    (void)mca_base_component_var_register(v, "gpu_trace",
+        "Print one line per GPU collective to stderr with the microseconds from its post to each"
+        " of its steps (published, seen and admitted by the daemon kernel, first and last move,"
+        " finished, completed): a latency diagnostic",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
+        &c->gpu_trace);
     return OMPI_SUCCESS;
 }
 
@@ -258,6 +272,8 @@ int mca_coll_dfccl_context_get(dfccl_context_t **context_p)
         config.gpu_direct_bytes = c->gpu_direct_bytes;
         config.gpu_direct_chunk_bytes = c->gpu_direct_chunk_bytes;
         config.gpu_stage_keep_bytes = c->gpu_stage_keep_bytes;
+        config.gpu_poll_max_ns = c->gpu_poll_max_ns;
+        config.gpu_trace = c->gpu_trace;
         opal_free_list_init(&c->requests, sizeof(mca_coll_dfccl_request_t),
                             opal_cache_line_size, OBJ_CLASS(mca_coll_dfccl_request_t),
                             0, 0, 8, -1, 8, NULL, 0, NULL, NULL, NULL);

@@ -1,0 +1,107 @@
+/*
+ * gpu_latency_probe.cu - what the daemon kernel's scheduler steps cost on
+ * this GPU: one thread times, with the global timer, a loop of each
+ * operation it uses (reads of mapped host memory, device memory written by
+ * the host, fences at GPU and system scope, block barriers, writes to host
+ * memory followed by a system fence).
+ *
+ *   nvcc -O2 -arch=sm_90 -o gpu_latency_probe contrib/gpu_latency_probe.cu
+ *   ./gpu_latency_probe [threads per block, default 512]
+ *
+ * Prints nanoseconds per operation (mean over the loop). A measurement
+ * tool: it is not built by make.
+ */
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define LOOPS 2000
+
+enum { OP_HOST_LOAD, OP_DEVICE_VOLATILE_LOAD, OP_FENCE_GPU, OP_FENCE_SYSTEM, OP_SYNCTHREADS,
+       OP_HOST_STORE_FENCE, OP_HOST_STORE, OP_NANOSLEEP_64, OP_TIMER, OP_COUNT };
+static const char *const op_names[OP_COUNT] = {
+    "16-byte uncached load of mapped host memory",
+    "volatile load of device memory",
+    "__threadfence()",
+    "__threadfence_system()",
+    "__syncthreads() (whole block)",
+    "store to mapped host memory + __threadfence_system()",
+    "store to mapped host memory",
+    "__nanosleep(64)",
+    "globaltimer read",
+};
+
+__device__ static inline uint64_t now_ns(void)
+{
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__global__ void probe(const uint4 *host_in, uint64_t *host_out, volatile uint64_t *dev,
+                      uint64_t *result)
+{
+    for (int op = 0; op < OP_COUNT; op++) {
+        __syncthreads();
+        uint64_t t0 = now_ns(), acc = 0;
+        for (int i = 0; i < LOOPS; i++) {
+            if (op == OP_SYNCTHREADS) {
+                __syncthreads();
+                continue;
+            }
+            if (threadIdx.x != 0) continue;
+            switch (op) {
+            case OP_HOST_LOAD: {
+                uint4 v = __ldcv(host_in + (i & 7));
+                acc += v.x;
+                break;
+            }
+            case OP_DEVICE_VOLATILE_LOAD: acc += dev[(i * 32) & 1023]; break;
+            case OP_FENCE_GPU: __threadfence(); break;
+            case OP_FENCE_SYSTEM: __threadfence_system(); break;
+            case OP_HOST_STORE_FENCE:
+                ((volatile uint64_t *)host_out)[i & 7] = i;
+                __threadfence_system();
+                break;
+            case OP_HOST_STORE: ((volatile uint64_t *)host_out)[i & 7] = i; break;
+            case OP_NANOSLEEP_64: __nanosleep(64); break;
+            case OP_TIMER: acc += now_ns(); break;
+            }
+        }
+        if (threadIdx.x == 0) {
+            result[op] = now_ns() - t0;
+            result[OP_COUNT] += acc;   /* keeps the loads */
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int threads = argc > 1 ? atoi(argv[1]) : 512;
+    uint4 *host_in;
+    uint64_t *host_out, *result, *dev;
+
+    if (cudaHostAlloc((void **)&host_in, 8 * sizeof(uint4), cudaHostAllocMapped) != cudaSuccess ||
+        cudaHostAlloc((void **)&host_out, 8 * sizeof(uint64_t), cudaHostAllocMapped) != cudaSuccess ||
+        cudaHostAlloc((void **)&result, (OP_COUNT + 1) * sizeof(uint64_t), cudaHostAllocMapped) !=
+            cudaSuccess ||
+        cudaMalloc((void **)&dev, 1024 * sizeof(uint64_t)) != cudaSuccess) {
+        fprintf(stderr, "gpu_latency_probe: allocation failed\n");
+        return 1;
+    }
+    cudaMemset(dev, 0, 1024 * sizeof(uint64_t));
+    for (int run = 0; run < 2; run++) {   /* the first run warms up */
+        probe<<<1, threads>>>(host_in, host_out, dev, result);
+        cudaError_t e = cudaDeviceSynchronize();
+        if (e != cudaSuccess) {
+            fprintf(stderr, "gpu_latency_probe: %s\n", cudaGetErrorString(e));
+            return 1;
+        }
+    }
+    printf("# gpu_latency_probe: 1 block of %d threads, %d loops each, ns per operation\n",
+           threads, LOOPS);
+    for (int op = 0; op < OP_COUNT; op++)
+        printf("%10.1f  %s\n", (double)result[op] / LOOPS, op_names[op]);
+    return 0;
+}

@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Medians of the GPU latency trace (coll_dfccl_gpu_trace / config gpu_trace).
+
+Reads 'dfccl gpu trace:' lines from the files given (or stdin) and prints,
+per rank, collective, size and algorithm, the median microseconds of each
+step: host steps from the post, kernel steps from the moment the daemon
+kernel saw the submission (the two clocks are apart), and the gap since the
+previous completion; then the tails of the gap and of the whole call. The first `--skip` lines of
+each group (warm-up) are left out.
+"""
+import re
+import statistics
+import sys
+from collections import defaultdict
+
+HOST = ["published", "drained", "gap"]          # us from the post; gap: since the previous completion
+KERNEL = ["admitted", "first-move", "last-move", "finished"]   # us from the kernel seeing it
+LINE = re.compile(r"dfccl gpu trace: rank (\d+) comm \S+ (\S+) #\d+ (\d+) B (\S+): (.*) us")
+
+
+def main(argv):
+    skip = 5
+    files = []
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--skip":
+            skip = int(argv[i + 1])
+            i += 2
+        else:
+            files.append(argv[i])
+            i += 1
+    groups = defaultdict(list)
+    streams = [open(f) for f in files] if files else [sys.stdin]
+    for stream in streams:
+        for line in stream:
+            m = LINE.search(line)
+            if not m:
+                continue
+            rank, coll, size, algo, rest = m.groups()
+            fields = rest.replace("kernel:", "").split()
+            try:
+                values = {fields[k]: float(fields[k + 1]) for k in range(0, len(fields) - 1, 2)}
+                groups[(int(rank), coll, int(size), algo)].append([values[s] for s in HOST + KERNEL])
+            except (ValueError, KeyError):
+                continue   # a line cut by another process's output
+    if not groups:
+        print("no trace lines")
+        return 1
+    print("medians in us: host steps from the post, kernel steps from the kernel seeing the"
+          " submission (own share in brackets)")
+    names = HOST + KERNEL
+    print("%-4s %-15s %10s %-8s %5s  " % ("rank", "collective", "bytes", "algo", "n") +
+          " ".join("%16s" % s for s in names))
+    for key in sorted(groups):
+        rows = groups[key][skip:] or groups[key]
+        med = [statistics.median(r[k] for r in rows) for k in range(len(names))]
+        share = []
+        for k in range(len(names)):
+            prev = k - 1 if k > len(HOST) else None
+            share.append(statistics.median(r[k] - (r[prev] if prev is not None else 0.0) for r in rows))
+        print("%-4d %-15s %10d %-8s %5d  " % (key[0], key[1], key[2], key[3], len(rows)) +
+              " ".join("%7.2f (%6.2f)" % (med[k], share[k]) for k in range(len(names))))
+        gaps = sorted(r[2] for r in rows)
+        print("%49s gap p90 %.2f p99 %.2f max %.2f; drained p90 %.2f max %.2f" % (
+            "", gaps[int(len(gaps) * 0.9)], gaps[int(len(gaps) * 0.99)], gaps[-1],
+            sorted(r[1] for r in rows)[int(len(rows) * 0.9)], max(r[1] for r in rows)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,97 @@
+/*
+ * gpu_trace.c - the GPU backend's latency trace (config gpu_trace, MCA
+ * coll_dfccl_gpu_trace): for each collective, the host's clock at its post,
+ * its publication in the submission queue and its completion, and the
+ * daemon kernel's clock (globaltimer) at the steps it took there.
+ *
+ * Records are kept in memory and printed to stderr when the buffer is full
+ * and when the context ends, so that tracing does not slow the path it
+ * measures. The kernel's clock runs apart from the host's (an offset of
+ * about a millisecond was seen), so kernel steps are given from the moment
+ * the kernel saw the submission, host steps from the post.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include "gpu_backend.h"
+#include "log.h"
+
+/* 4096 records (about 400 KiB) cover a benchmark size's calls; a full
+ * buffer is printed and refilled. */
+#define GPU_TRACE_RECORDS 4096
+
+struct gpu_trace_rec {
+    uint64_t posted_ns, published_ns, drained_ns;   /* host, real-time clock */
+    uint64_t t[DFCCL_GPU_T_COUNT];                 /* kernel clock */
+    uint64_t comm_key, seq, bytes;
+    int      rank;
+    int      type, algo;
+};
+
+uint64_t gpu_trace_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void gpu_trace_start(dfccl_gpu_t *g)
+{
+    g->trace_recs = calloc(GPU_TRACE_RECORDS, sizeof(*g->trace_recs));
+    if (g->trace_recs == NULL) dfccl_error("GPU trace: out of memory; tracing off");
+    g->trace_n = 0;
+}
+
+/* One line per record: host microseconds from the post, kernel
+ * microseconds from the kernel seeing it, and the host time since the
+ * previous completion of this process (the gap between calls). */
+void gpu_trace_flush(dfccl_gpu_t *g)
+{
+    static const char *const algos[] = { "ring", "one-shot", "direct" };
+
+    for (size_t i = 0; i < g->trace_n; i++) {
+        const struct gpu_trace_rec *r = &g->trace_recs[i];
+        double post = (double)r->posted_ns, seen = (double)r->t[DFCCL_GPU_T_SEEN];
+        double gap = i > 0 ? (post - (double)g->trace_recs[i - 1].drained_ns) / 1e3 : 0.0;
+        fprintf(stderr, "dfccl gpu trace: rank %d comm %#llx %s #%llu %llu B %s: published %.2f"
+                " drained %.2f gap %.2f kernel: admitted %.2f first-move %.2f last-move %.2f"
+                " finished %.2f us\n", r->rank, (unsigned long long)r->comm_key,
+                dfccl_coll_type_name((dfccl_coll_type_t)r->type), (unsigned long long)r->seq,
+                (unsigned long long)r->bytes, r->algo >= 0 && r->algo < 3 ? algos[r->algo] : "?",
+                ((double)r->published_ns - post) / 1e3, ((double)r->drained_ns - post) / 1e3, gap,
+                ((double)r->t[DFCCL_GPU_T_ADMITTED] - seen) / 1e3,
+                ((double)r->t[DFCCL_GPU_T_FIRST_MOVE] - seen) / 1e3,
+                ((double)r->t[DFCCL_GPU_T_LAST_MOVE] - seen) / 1e3,
+                ((double)r->t[DFCCL_GPU_T_FINISHED] - seen) / 1e3);
+    }
+    fflush(stderr);
+    g->trace_n = 0;
+}
+
+/* A completion entry drained (drain lock held). */
+void gpu_trace_record(dfccl_gpu_t *g, const gpu_job_t *job, const dfccl_gpu_cqe_t *e)
+{
+    struct gpu_trace_rec *r;
+
+    if (g->trace_recs == NULL) return;
+    if (g->trace_n == GPU_TRACE_RECORDS) gpu_trace_flush(g);
+    r = &g->trace_recs[g->trace_n++];
+    r->posted_ns = job->posted_ns;
+    r->published_ns = job->published_ns;
+    r->drained_ns = gpu_trace_now_ns();
+    for (int k = 0; k < DFCCL_GPU_T_COUNT; k++) r->t[k] = e->t[k];
+    r->comm_key = job->coll->comm->key;
+    r->seq = job->coll->seq;
+    r->bytes = job->coll->total_count * job->desc.esize;
+    r->rank = job->coll->comm->rank;
+    r->type = job->coll->type;
+    r->algo = job->desc.algo;
+}
+
+void gpu_trace_stop(dfccl_gpu_t *g)
+{
+    if (g->trace_recs == NULL) return;
+    gpu_trace_flush(g);
+    free(g->trace_recs);
+    g->trace_recs = NULL;
+}
