@@ -15,7 +15,7 @@ from collections import defaultdict
 
 HOST = ["published", "drained", "gap"]          # us from the post; gap: since the previous completion
 KERNEL = ["admitted", "first-move", "last-move", "finished"]   # us from the kernel seeing it
-LINE = re.compile(r"dfccl gpu trace: rank (\d+) comm \S+ (\S+) #\d+ (\d+) B (\S+): (.*) us")
+LINE = re.compile(r"dfccl gpu trace: rank (\d+) of (\d+) comm \S+ (\S+) #\d+ (\d+) B (\S+): (.*) us")
 
 
 def main(argv):
@@ -36,20 +36,21 @@ def main(argv):
             m = LINE.search(line)
             if not m:
                 continue
-            rank, coll, size, algo, rest = m.groups()
+            rank, nranks, coll, size, algo, rest = m.groups()
             fields = rest.replace("kernel:", "").split()
             try:
                 values = {fields[k]: float(fields[k + 1]) for k in range(0, len(fields) - 1, 2)}
-                groups[(int(rank), coll, int(size), algo)].append([values[s] for s in HOST + KERNEL])
+                row = [values[s] for s in HOST + KERNEL]
             except (ValueError, KeyError):
                 continue   # a line cut by another process's output
+            groups[(int(nranks), int(rank), coll, int(size), algo)].append(row)
     if not groups:
         print("no trace lines")
         return 1
     print("medians in us: host steps from the post, kernel steps from the kernel seeing the"
           " submission (own share in brackets)")
     names = HOST + KERNEL
-    print("%-4s %-15s %10s %-8s %5s  " % ("rank", "collective", "bytes", "algo", "n") +
+    print("%-3s %-4s %-15s %10s %-8s %5s  " % ("np", "rank", "collective", "bytes", "algo", "n") +
           " ".join("%16s" % s for s in names))
     for key in sorted(groups):
         rows = groups[key][skip:] or groups[key]
@@ -58,10 +59,10 @@ def main(argv):
         for k in range(len(names)):
             prev = k - 1 if k > len(HOST) else None
             share.append(statistics.median(r[k] - (r[prev] if prev is not None else 0.0) for r in rows))
-        print("%-4d %-15s %10d %-8s %5d  " % (key[0], key[1], key[2], key[3], len(rows)) +
+        print("%-3d %-4d %-15s %10d %-8s %5d  " % (key + (len(rows),)) +
               " ".join("%7.2f (%6.2f)" % (med[k], share[k]) for k in range(len(names))))
         gaps = sorted(r[2] for r in rows)
-        print("%49s gap p90 %.2f p99 %.2f max %.2f; drained p90 %.2f max %.2f" % (
+        print("%53s gap p90 %.2f p99 %.2f max %.2f; drained p90 %.2f max %.2f" % (
             "", gaps[int(len(gaps) * 0.9)], gaps[int(len(gaps) * 0.99)], gaps[-1],
             sorted(r[1] for r in rows)[int(len(rows) * 0.9)], max(r[1] for r in rows)))
     return 0

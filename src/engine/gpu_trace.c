@@ -24,7 +24,7 @@ struct gpu_trace_rec {
     uint64_t posted_ns, published_ns, drained_ns;   /* host, real-time clock */
     uint64_t t[DFCCL_GPU_T_COUNT];                 /* kernel clock */
     uint64_t comm_key, seq, bytes;
-    int      rank;
+    int      rank, size;
     int      type, algo;
 };
 
@@ -53,9 +53,9 @@ void gpu_trace_flush(dfccl_gpu_t *g)
         const struct gpu_trace_rec *r = &g->trace_recs[i];
         double post = (double)r->posted_ns, seen = (double)r->t[DFCCL_GPU_T_SEEN];
         double gap = i > 0 ? (post - (double)g->trace_recs[i - 1].drained_ns) / 1e3 : 0.0;
-        fprintf(stderr, "dfccl gpu trace: rank %d comm %#llx %s #%llu %llu B %s: published %.2f"
+        fprintf(stderr, "dfccl gpu trace: rank %d of %d comm %#llx %s #%llu %llu B %s: published %.2f"
                 " drained %.2f gap %.2f kernel: admitted %.2f first-move %.2f last-move %.2f"
-                " finished %.2f us\n", r->rank, (unsigned long long)r->comm_key,
+                " finished %.2f us\n", r->rank, r->size, (unsigned long long)r->comm_key,
                 dfccl_coll_type_name((dfccl_coll_type_t)r->type), (unsigned long long)r->seq,
                 (unsigned long long)r->bytes, r->algo >= 0 && r->algo < 3 ? algos[r->algo] : "?",
                 ((double)r->published_ns - post) / 1e3, ((double)r->drained_ns - post) / 1e3, gap,
@@ -84,6 +84,7 @@ void gpu_trace_record(dfccl_gpu_t *g, const gpu_job_t *job, const dfccl_gpu_cqe_
     r->seq = job->coll->seq;
     r->bytes = job->coll->total_count * job->desc.esize;
     r->rank = job->coll->comm->rank;
+    r->size = job->coll->comm->size;
     r->type = job->coll->type;
     r->algo = job->desc.algo;
 }
