@@ -42,7 +42,7 @@ def main(argv):
                 values = {fields[k]: float(fields[k + 1]) for k in range(0, len(fields) - 1, 2)}
                 row = [values[s] for s in HOST + KERNEL]
             except (ValueError, KeyError):
-                continue   # a line cut by another process's output
+                continue   # a line cut by another process's output, or a failed collective (none)
             groups[(int(nranks), int(rank), coll, int(size), algo)].append(row)
     if not groups:
         print("no trace lines")

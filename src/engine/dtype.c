@@ -128,4 +128,7 @@ void dfccl_config_init(dfccl_config_t *config)
      * host memory and peers' counters cross the bus. */
     config->gpu_poll_max_ns = 4000;
     config->gpu_trace = 0;
+    /* Ranks on one GPU order their inbox traffic with GPU-scope fences
+     * (see gpu_oneshot.cuh); 1 takes system scope, as across GPUs. */
+    config->gpu_fence_system = 0;
 }

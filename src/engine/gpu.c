@@ -43,6 +43,12 @@
 _Static_assert(sizeof(dfccl_gpu_inbox_ctrl_t) <= DFCCL_GPU_BOARD_OFFSET &&
                DFCCL_GPU_BOARD_OFFSET + sizeof(dfccl_gpu_board_t) <= DFCCL_GPU_INBOX_DATA_OFFSET,
                "inbox counters, board and data slots overlap");
+/* Block 0 admits a submission by copying the whole entry, plan included,
+ * in 16-byte loads: the entry must end with its plan, on 16 bytes. */
+_Static_assert(sizeof(dfccl_gpu_desc_t) == offsetof(dfccl_gpu_desc_t, steps) +
+                                          DFCCL_GPU_MAX_STEPS * sizeof(dfccl_step_t) &&
+               sizeof(dfccl_gpu_desc_t) % 16 == 0,
+               "a submission entry does not end with its plan on 16 bytes");
 
 typedef struct gpu_hello {
     int32_t            status;
@@ -181,7 +187,7 @@ static void gpu_job_submit(dfccl_gpu_t *g, gpu_job_t *job)
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     d->ticket = ticket;
     __atomic_store_n(&g->ctrl->sq_tail, ticket + 1, __ATOMIC_SEQ_CST);
-    if (g->trace) job->published_ns = gpu_trace_now_ns();
+    if (g->trace) job->published_ns = dfccl_now_ns();
 }
 
 /* A launch touches only memory mapped before it began (as with the direct
@@ -219,6 +225,7 @@ static int gpu_drain(dfccl_gpu_t *g)
         if (__atomic_load_n(&e->marker, __ATOMIC_ACQUIRE) != g->cq_head + 1) break;
         int slot = (int)e->ticket;
         dfccl_status_t status = (dfccl_status_t)e->status;
+        if (g->trace) gpu_trace_make_room(g);
         pthread_mutex_lock(&g->lock);
         gpu_job_t *job = g->slot_job[slot];
         g->slot_job[slot] = NULL;
@@ -527,6 +534,7 @@ static dfccl_status_t gpu_create(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
     rc = pthread_create(&g->proxy, NULL, gpu_proxy_main, g);
     if (rc != 0) {
         dfccl_error("cannot start the GPU proxy thread: %s", strerror(rc));
+        gpu_trace_stop(g);
         gpu_sync_fini(g);
         gpu_release_resources(g);
         free(g);
@@ -582,7 +590,9 @@ void dfccl_gpu_destroy(dfccl_context_t *ctx)
     pthread_mutex_unlock(&g->lock);
     pthread_join(g->proxy, NULL);
     __atomic_store_n(&ctx->gpu, NULL, __ATOMIC_RELEASE);   /* pollers stop looking first */
+    pthread_mutex_lock(&g->drain_lock);   /* a poller that looked before is done */
     gpu_trace_stop(g);
+    pthread_mutex_unlock(&g->drain_lock);
     gpu_sync_fini(g);
     gpu_release_resources(g);
     free(g);
@@ -730,7 +740,7 @@ dfccl_status_t dfccl_gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
         dev.size = n;
         dev.nchannels = g->blocks;
         dev.key = comm->key;
-        dev.one_device = 1;
+        dev.one_device = !cfg->gpu_fence_system;
         for (int r = 0; r < n; r++) {
             dev.inbox[r] = r == me ? gc->region : gc->peer_base[r];
             if (memcmp(all[r].uuid, all[me].uuid, sizeof(all[me].uuid)) != 0) dev.one_device = 0;
@@ -880,7 +890,7 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
 
     if (!gc->ready || g == NULL) return gc->failed != DFCCL_OK ? gc->failed : DFCCL_ERR_UNSUPPORTED;
     if (g->broken) return DFCCL_ERR_SYSTEM;
-    posted_ns = g->trace ? gpu_trace_now_ns() : 0;
+    posted_ns = g->trace ? dfccl_now_ns() : 0;
     if (cfg->gpu_sync_legacy_stream) {
         /* the calling thread may be the progress hook's, its current device another */
         int previous = gpu_device_enter(g);

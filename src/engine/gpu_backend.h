@@ -42,7 +42,7 @@ typedef struct gpu_job {
     int               pinned;      /* direct: the proxy is answering for it (lock) */
     int               finished;    /* completed while pinned: the proxy frees it (lock) */
     int               nmaps;       /* direct: the peer mappings it uses */
-    uint64_t          posted_ns;   /* trace: real-time clock at the post, */
+    uint64_t          posted_ns;   /* trace: monotonic clock at the post, */
     uint64_t          published_ns; /* and when it entered the submission queue */
     gpu_ipc_map_t    *maps[2 * DFCCL_GPU_MAX_RANKS];
     dfccl_gpu_desc_t  desc;        /* what goes into the submission queue */
@@ -150,10 +150,10 @@ void gpu_stage_release(dfccl_gpu_t *g);
  * calls it while the kernel is out (cudaFree would wait for it). */
 void gpu_stage_trim(dfccl_gpu_t *g);
 
-/* gpu_trace.c: the latency trace (config gpu_trace); record and flush
- * under drain_lock */
-uint64_t gpu_trace_now_ns(void);
+/* gpu_trace.c: the latency trace (config gpu_trace); make room, record
+ * and flush under drain_lock */
 void gpu_trace_start(dfccl_gpu_t *g);
+void gpu_trace_make_room(dfccl_gpu_t *g);
 void gpu_trace_record(dfccl_gpu_t *g, const gpu_job_t *job, const dfccl_gpu_cqe_t *e);
 void gpu_trace_flush(dfccl_gpu_t *g);
 void gpu_trace_stop(dfccl_gpu_t *g);

@@ -212,10 +212,13 @@ typedef struct dfccl_gpu_task {
     dfccl_gpu_desc_t desc;       /* device copy of the submission (steps: the plan) */
 } dfccl_gpu_task_t;
 
-/* A block's own scheduler state, kept across kernel launches. */
+/* A block's own scheduler state, kept across kernel launches: a launch
+ * works on a copy in shared memory and saves it here when it leaves;
+ * busy_ns and nactive are published here as they change (block 0's quit
+ * decision reads the other blocks'). */
 typedef struct dfccl_gpu_block {
     uint64_t admitted;            /* tickets seen */
-    volatile uint64_t busy_ns;    /* last admission or movement (block 0 reads it) */
+    volatile uint64_t busy_ns;    /* last admission or movement */
     volatile uint32_t nactive;
     uint32_t pad;
     uint16_t active[DFCCL_GPU_SQ_DEPTH];   /* slots, in the global order */

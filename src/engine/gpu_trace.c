@@ -4,15 +4,19 @@
  * its publication in the submission queue and its completion, and the
  * daemon kernel's clock (globaltimer) at the steps it took there.
  *
- * Records are kept in memory and printed to stderr when the buffer is full
- * and when the context ends, so that tracing does not slow the path it
- * measures. The kernel's clock runs apart from the host's (an offset of
- * about a millisecond was seen), so kernel steps are given from the moment
- * the kernel saw the submission, host steps from the post.
+ * Records are kept in memory and printed to stderr when the context ends,
+ * or when 4096 have gathered (completions of this process then pause for
+ * the few milliseconds the printing takes, once per 4096 collectives, with
+ * no lock held that posting needs), so that tracing hardly slows the path it
+ * measures. Host times are the monotonic clock; the kernel's clock runs
+ * apart from it, so kernel steps are given from the moment the kernel saw
+ * the submission, host steps from the post. A step the collective never
+ * reached (it failed first) is printed as "none".
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include "clock.h"
 #include "gpu_backend.h"
 #include "log.h"
 
@@ -21,25 +25,26 @@
 #define GPU_TRACE_RECORDS 4096
 
 struct gpu_trace_rec {
-    uint64_t posted_ns, published_ns, drained_ns;   /* host, real-time clock */
+    uint64_t posted_ns, published_ns, drained_ns;   /* host, monotonic clock */
     uint64_t t[DFCCL_GPU_T_COUNT];                 /* kernel clock */
     uint64_t comm_key, seq, bytes;
     int      rank, size;
     int      type, algo;
 };
 
-uint64_t gpu_trace_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 void gpu_trace_start(dfccl_gpu_t *g)
 {
     g->trace_recs = calloc(GPU_TRACE_RECORDS, sizeof(*g->trace_recs));
     if (g->trace_recs == NULL) dfccl_error("GPU trace: out of memory; tracing off");
     g->trace_n = 0;
+}
+
+/* Microseconds from `from` to a kernel stamp, or "none" for a step not reached. */
+static const char *gpu_trace_step(char *buf, size_t len, uint64_t stamp, uint64_t from)
+{
+    if (stamp == 0) return "none";
+    snprintf(buf, len, "%.2f", ((double)stamp - (double)from) / 1e3);
+    return buf;
 }
 
 /* One line per record: host microseconds from the post, kernel
@@ -51,21 +56,31 @@ void gpu_trace_flush(dfccl_gpu_t *g)
 
     for (size_t i = 0; i < g->trace_n; i++) {
         const struct gpu_trace_rec *r = &g->trace_recs[i];
-        double post = (double)r->posted_ns, seen = (double)r->t[DFCCL_GPU_T_SEEN];
+        uint64_t seen = r->t[DFCCL_GPU_T_SEEN];
+        double post = (double)r->posted_ns;
         double gap = i > 0 ? (post - (double)g->trace_recs[i - 1].drained_ns) / 1e3 : 0.0;
-        fprintf(stderr, "dfccl gpu trace: rank %d of %d comm %#llx %s #%llu %llu B %s: published %.2f"
-                " drained %.2f gap %.2f kernel: admitted %.2f first-move %.2f last-move %.2f"
-                " finished %.2f us\n", r->rank, r->size, (unsigned long long)r->comm_key,
+        char b[4][32];
+        fprintf(stderr, "dfccl gpu trace: rank %d of %d comm %#llx %s #%llu %llu B %s: published"
+                " %.2f drained %.2f gap %.2f kernel: admitted %s first-move %s last-move %s"
+                " finished %s us\n", r->rank, r->size, (unsigned long long)r->comm_key,
                 dfccl_coll_type_name((dfccl_coll_type_t)r->type), (unsigned long long)r->seq,
                 (unsigned long long)r->bytes, r->algo >= 0 && r->algo < 3 ? algos[r->algo] : "?",
                 ((double)r->published_ns - post) / 1e3, ((double)r->drained_ns - post) / 1e3, gap,
-                ((double)r->t[DFCCL_GPU_T_ADMITTED] - seen) / 1e3,
-                ((double)r->t[DFCCL_GPU_T_FIRST_MOVE] - seen) / 1e3,
-                ((double)r->t[DFCCL_GPU_T_LAST_MOVE] - seen) / 1e3,
-                ((double)r->t[DFCCL_GPU_T_FINISHED] - seen) / 1e3);
+                gpu_trace_step(b[0], sizeof(b[0]), r->t[DFCCL_GPU_T_ADMITTED], seen),
+                gpu_trace_step(b[1], sizeof(b[1]), r->t[DFCCL_GPU_T_FIRST_MOVE], seen),
+                gpu_trace_step(b[2], sizeof(b[2]), r->t[DFCCL_GPU_T_LAST_MOVE], seen),
+                gpu_trace_step(b[3], sizeof(b[3]), r->t[DFCCL_GPU_T_FINISHED], seen));
     }
     fflush(stderr);
     g->trace_n = 0;
+}
+
+/* Before a completion is recorded (drain lock held, backend lock not):
+ * a full buffer is printed now, so that no record is lost and posting is
+ * not held up. */
+void gpu_trace_make_room(dfccl_gpu_t *g)
+{
+    if (g->trace_recs != NULL && g->trace_n == GPU_TRACE_RECORDS) gpu_trace_flush(g);
 }
 
 /* A completion entry drained (drain lock held). */
@@ -73,12 +88,11 @@ void gpu_trace_record(dfccl_gpu_t *g, const gpu_job_t *job, const dfccl_gpu_cqe_
 {
     struct gpu_trace_rec *r;
 
-    if (g->trace_recs == NULL) return;
-    if (g->trace_n == GPU_TRACE_RECORDS) gpu_trace_flush(g);
+    if (g->trace_recs == NULL || g->trace_n == GPU_TRACE_RECORDS) return;
     r = &g->trace_recs[g->trace_n++];
     r->posted_ns = job->posted_ns;
     r->published_ns = job->published_ns;
-    r->drained_ns = gpu_trace_now_ns();
+    r->drained_ns = dfccl_now_ns();
     for (int k = 0; k < DFCCL_GPU_T_COUNT; k++) r->t[k] = e->t[k];
     r->comm_key = job->coll->comm->key;
     r->seq = job->coll->seq;

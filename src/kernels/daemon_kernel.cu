@@ -281,6 +281,7 @@ __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_blo
         t->t[DFCCL_GPU_T_SEEN] = seen_ns;
         t->t[DFCCL_GPU_T_ADMITTED] = gpu_now_ns();
         t->t[DFCCL_GPU_T_FIRST_MOVE] = 0;
+        t->t[DFCCL_GPU_T_LAST_MOVE] = 0;
     }
     t->key.priority = d->priority;
     t->key.comm_key = d->comm_key;
@@ -390,8 +391,8 @@ __device__ static int gpu_should_quit(const dfccl_gpu_env_t *env, const dfccl_gp
     uint64_t last = 0;
     int active = 0;
 
-    for (unsigned b = 0; b < gridDim.x; b++) {   /* what the blocks published */
-        const dfccl_gpu_block_t *o = &env->state->blocks[b];
+    for (unsigned b = 0; b < gridDim.x; b++) {   /* ours as it is, the others' as published */
+        const dfccl_gpu_block_t *o = b == 0 ? blk : &env->state->blocks[b];
         if (o->busy_ns > last) last = o->busy_ns;
         active |= o->nactive != 0;
     }
@@ -568,6 +569,7 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
         s.seen_ns = 0;
         s.ctrl = make_ulonglong2(0, 0);
         s.ctrl_ns = now - GPU_CTRL_MAX_AGE_NS;   /* read at once */
+        gpu_block_publish(&env, blk);   /* block 0's quit decision sees the fresh start */
     }
     for (;;) {
         if (threadIdx.x == 0) {
@@ -608,8 +610,13 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
         if (threadIdx.x == 0) {
             switch (cmd) {
             case CMD_ADMIT:
-                gpu_admit_finish(&env, blk, sh.slot, blk->admitted, s.seen_ns);
-                blk->admitted++;
+                /* another block finding a newer ticket there lagged behind
+                 * a reused slot: not its collective. Block 0 takes part in
+                 * all and never lags: a mismatch would be a copy read too
+                 * early, so it copies again on the next pass */
+                if (gpu_admit_finish(&env, blk, sh.slot, blk->admitted, s.seen_ns) ||
+                    blockIdx.x != 0)
+                    blk->admitted++;
                 gpu_block_publish(&env, blk);
                 if (blockIdx.x == 0) {
                     __threadfence();   /* the copies before the mirror */

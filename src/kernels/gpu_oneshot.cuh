@@ -22,9 +22,13 @@ __device__ static inline char *gpu_inbox_slot(const dfccl_gpu_comm_dev_t *c, int
     return c->inbox[owner] + DFCCL_GPU_INBOX_DATA_OFFSET + (set + (size_t)from) * DFCCL_GPU_SMALL_BYTES;
 }
 
-/* The inbox traffic's fence: peers on this GPU see our writes in order after
- * a GPU-scope fence (about 0.4 us on an H200 against 0.66 us at system
- * scope, contrib/results); peers on other GPUs need system scope. */
+/* The inbox traffic's fence. Peers on other GPUs need system scope. For
+ * peers on this GPU a GPU-scope fence serves (about 0.4 us on an H200
+ * against 0.66 us, contrib/results): what orders memory there is the L2
+ * cache that every process's kernels on the device share, and the data is
+ * read past L1. PTX's scopes name only the threads of one program, so this
+ * rests on how the hardware works, not on the written model;
+ * coll_dfccl_gpu_fence_system (one_device = 0) takes system scope anyway. */
 __device__ static inline void gpu_fence_peers(const dfccl_gpu_comm_dev_t *c)
 {
     if (c->one_device) __threadfence();

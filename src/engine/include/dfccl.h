@@ -101,6 +101,7 @@ typedef struct dfccl_config {
     size_t   gpu_stage_keep_bytes;   /* idle staging memory kept for reuse; beyond it freed */
     uint32_t gpu_poll_max_ns;    /* longest nap of a daemon block between passes that moved nothing */
     int      gpu_trace;          /* 1: one line per GPU collective with its steps' times (stderr) */
+    int      gpu_fence_system;   /* 1: system-scope fences for peers on the same GPU too */
 } dfccl_config_t;
 
 void dfccl_config_init(dfccl_config_t *config);

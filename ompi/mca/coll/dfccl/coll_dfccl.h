@@ -56,6 +56,7 @@ typedef struct mca_coll_dfccl_component_t {
     size_t       gpu_stage_keep_bytes;
     unsigned int gpu_poll_max_ns;
     bool         gpu_trace;
+    bool         gpu_fence_system;
 
     int              output;          /* opal_output stream for verbose messages */
     opal_mutex_t     lock;            /* guards lazy creation of the engine */

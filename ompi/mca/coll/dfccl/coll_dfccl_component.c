@@ -71,6 +71,7 @@ static int dfccl_register(void)
     c->gpu_stage_keep_bytes = defaults.gpu_stage_keep_bytes;
     c->gpu_poll_max_ns = defaults.gpu_poll_max_ns;
     c->gpu_trace = defaults.gpu_trace != 0;
+    c->gpu_fence_system = defaults.gpu_fence_system != 0;
 
     (void)mca_base_component_var_register(v, "priority",
         "Priority of coll/dfccl (above coll/self's 75 so that it also serves 1-rank communicators)",
@@ -202,6 +203,12 @@ static int dfccl_register(void)
         " finished, completed): a latency diagnostic",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
         &c->gpu_trace);
+    (void)mca_base_component_var_register(v, "gpu_fence_system",
+        "Order the one-shot inbox traffic between ranks on the same GPU with system-scope fences,"
+        " as between GPUs (default: GPU scope, which the shared L2 cache makes sufficient on the"
+        " GPUs tested; about 0.25 us less per fence)",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
+        &c->gpu_fence_system);
     return OMPI_SUCCESS;
 }
 
@@ -274,6 +281,7 @@ int mca_coll_dfccl_context_get(dfccl_context_t **context_p)
         config.gpu_stage_keep_bytes = c->gpu_stage_keep_bytes;
         config.gpu_poll_max_ns = c->gpu_poll_max_ns;
         config.gpu_trace = c->gpu_trace;
+        config.gpu_fence_system = c->gpu_fence_system;
         opal_free_list_init(&c->requests, sizeof(mca_coll_dfccl_request_t),
                             opal_cache_line_size, OBJ_CLASS(mca_coll_dfccl_request_t),
                             0, 0, 8, -1, 8, NULL, 0, NULL, NULL, NULL);
