@@ -89,7 +89,6 @@ int dfccl_gpu_available(char *why, size_t why_len)
 
 /* ---- completions --------------------------------------------------------- */
 
-
 static void gpu_diagnose(const dfccl_coll_t *coll, const dfccl_gpu_desc_t *d,
                          const dfccl_gpu_diag_t *g)
 {
@@ -187,7 +186,7 @@ static void gpu_job_submit(dfccl_gpu_t *g, gpu_job_t *job)
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     d->ticket = ticket;
     __atomic_store_n(&g->ctrl->sq_tail, ticket + 1, __ATOMIC_SEQ_CST);
-    if (g->trace) job->published_ns = dfccl_now_ns();
+    if (g->env.trace) job->published_ns = dfccl_now_ns();
 }
 
 /* A launch touches only memory mapped before it began (as with the direct
@@ -225,12 +224,12 @@ static int gpu_drain(dfccl_gpu_t *g)
         if (__atomic_load_n(&e->marker, __ATOMIC_ACQUIRE) != g->cq_head + 1) break;
         int slot = (int)e->ticket;
         dfccl_status_t status = (dfccl_status_t)e->status;
-        if (g->trace) gpu_trace_make_room(g);
+        if (g->env.trace) gpu_trace_make_room(g);
         pthread_mutex_lock(&g->lock);
         gpu_job_t *job = g->slot_job[slot];
         g->slot_job[slot] = NULL;
         if (job != NULL) {
-            if (g->trace) gpu_trace_record(g, job, e);
+            if (g->env.trace) gpu_trace_record(g, job, e);
             if (status != DFCCL_OK) {
                 gpu_diagnose(job->coll, &job->desc, &e->diag);
                 job->coll->comm->broken = 1;
@@ -523,9 +522,8 @@ static dfccl_status_t gpu_create(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
     g->env.idle_quit_ns = cfg->gpu_idle_quit_ns;
     g->env.stuck_quit_ns = cfg->gpu_stuck_quit_ns;
     g->env.poll_max_ns = cfg->gpu_poll_max_ns;
-    g->trace = cfg->gpu_trace;
     g->env.trace = cfg->gpu_trace != 0;
-    if (g->trace) gpu_trace_start(g);
+    if (g->env.trace) gpu_trace_start(g);
     pthread_mutex_init(&g->lock, NULL);
     pthread_mutex_init(&g->drain_lock, NULL);
     pthread_mutex_init(&g->dead_lock, NULL);
@@ -890,7 +888,7 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
 
     if (!gc->ready || g == NULL) return gc->failed != DFCCL_OK ? gc->failed : DFCCL_ERR_UNSUPPORTED;
     if (g->broken) return DFCCL_ERR_SYSTEM;
-    posted_ns = g->trace ? dfccl_now_ns() : 0;
+    posted_ns = g->env.trace ? dfccl_now_ns() : 0;
     if (cfg->gpu_sync_legacy_stream) {
         /* the calling thread may be the progress hook's, its current device another */
         int previous = gpu_device_enter(g);

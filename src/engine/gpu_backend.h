@@ -98,8 +98,7 @@ typedef struct dfccl_gpu {
     int                   launched;
     uint64_t              launch_ticket, exit_ns, backoff_ns;
     int                   broken;       /* the kernel faulted: the backend is unusable */
-    int                   trace;        /* config gpu_trace */
-    struct gpu_trace_rec *trace_recs;   /* gpu_trace.c; under drain_lock */
+    struct gpu_trace_rec *trace_recs;   /* gpu_trace.c (env.trace); under drain_lock */
     size_t                trace_n;
     uint64_t              direct_served[DFCCL_GPU_SQ_DEPTH];   /* request tags answered */
     uint64_t              direct_held[DFCCL_GPU_SQ_DEPTH];     /* answers waiting for the

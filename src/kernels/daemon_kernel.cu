@@ -531,21 +531,13 @@ __device__ static inline void gpu_block_publish(const dfccl_gpu_env_t *env, cons
 /* Thread 0: the block's scheduler state between the global copy, which
  * outlives the launch, and the shared one, which the scheduler reads many
  * times per pass (a read of global memory that bypasses L1 costs a quarter
- * of a microsecond, contrib/results). */
-__device__ static void gpu_block_load(dfccl_gpu_block_t *blk, const dfccl_gpu_block_t *from)
+ * of a microsecond, contrib/results): loaded at launch, saved at the exit. */
+__device__ static void gpu_block_copy(dfccl_gpu_block_t *to, const dfccl_gpu_block_t *from)
 {
-    blk->admitted = from->admitted;
-    blk->busy_ns = from->busy_ns;
-    blk->nactive = from->nactive;
-    for (uint32_t i = 0; i < from->nactive; i++) blk->active[i] = from->active[i];
-}
-
-__device__ static void gpu_block_save(dfccl_gpu_block_t *to, const dfccl_gpu_block_t *blk)
-{
-    to->admitted = blk->admitted;
-    for (uint32_t i = 0; i < blk->nactive; i++) to->active[i] = blk->active[i];
-    to->nactive = blk->nactive;
-    to->busy_ns = blk->busy_ns;
+    to->admitted = from->admitted;
+    to->busy_ns = from->busy_ns;
+    to->nactive = from->nactive;
+    for (uint32_t i = 0; i < from->nactive; i++) to->active[i] = from->active[i];
 }
 
 __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
@@ -557,7 +549,7 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
 
     if (threadIdx.x == 0) {
         uint64_t now = gpu_now_ns();
-        gpu_block_load(blk, &env.state->blocks[blockIdx.x]);
+        gpu_block_copy(blk, &env.state->blocks[blockIdx.x]);
         s.turn = -1;
         s.pos = 0;
         s.first_of_pass = 1;
@@ -574,7 +566,7 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
     for (;;) {
         if (threadIdx.x == 0) {
             gpu_schedule(&env, blk, &sh, &s);
-            if (sh.cmd == CMD_QUIT) gpu_block_save(&env.state->blocks[blockIdx.x], blk);
+            if (sh.cmd == CMD_QUIT) gpu_block_copy(&env.state->blocks[blockIdx.x], blk);
             else gpu_block_publish(&env, blk);
         }
         __syncthreads();
