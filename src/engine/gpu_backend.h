@@ -66,6 +66,7 @@ typedef struct dfccl_gpu {
     dfccl_context_t      *ctx;
     int                   device;
     unsigned              blocks, threads;
+    int                   crowd_warned;   /* the residency warning, once per process */
     cudaStream_t          stream;       /* the daemon kernel */
     cudaStream_t          copy_stream;  /* set-up copies, never behind the kernel */
     cudaEvent_t           exited;

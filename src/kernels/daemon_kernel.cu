@@ -643,3 +643,8 @@ extern "C" int dfccl_gpu_kernel_launch(const dfccl_gpu_env_t *env, unsigned bloc
     dfccl_daemon_kernel<<<blocks, threads, 0, (cudaStream_t)stream>>>(*env);
     return (int)cudaGetLastError();
 }
+
+extern "C" int dfccl_gpu_kernel_per_sm(unsigned threads, int *per_sm)
+{
+    return (int)cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, dfccl_daemon_kernel, (int)threads, 0);
+}

@@ -11,10 +11,10 @@
 /*
  * Every rank maps its peers' buffers (CUDA IPC, per call; the host caches
  * the mappings). Channel c of rank r owns some chunks: for allreduce chunks
- * of the vector, which it reduces from every rank's input and writes into
- * every rank's output; for allgather chunks of its own block, copied into
- * every output; for reduce-scatter chunks of its own block, reduced into
- * its own output. Nobody else reads or writes an owned chunk, so in-place
+ * of rank r's slice of the vector, which it reduces from every rank's input
+ * and writes into every rank's output; for allgather chunks of its own
+ * block, copied into every output; for reduce-scatter chunks of its own
+ * block, reduced into its own output. Nobody else reads or writes an owned chunk, so in-place
  * buffers are safe, and each element is computed once: every rank gets the
  * same bits. Memory traffic is the floor's: inputs read once, outputs
  * written once.
@@ -93,30 +93,37 @@ __device__ static inline dfccl_gpu_board_entry_t *gpu_board_entry(const dfccl_gp
     return &gpu_board(c, r)->entry[k % DFCCL_GPU_BOARD_DEPTH];
 }
 
-/* What this channel owns, in chunks of *grain elements: chunk numbers
- * owner, owner + owners, owner + 2 * owners, ... of the whole vector for
- * allreduce (owner = rank * parts + channel), of our own block for
- * allgather and reduce-scatter (owner = channel). Interleaved rather than
- * one range each, so that all blocks of all ranks work in a window of
- * owners chunks at a time, over fewer pages of the 2N buffers (measured:
- * a 256 MiB allreduce out of place at 4 ranks took 1169 us with one range
- * per channel, 883 us interleaved; chunks of 128 KiB to 1 MiB made little
- * difference). Chunks are cut on 16 bytes. */
+/* What this channel owns: chunks of *chunk elements at *begin + j * *chunk
+ * for j = owner, owner + owners, ... while below *end. Allreduce: rank r
+ * owns the r-th of N equal slices of the vector, allgather and
+ * reduce-scatter their own block; within it channel c takes every
+ * nparts-th chunk (owner = c, owners = nparts), so the blocks of one rank
+ * work side by side in a window of nparts chunks. (One range per channel
+ * was slower: 1169 us for a 256 MiB allreduce out of place at 4 ranks on an
+ * H200; chunks of all ranks interleaved over the whole vector took 883-890
+ * us and these slices 877-883, contrib/results.) Chunks are cut on 16
+ * bytes. */
 __device__ static void gpu_direct_layout(const dfccl_gpu_env_t *env, const dfccl_gpu_task_t *t,
-                                         const dfccl_gpu_comm_dev_t *c, uint64_t *total,
-                                         uint64_t *owner, uint64_t *owners, uint64_t *chunk)
+                                         const dfccl_gpu_comm_dev_t *c, uint64_t *begin,
+                                         uint64_t *end, uint64_t *owner, uint64_t *owners,
+                                         uint64_t *chunk)
 {
     const dfccl_gpu_desc_t *d = &t->desc;
-    uint64_t grain = d->esize < 16 ? 16 / d->esize : 1, per, most;
+    uint64_t grain = d->esize < 16 ? 16 / d->esize : 1, per, most, total;
 
-    *total = t->type == DFCCL_COLL_REDUCE_SCATTER ? d->rs_counts[c->rank] : d->count;
+    total = t->type == DFCCL_COLL_REDUCE_SCATTER ? d->rs_counts[c->rank] : d->count;
+    *begin = 0;
+    *end = total;
+    if (t->type == DFCCL_COLL_ALLREDUCE) {
+        uint64_t slice = (total + (uint64_t)c->size - 1) / (uint64_t)c->size;
+        slice = (slice + grain - 1) / grain * grain;
+        *begin = slice * (uint64_t)c->rank;
+        if (*begin > total) *begin = total;
+        *end = total - *begin < slice ? total : *begin + slice;
+    }
     *owners = t->nparts;
     *owner = blockIdx.x;
-    if (t->type == DFCCL_COLL_ALLREDUCE) {
-        *owners *= (uint64_t)c->size;
-        *owner += (uint64_t)c->rank * t->nparts;
-    }
-    per = (*total + *owners - 1) / *owners;
+    per = (*end - *begin + *owners - 1) / *owners;
     per = (per + grain - 1) / grain * grain;
     most = env->direct_chunk_bytes / d->esize / grain * grain;
     *chunk = per < most ? per : most > grain ? most : grain;

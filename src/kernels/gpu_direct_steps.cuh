@@ -15,13 +15,13 @@ __device__ static void gpu_direct_chunk(const dfccl_gpu_env_t *env, const dfccl_
     const dfccl_gpu_desc_t *d = &t->desc;
     /* volatile: the table was written by block 0; past L1 */
     const volatile dfccl_gpu_direct_tab_t *tab = &env->state->direct[slot];
-    uint64_t total, owner, owners, chunk, e = d->esize, at;
+    uint64_t begin, end, owner, owners, chunk, e = d->esize, at;
     int me = c->rank, n = c->size;
 
     /* exec.offset counts the chunks this channel has moved */
-    gpu_direct_layout(env, t, c, &total, &owner, &owners, &chunk);
-    at = (owner + t->exec.offset * owners) * chunk;
-    sh->direct.count = chunk < total - at ? chunk : total - at;
+    gpu_direct_layout(env, t, c, &begin, &end, &owner, &owners, &chunk);
+    at = begin + (owner + t->exec.offset * owners) * chunk;
+    sh->direct.count = chunk < end - at ? chunk : end - at;
     sh->direct.nout = 0;
     switch (t->type) {
     case DFCCL_COLL_ALLREDUCE:
@@ -126,9 +126,9 @@ __device__ static int gpu_direct_try(const dfccl_gpu_env_t *env, dfccl_gpu_task_
         t->phase = DIRECT_MOVE;
         /* fall through */
     case DIRECT_MOVE: {
-        uint64_t total, owner, owners, chunk;
-        gpu_direct_layout(env, t, c, &total, &owner, &owners, &chunk);
-        if ((owner + t->exec.offset * owners) * chunk < total) {
+        uint64_t begin, end, owner, owners, chunk;
+        gpu_direct_layout(env, t, c, &begin, &end, &owner, &owners, &chunk);
+        if (begin + (owner + t->exec.offset * owners) * chunk < end) {
             gpu_direct_chunk(env, t, slot, c, sh);
             sh->cmd = CMD_DIRECT_MOVE;
             break;

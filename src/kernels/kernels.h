@@ -18,6 +18,10 @@ struct dfccl_gpu_env;
 int dfccl_gpu_kernel_launch(const struct dfccl_gpu_env *env, unsigned blocks, unsigned threads,
                             void *stream);
 
+/* How many daemon-kernel blocks of `threads` threads one SM of the current
+ * device holds at once (*per_sm). Returns the CUDA error code (0 on success). */
+int dfccl_gpu_kernel_per_sm(unsigned threads, int *per_sm);
+
 #ifdef __cplusplus
 }
 #endif
