@@ -684,6 +684,12 @@ out:
     return DFCCL_OK;
 }
 
+/* Are ranks a and b on the same GPU (by the device's UUID)? */
+static int gpu_hello_same_device(const gpu_hello_t *a, const gpu_hello_t *b)
+{
+    return memcmp(a->uuid, b->uuid, sizeof(a->uuid)) == 0;
+}
+
 /* The daemon kernels of all ranks on one GPU must be resident together:
  * blocks that wait for an SM wait for others to leave, and a 256 MiB
  * allreduce of 8 ranks with 32 blocks each on one H200 took 6.7 ms instead
@@ -696,7 +702,7 @@ static void gpu_warn_crowded(dfccl_gpu_t *g, const gpu_hello_t *all, int me, int
 
     if (g->crowd_warned) return;
     for (int r = 0; r < n; r++) {
-        if (memcmp(all[r].uuid, all[me].uuid, sizeof(all[me].uuid)) != 0) continue;
+        if (!gpu_hello_same_device(&all[r], &all[me])) continue;
         sharing++;
         if (r < first) first = r;
     }
@@ -772,7 +778,7 @@ dfccl_status_t dfccl_gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
         dev.one_device = !cfg->gpu_fence_system;
         for (int r = 0; r < n; r++) {
             dev.inbox[r] = r == me ? gc->region : gc->peer_base[r];
-            if (memcmp(all[r].uuid, all[me].uuid, sizeof(all[me].uuid)) != 0) dev.one_device = 0;
+            if (!gpu_hello_same_device(&all[r], &all[me])) dev.one_device = 0;
         }
         for (unsigned c = 0; c < g->blocks; c++) {
             char *mine = gc->region + inbox + c * fifo;

@@ -15,7 +15,6 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include "clock.h"
 #include "gpu_backend.h"
 #include "log.h"

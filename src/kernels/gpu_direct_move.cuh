@@ -14,9 +14,9 @@
  * of rank r's slice of the vector, which it reduces from every rank's input
  * and writes into every rank's output; for allgather chunks of its own
  * block, copied into every output; for reduce-scatter chunks of its own
- * block, reduced into its own output. Nobody else reads or writes an owned chunk, so in-place
- * buffers are safe, and each element is computed once: every rank gets the
- * same bits. Memory traffic is the floor's: inputs read once, outputs
+ * block, reduced into its own output. Nobody else reads or writes an owned
+ * chunk, so in-place buffers are safe, and each element is computed once:
+ * every rank gets the same bits. Memory traffic is the floor's: inputs read once, outputs
  * written once.
  */
 enum {
@@ -101,7 +101,7 @@ __device__ static inline dfccl_gpu_board_entry_t *gpu_board_entry(const dfccl_gp
  * work side by side in a window of nparts chunks. (One range per channel
  * was slower: 1169 us for a 256 MiB allreduce out of place at 4 ranks on an
  * H200; chunks of all ranks interleaved over the whole vector took 883-890
- * us and these slices 877-883, contrib/results.) Chunks are cut on 16
+ * us and these slices 877-894, contrib/results.) Chunks are cut on 16
  * bytes. */
 __device__ static void gpu_direct_layout(const dfccl_gpu_env_t *env, const dfccl_gpu_task_t *t,
                                          const dfccl_gpu_comm_dev_t *c, uint64_t *begin,
