@@ -15,7 +15,7 @@ from collections import defaultdict
 
 HOST = ["published", "drained", "gap"]          # us from the post; gap: since the previous completion
 KERNEL = ["admitted", "first-move", "last-move", "finished"]   # us from the kernel seeing it
-LINE = re.compile(r"dfccl gpu trace: rank (\d+) of (\d+) comm \S+ (\S+) #\d+ (\d+) B (\S+): (.*) us")
+LINE = re.compile(r"dfccl gpu trace: rank (\d+) of (\d+) comm \S+ (\S+) #\d+ (\d+) B (\S+): (.*?) us(?:;|$)")
 
 
 def main(argv):

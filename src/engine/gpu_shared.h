@@ -104,6 +104,11 @@ typedef struct dfccl_gpu_cqe {
     int32_t           pad;
     dfccl_gpu_diag_t  diag;
     uint64_t          t[DFCCL_GPU_T_COUNT];
+    /* trace: time the channels spent moving data (slowest, and summed
+     * over the channels), and the algorithm that ran (direct may have
+     * fallen back to the ring) */
+    uint64_t          move_max_ns, move_sum_ns;
+    uint32_t          algo_run, nparts;
 } dfccl_gpu_cqe_t;
 
 /* Host-written control words (pinned, mapped), read together in one load. */
@@ -209,6 +214,7 @@ typedef struct dfccl_gpu_task {
     uint32_t      nparts;
     uint32_t      pad;
     uint64_t      t[DFCCL_GPU_T_FINISHED];   /* kernel clock at its steps (trace) */
+    uint64_t      move_ns;       /* trace: this channel's time in data movement */
     dfccl_gpu_desc_t desc;       /* device copy of the submission (steps: the plan) */
 } dfccl_gpu_task_t;
 
@@ -236,6 +242,8 @@ typedef struct dfccl_gpu_state {
     uint32_t           done[DFCCL_GPU_SQ_DEPTH];     /* channels finished per slot */
     int32_t            status[DFCCL_GPU_SQ_DEPTH];   /* worst channel status per slot */
     uint32_t           diag_taken[DFCCL_GPU_SQ_DEPTH];
+    unsigned long long move_max[DFCCL_GPU_SQ_DEPTH];   /* trace: over the channels */
+    unsigned long long move_sum[DFCCL_GPU_SQ_DEPTH];
     dfccl_gpu_diag_t   diag[DFCCL_GPU_SQ_DEPTH];
     dfccl_gpu_direct_tab_t direct[DFCCL_GPU_SQ_DEPTH];
     dfccl_gpu_block_t  blocks[DFCCL_GPU_MAX_CHANNELS];

@@ -27,8 +27,9 @@ struct gpu_trace_rec {
     uint64_t posted_ns, published_ns, drained_ns;   /* host, monotonic clock */
     uint64_t t[DFCCL_GPU_T_COUNT];                 /* kernel clock */
     uint64_t comm_key, seq, bytes;
+    uint64_t move_max_ns, move_sum_ns;              /* kernel: time moving data */
     int      rank, size;
-    int      type, algo;
+    int      type, algo, algo_run, nparts;
 };
 
 void gpu_trace_start(dfccl_gpu_t *g)
@@ -61,14 +62,17 @@ void gpu_trace_flush(dfccl_gpu_t *g)
         char b[4][32];
         fprintf(stderr, "dfccl gpu trace: rank %d of %d comm %#llx %s #%llu %llu B %s: published"
                 " %.2f drained %.2f gap %.2f kernel: admitted %s first-move %s last-move %s"
-                " finished %s us\n", r->rank, r->size, (unsigned long long)r->comm_key,
+                " finished %s us; moving: slowest channel %.2f, mean %.2f us over %d (%s)\n", r->rank, r->size, (unsigned long long)r->comm_key,
                 dfccl_coll_type_name((dfccl_coll_type_t)r->type), (unsigned long long)r->seq,
                 (unsigned long long)r->bytes, r->algo >= 0 && r->algo < 3 ? algos[r->algo] : "?",
                 ((double)r->published_ns - post) / 1e3, ((double)r->drained_ns - post) / 1e3, gap,
                 gpu_trace_step(b[0], sizeof(b[0]), r->t[DFCCL_GPU_T_ADMITTED], seen),
                 gpu_trace_step(b[1], sizeof(b[1]), r->t[DFCCL_GPU_T_FIRST_MOVE], seen),
                 gpu_trace_step(b[2], sizeof(b[2]), r->t[DFCCL_GPU_T_LAST_MOVE], seen),
-                gpu_trace_step(b[3], sizeof(b[3]), r->t[DFCCL_GPU_T_FINISHED], seen));
+                gpu_trace_step(b[3], sizeof(b[3]), r->t[DFCCL_GPU_T_FINISHED], seen),
+                (double)r->move_max_ns / 1e3,
+                r->nparts > 0 ? (double)r->move_sum_ns / 1e3 / r->nparts : 0.0, r->nparts,
+                r->algo_run >= 0 && r->algo_run < 3 ? algos[r->algo_run] : "?");
     }
     fflush(stderr);
     g->trace_n = 0;
@@ -100,6 +104,10 @@ void gpu_trace_record(dfccl_gpu_t *g, const gpu_job_t *job, const dfccl_gpu_cqe_
     r->size = job->coll->comm->size;
     r->type = job->coll->type;
     r->algo = job->desc.algo;
+    r->algo_run = (int)e->algo_run;
+    r->nparts = (int)e->nparts;
+    r->move_max_ns = e->move_max_ns;
+    r->move_sum_ns = e->move_sum_ns;
 }
 
 void gpu_trace_stop(dfccl_gpu_t *g)

@@ -87,6 +87,8 @@ typedef struct gpu_shared {
         char    *outs[DFCCL_GPU_MAX_RANKS];
         int      nin, nout;
         uint64_t count;
+        uint64_t at, end, stride;   /* elements: this chunk, the piece's end, to the next */
+        int      more;              /* the command goes on with the next chunk */
     } direct;
 } gpu_shared_t;
 
@@ -186,6 +188,10 @@ __device__ static void gpu_finish(const dfccl_gpu_env_t *env, dfccl_gpu_block_t 
     for (uint32_t j = (uint32_t)idx; j + 1 < blk->nactive; j++) blk->active[j] = blk->active[j + 1];
     blk->nactive--;
     if (nparts > 1) {
+        if (env->trace) {
+            atomicMax(&st->move_max[slot], (unsigned long long)t->move_ns);
+            atomicAdd(&st->move_sum[slot], (unsigned long long)t->move_ns);
+        }
         if (status != DFCCL_OK) {
             atomicMin(&st->status[slot], status);
             if (diag && atomicExch(&st->diag_taken[slot], 1u) == 0) st->diag[slot] = *diag;
@@ -209,6 +215,12 @@ __device__ static void gpu_finish(const dfccl_gpu_env_t *env, dfccl_gpu_block_t 
     if (env->trace) {
         for (int k = 0; k < DFCCL_GPU_T_FINISHED; k++) e->t[k] = t->t[k];
         e->t[DFCCL_GPU_T_FINISHED] = gpu_now_ns();
+        e->move_max_ns = nparts > 1 ? atomicAdd(&st->move_max[slot], 0ull) : t->move_ns;
+        e->move_sum_ns = nparts > 1 ? atomicAdd(&st->move_sum[slot], 0ull) : t->move_ns;
+        e->algo_run = t->algo;
+        e->nparts = nparts;
+        st->move_max[slot] = 0;
+        st->move_sum[slot] = 0;
     }
     if (nparts > 1) {
         st->done[slot] = 0;
@@ -282,6 +294,7 @@ __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_blo
         t->t[DFCCL_GPU_T_ADMITTED] = gpu_now_ns();
         t->t[DFCCL_GPU_T_FIRST_MOVE] = 0;
         t->t[DFCCL_GPU_T_LAST_MOVE] = 0;
+        t->move_ns = 0;
     }
     t->key.priority = d->priority;
     t->key.comm_key = d->comm_key;
@@ -540,6 +553,32 @@ __device__ static void gpu_block_copy(dfccl_gpu_block_t *to, const dfccl_gpu_blo
     for (uint32_t i = 0; i < from->nactive; i++) to->active[i] = from->active[i];
 }
 
+/* Thread 0, after a chunk of a direct collective: go on with the channel's
+ * next chunk within the same command? Only while this collective is all
+ * the block has, no submission waits to be admitted and the host asks no
+ * launch to leave: then a pass of the scheduler could only pick the same
+ * collective, and it costs about 12 us of dependent global-memory reads
+ * (64 KiB chunks at 8 ranks: 388 us of a call outside the moves before,
+ * 105 us with this; contrib/results/2026-11-30-gpu-moving.md). Otherwise
+ * the scheduler runs between chunks as between any primitives. */
+__device__ static int gpu_direct_continue(const dfccl_gpu_env_t *env, dfccl_gpu_task_t *t,
+                                          dfccl_gpu_block_t *blk, gpu_sched_t *s, gpu_shared_t *sh)
+{
+    uint64_t now = gpu_now_ns();
+    ulonglong2 ctrl;
+
+    blk->busy_ns = now;   /* block 0's quit decision sees a long command move */
+    gpu_block_publish(env, blk);
+    if (sh->direct.at + sh->direct.stride >= sh->direct.end || blk->nactive != 1) return 0;
+    ctrl = gpu_ctrl_poll(env, s, now, 1);
+    if (ctrl.x > blk->admitted || ctrl.y >= env->launch_id ||
+        (blockIdx.x != 0 && env->state->quit_launch == env->launch_id))
+        return 0;
+    t->exec.offset++;
+    gpu_direct_next_chunk(sh, t->desc.esize);
+    return 1;
+}
+
 __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
 {
     __shared__ gpu_shared_t sh;
@@ -564,10 +603,12 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
         gpu_block_publish(&env, blk);   /* block 0's quit decision sees the fresh start */
     }
     for (;;) {
+        uint64_t cmd_ns = 0;   /* thread 0, trace: when the command began */
         if (threadIdx.x == 0) {
             gpu_schedule(&env, blk, &sh, &s);
             if (sh.cmd == CMD_QUIT) gpu_block_copy(&env.state->blocks[blockIdx.x], blk);
             else gpu_block_publish(&env, blk);
+            if (env.trace) cmd_ns = gpu_now_ns();
         }
         __syncthreads();
         gpu_cmd_t cmd = sh.cmd;
@@ -591,15 +632,21 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
             gpu_direct_exchange(&env, t, sh.slot, cmd);
             break;
         case CMD_DIRECT_MOVE:
-            gpu_direct_move(sh.direct.ins, sh.direct.nin, sh.direct.outs, sh.direct.nout,
-                            sh.direct.count, t->desc.esize, (dfccl_dtype_t)t->desc.dtype,
-                            (dfccl_op_t)t->desc.op, t->type != DFCCL_COLL_ALLGATHER);
+            do {
+                gpu_direct_move(sh.direct.ins, sh.direct.nin, sh.direct.outs, sh.direct.nout,
+                                sh.direct.count, t->desc.esize, (dfccl_dtype_t)t->desc.dtype,
+                                (dfccl_op_t)t->desc.op, t->type != DFCCL_COLL_ALLGATHER);
+                __syncthreads();   /* all threads past the chunk before its pointers move */
+                if (threadIdx.x == 0) sh.direct.more = gpu_direct_continue(&env, t, blk, &s, &sh);
+                __syncthreads();
+            } while (sh.direct.more);
             break;
         default:
             break;
         }
         __syncthreads();
         if (threadIdx.x == 0) {
+            if (env.trace && cmd >= CMD_RING_SLICE) t->move_ns += gpu_now_ns() - cmd_ns;
             switch (cmd) {
             case CMD_ADMIT:
                 /* another block finding a newer ticket there lagged behind

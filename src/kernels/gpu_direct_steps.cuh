@@ -22,6 +22,9 @@ __device__ static void gpu_direct_chunk(const dfccl_gpu_env_t *env, const dfccl_
     gpu_direct_layout(env, t, c, &begin, &end, &owner, &owners, &chunk);
     at = begin + (owner + t->exec.offset * owners) * chunk;
     sh->direct.count = chunk < end - at ? chunk : end - at;
+    sh->direct.at = at;
+    sh->direct.end = end;
+    sh->direct.stride = owners * chunk;
     sh->direct.nout = 0;
     switch (t->type) {
     case DFCCL_COLL_ALLREDUCE:
@@ -50,6 +53,19 @@ __device__ static void gpu_direct_chunk(const dfccl_gpu_env_t *env, const dfccl_
         break;
     }
     }
+}
+
+/* Thread 0: from one chunk of the channel's piece to the next (the same
+ * distance further in every input and output). */
+__device__ static void gpu_direct_next_chunk(gpu_shared_t *sh, uint64_t esize)
+{
+    uint64_t step = sh->direct.stride * esize, left;
+
+    sh->direct.at += sh->direct.stride;
+    left = sh->direct.end - sh->direct.at;
+    sh->direct.count = sh->direct.count < left ? sh->direct.count : left;
+    for (int q = 0; q < sh->direct.nin; q++) sh->direct.ins[q] += step;
+    for (int j = 0; j < sh->direct.nout; j++) sh->direct.outs[j] += step;
 }
 
 /* Thread 0: the direct collective's next primitive, if it can run; the
