@@ -138,23 +138,31 @@ DEFINE_RANGE(2)
 DEFINE_RANGE(4)
 DEFINE_RANGE(8)
 
-/* layout 0 with dfccl's mover, launched as the daemon kernel is (512 threads at most) */
+/* One call of layout 0 with dfccl's mover; ins and outs: the block's
+ * pointer table in shared memory, as the daemon kernel keeps it. */
+__device__ static void slice_dfccl(const probe_args_t *a, char **ins, char **outs)
+{
+    size_t slice = (a->vecs + a->n - 1) / a->n, begin = slice * a->rank;
+    size_t end = begin + slice < a->vecs ? begin + slice : a->vecs;
+    for (size_t c = begin + blockIdx.x * a->chunk_vecs; c < end;
+         c += (size_t)gridDim.x * a->chunk_vecs) {
+        size_t n = c + a->chunk_vecs < end ? a->chunk_vecs : end - c;
+        if (threadIdx.x == 0)
+            for (int k = 0; k < a->n; k++) {
+                ins[k] = (char *)(a->in[k] + c);
+                outs[k] = (char *)(a->out[k] + c);
+            }
+        __syncthreads();
+        gpu_vecn_reduce(ins, a->n, outs, a->n, 0, n, DFCCL_FLOAT, DFCCL_OP_SUM);
+        __syncthreads();
+    }
+}
+
+/* dfccl's mover, launched as the daemon kernel is (512 threads at most) */
 __global__ void __launch_bounds__(512) oneshot_dfccl(probe_args_t a)
 {
     __shared__ char *ins[MAXN], *outs[MAXN];
-    size_t slice = (a.vecs + a.n - 1) / a.n, begin = slice * a.rank;
-    size_t end = begin + slice < a.vecs ? begin + slice : a.vecs;
-    for (size_t c = begin + blockIdx.x * a.chunk_vecs; c < end; c += (size_t)gridDim.x * a.chunk_vecs) {
-        size_t n = c + a.chunk_vecs < end ? a.chunk_vecs : end - c;
-        if (threadIdx.x == 0)
-            for (int k = 0; k < a.n; k++) {
-                ins[k] = (char *)(a.in[k] + c);
-                outs[k] = (char *)(a.out[k] + c);
-            }
-        __syncthreads();
-        gpu_vecn_reduce(ins, a.n, outs, a.n, 0, n, DFCCL_FLOAT, DFCCL_OP_SUM);
-        __syncthreads();
-    }
+    slice_dfccl(&a, ins, outs);
 }
 
 __global__ void fill(float *p, size_t n, float v)
@@ -243,21 +251,8 @@ __global__ void __launch_bounds__(512) persistent_dfccl(probe_args_t a, int call
                                                         unsigned long long *meet, int nblocks_all)
 {
     __shared__ char *ins[MAXN], *outs[MAXN];
-    size_t slice = (a.vecs + a.n - 1) / a.n, begin = slice * a.rank;
-    size_t end = begin + slice < a.vecs ? begin + slice : a.vecs;
     for (int call = 0; call < calls; call++) {
-        for (size_t c = begin + blockIdx.x * a.chunk_vecs; c < end;
-             c += (size_t)gridDim.x * a.chunk_vecs) {
-            size_t n = c + a.chunk_vecs < end ? a.chunk_vecs : end - c;
-            if (threadIdx.x == 0)
-                for (int k = 0; k < a.n; k++) {
-                    ins[k] = (char *)(a.in[k] + c);
-                    outs[k] = (char *)(a.out[k] + c);
-                }
-            __syncthreads();
-            gpu_vecn_reduce(ins, a.n, outs, a.n, 0, n, DFCCL_FLOAT, DFCCL_OP_SUM);
-            __syncthreads();
-        }
+        slice_dfccl(&a, ins, outs);
         if (threadIdx.x == 0) {
             unsigned long long want = (unsigned long long)(call + 1) * nblocks_all;
             __threadfence_system();

@@ -555,12 +555,13 @@ __device__ static void gpu_block_copy(dfccl_gpu_block_t *to, const dfccl_gpu_blo
 
 /* Thread 0, after a chunk of a direct collective: go on with the channel's
  * next chunk within the same command? Only while this collective is all
- * the block has, no submission waits to be admitted and the host asks no
- * launch to leave: then a pass of the scheduler could only pick the same
- * collective, and it costs about 12 us of dependent global-memory reads
- * (64 KiB chunks at 8 ranks: 388 us of a call outside the moves before,
- * 105 us with this; contrib/results/2026-11-30-gpu-moving.md). Otherwise
- * the scheduler runs between chunks as between any primitives. */
+ * the block has: then a pass of the scheduler could only pick it again,
+ * and the pass costs about 12 us of dependent global-memory reads (64 KiB
+ * chunks at 8 ranks: 388 us of a call outside the moves before, 105 us
+ * with this; contrib/results/2026-11-30-gpu-moving.md). A waiting
+ * submission or a request to leave ends the run as well, so that the
+ * scheduler looks at once; it keeps a turn that can move, though, so those
+ * still wait for the turn's end, as they did with one chunk per pass. */
 __device__ static int gpu_direct_continue(const dfccl_gpu_env_t *env, dfccl_gpu_task_t *t,
                                           dfccl_gpu_block_t *blk, gpu_sched_t *s, gpu_shared_t *sh)
 {

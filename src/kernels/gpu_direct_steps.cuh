@@ -56,7 +56,9 @@ __device__ static void gpu_direct_chunk(const dfccl_gpu_env_t *env, const dfccl_
 }
 
 /* Thread 0: from one chunk of the channel's piece to the next (the same
- * distance further in every input and output). */
+ * distance further in every input and output). Called only when the next
+ * chunk begins before the end, so the one just moved was a whole chunk:
+ * count stays, but for the last chunk, which may be shorter. */
 __device__ static void gpu_direct_next_chunk(gpu_shared_t *sh, uint64_t esize)
 {
     uint64_t step = sh->direct.stride * esize, left;
