@@ -62,7 +62,8 @@ void gpu_trace_flush(dfccl_gpu_t *g)
         char b[4][32];
         fprintf(stderr, "dfccl gpu trace: rank %d of %d comm %#llx %s #%llu %llu B %s: published"
                 " %.2f drained %.2f gap %.2f kernel: admitted %s first-move %s last-move %s"
-                " finished %s us; moving: slowest channel %.2f, mean %.2f us over %d (%s)\n", r->rank, r->size, (unsigned long long)r->comm_key,
+                " finished %s us; moving: slowest channel %.2f, mean %.2f us over %d (%s)\n",
+                r->rank, r->size, (unsigned long long)r->comm_key,
                 dfccl_coll_type_name((dfccl_coll_type_t)r->type), (unsigned long long)r->seq,
                 (unsigned long long)r->bytes, r->algo >= 0 && r->algo < 3 ? algos[r->algo] : "?",
                 ((double)r->published_ns - post) / 1e3, ((double)r->drained_ns - post) / 1e3, gap,

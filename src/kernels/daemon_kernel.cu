@@ -558,23 +558,16 @@ __device__ static void gpu_block_copy(dfccl_gpu_block_t *to, const dfccl_gpu_blo
  * the block has: then a pass of the scheduler could only pick it again,
  * and the pass costs about 12 us of dependent global-memory reads (64 KiB
  * chunks at 8 ranks: 388 us of a call outside the moves before, 105 us
- * with this; contrib/results/2026-11-30-gpu-moving.md). A waiting
- * submission or a request to leave ends the run as well, so that the
- * scheduler looks at once; it keeps a turn that can move, though, so those
- * still wait for the turn's end, as they did with one chunk per pass. */
+ * with this; contrib/results/2026-11-30-gpu-moving.md). New submissions
+ * and requests to leave need no look here: the scheduler keeps a turn that
+ * can move, and a direct move always can, so they wait for the turn's end
+ * either way. */
 __device__ static int gpu_direct_continue(const dfccl_gpu_env_t *env, dfccl_gpu_task_t *t,
-                                          dfccl_gpu_block_t *blk, gpu_sched_t *s, gpu_shared_t *sh)
+                                          dfccl_gpu_block_t *blk, gpu_shared_t *sh)
 {
-    uint64_t now = gpu_now_ns();
-    ulonglong2 ctrl;
-
-    blk->busy_ns = now;   /* block 0's quit decision sees a long command move */
+    blk->busy_ns = gpu_now_ns();   /* block 0's quit decision sees a long command move */
     gpu_block_publish(env, blk);
     if (sh->direct.at + sh->direct.stride >= sh->direct.end || blk->nactive != 1) return 0;
-    ctrl = gpu_ctrl_poll(env, s, now, 1);
-    if (ctrl.x > blk->admitted || ctrl.y >= env->launch_id ||
-        (blockIdx.x != 0 && env->state->quit_launch == env->launch_id))
-        return 0;
     t->exec.offset++;
     gpu_direct_next_chunk(sh, t->desc.esize);
     return 1;
@@ -638,7 +631,7 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
                                 sh.direct.count, t->desc.esize, (dfccl_dtype_t)t->desc.dtype,
                                 (dfccl_op_t)t->desc.op, t->type != DFCCL_COLL_ALLGATHER);
                 __syncthreads();   /* all threads past the chunk before its pointers move */
-                if (threadIdx.x == 0) sh.direct.more = gpu_direct_continue(&env, t, blk, &s, &sh);
+                if (threadIdx.x == 0) sh.direct.more = gpu_direct_continue(&env, t, blk, &sh);
                 __syncthreads();
             } while (sh.direct.more);
             break;

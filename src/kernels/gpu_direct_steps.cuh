@@ -8,23 +8,22 @@
 #ifndef DFCCL_GPU_DIRECT_STEPS_CUH
 #define DFCCL_GPU_DIRECT_STEPS_CUH
 
-/* Thread 0: where the next chunk of this channel's piece comes from and goes. */
+/* Thread 0: where this channel's chunk at element `at` comes from and goes
+ * (gpu_direct_layout gave at, end, chunk and the stride to the next). */
 __device__ static void gpu_direct_chunk(const dfccl_gpu_env_t *env, const dfccl_gpu_task_t *t,
-                                        int slot, const dfccl_gpu_comm_dev_t *c, gpu_shared_t *sh)
+                                        int slot, const dfccl_gpu_comm_dev_t *c, gpu_shared_t *sh,
+                                        uint64_t at, uint64_t end, uint64_t chunk, uint64_t stride)
 {
     const dfccl_gpu_desc_t *d = &t->desc;
     /* volatile: the table was written by block 0; past L1 */
     const volatile dfccl_gpu_direct_tab_t *tab = &env->state->direct[slot];
-    uint64_t begin, end, owner, owners, chunk, e = d->esize, at;
+    uint64_t e = d->esize;
     int me = c->rank, n = c->size;
 
-    /* exec.offset counts the chunks this channel has moved */
-    gpu_direct_layout(env, t, c, &begin, &end, &owner, &owners, &chunk);
-    at = begin + (owner + t->exec.offset * owners) * chunk;
     sh->direct.count = chunk < end - at ? chunk : end - at;
     sh->direct.at = at;
     sh->direct.end = end;
-    sh->direct.stride = owners * chunk;
+    sh->direct.stride = stride;
     sh->direct.nout = 0;
     switch (t->type) {
     case DFCCL_COLL_ALLREDUCE:
@@ -144,10 +143,11 @@ __device__ static int gpu_direct_try(const dfccl_gpu_env_t *env, dfccl_gpu_task_
         t->phase = DIRECT_MOVE;
         /* fall through */
     case DIRECT_MOVE: {
-        uint64_t begin, end, owner, owners, chunk;
+        uint64_t begin, end, owner, owners, chunk, at;
         gpu_direct_layout(env, t, c, &begin, &end, &owner, &owners, &chunk);
-        if (begin + (owner + t->exec.offset * owners) * chunk < end) {
-            gpu_direct_chunk(env, t, slot, c, sh);
+        at = begin + (owner + t->exec.offset * owners) * chunk;   /* offset: chunks moved */
+        if (at < end) {
+            gpu_direct_chunk(env, t, slot, c, sh, at, end, chunk, owners * chunk);
             sh->cmd = CMD_DIRECT_MOVE;
             break;
         }
