@@ -24,6 +24,23 @@
  *     one block per SM at most, as the daemon kernel's registers allow
  *   ./gpu_bandwidth_probe copy MiB          device-to-device copy bandwidth
  *
+ * PROBE_MPI=1 in the environment (under mpirun, b2b 1-3): after the
+ * probe's calls, the same buffers go through MPI_Allreduce 13 times (dfccl
+ * when it is selected), then the probe's calls run once more: whether the
+ * buffers, the processes or dfccl's presence slow the probe down, or only
+ * dfccl's own moves are slow.
+ *
+ * PROBE_OPEN_BUSY=1 and PROBE_MPI_FIRST=1: how the peers' buffers get
+ * mapped (at setup_buffers).
+ *
+ * PROBE_ALLOC_EXTRA=B: every buffer's allocation is B bytes longer (as
+ * dfccl_perf's, one element). PROBE_DUP=1: PROBE_MPI's calls run on a
+ * duplicate of MPI_COMM_WORLD (as dfccl_perf's).
+ *
+ * PROBE_EXPORT=1 in the environment (under mpirun, b2b 1-3): while its
+ * kernels run, every rank exports its two buffers (cudaIpcGetMemHandle)
+ * every 200 us.
+ *
  * PROBE_HISTORY=1 in the environment (under mpirun): before its buffers,
  * every rank first allocates what a dfccl rank has by then (mapped pinned
  * host memory, an 80 MiB region that every peer maps, small state), and
@@ -43,6 +60,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <unistd.h>
 
 /* dfccl's own movers (option mover 1), compiled as the daemon kernel does */
 #define DFCCL_HD __device__
@@ -217,15 +236,53 @@ static void allocation_history(int n, int me)
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
-/* One rank's buffers: its own, and under mpirun its peers' opened through IPC. */
+/* PROBE_OPEN_BUSY: a kernel that keeps one block busy until the host sets *stop. */
+__global__ void spin_until(volatile int *stop)
+{
+    while (!*stop) __nanosleep(1000);
+}
+
+static double mpi_allreduce_us(float *in, float *out, size_t bytes, int inplace);
+
+typedef struct {
+    int n, me, inplace;
+    cudaIpcMemHandle_t *all;
+    float **in, **out;
+} open_job_t;
+
+static void *open_peers(void *arg)
+{
+    open_job_t *j = (open_job_t *)arg;
+    for (int r = 0; r < j->n; r++) {
+        if (r == j->me) continue;
+        CHECK(cudaIpcOpenMemHandle((void **)&j->in[r], j->all[2 * r],
+                                   cudaIpcMemLazyEnablePeerAccess));
+        j->out[r] = j->in[r];
+        if (!j->inplace)
+            CHECK(cudaIpcOpenMemHandle((void **)&j->out[r], j->all[2 * r + 1],
+                                       cudaIpcMemLazyEnablePeerAccess));
+    }
+    return NULL;
+}
+
+/* One rank's buffers: its own, and under mpirun its peers' opened through
+ * IPC. PROBE_OPEN_BUSY=1: the peers' buffers are opened while a kernel of
+ * ours runs, as dfccl's host opens them while its daemon kernel waits for
+ * the answer; 2: they are opened by another thread. PROBE_MPI_FIRST=1:
+ * MPI_Allreduce runs on the buffers before we open the peers' (dfccl maps
+ * them then, and our opens get its mappings). */
 static void setup_buffers(int n, int me, int procs, size_t bytes, int inplace, float **in, float **out)
 {
     cudaIpcMemHandle_t mine[2], *all = (cudaIpcMemHandle_t *)calloc(2 * (size_t)n, sizeof *all);
+    int busy = getenv("PROBE_OPEN_BUSY") && atoi(getenv("PROBE_OPEN_BUSY"));
+    int *stop = NULL;
+    cudaStream_t side;
+    size_t extra = getenv("PROBE_ALLOC_EXTRA") ? (size_t)atol(getenv("PROBE_ALLOC_EXTRA")) : 0;
     for (int r = 0; r < n; r++) {
         if (procs > 1 && r != me) continue;
-        CHECK(cudaMalloc((void **)&in[r], bytes));
+        CHECK(cudaMalloc((void **)&in[r], bytes + extra));
         out[r] = in[r];
-        if (!inplace) CHECK(cudaMalloc((void **)&out[r], bytes));
+        if (!inplace) CHECK(cudaMalloc((void **)&out[r], bytes + extra));
     }
     if (procs == 1) {
         free(all);
@@ -234,13 +291,30 @@ static void setup_buffers(int n, int me, int procs, size_t bytes, int inplace, f
     CHECK(cudaIpcGetMemHandle(&mine[0], in[me]));
     CHECK(cudaIpcGetMemHandle(&mine[1], out[me]));
     MPI_Allgather(mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, MPI_COMM_WORLD);
-    for (int r = 0; r < n; r++) {
-        if (r == me) continue;
-        CHECK(cudaIpcOpenMemHandle((void **)&in[r], all[2 * r], cudaIpcMemLazyEnablePeerAccess));
-        out[r] = in[r];
-        if (!inplace)
-            CHECK(cudaIpcOpenMemHandle((void **)&out[r], all[2 * r + 1],
-                                       cudaIpcMemLazyEnablePeerAccess));
+    if (getenv("PROBE_MPI_FIRST") && atoi(getenv("PROBE_MPI_FIRST"))) {
+        double us = mpi_allreduce_us(in[me], out[me], bytes, inplace);
+        if (me == 0) printf("  first MPI_Allreduce on these buffers: %.1f us\n", us);
+    }
+    if (busy == 1) {
+        CHECK(cudaHostAlloc((void **)&stop, sizeof *stop, cudaHostAllocMapped));
+        *stop = 0;
+        CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+        spin_until<<<1, 32, 0, side>>>(stop);
+        CHECK(cudaGetLastError());
+    }
+    open_job_t job = {n, me, inplace, all, in, out};
+    if (busy == 2) {
+        pthread_t th;
+        pthread_create(&th, NULL, open_peers, &job);
+        pthread_join(th, NULL);
+    } else {
+        open_peers(&job);
+    }
+    if (busy == 1) {
+        if (cudaStreamQuery(side) != cudaErrorNotReady)
+            printf("rank %d: the busy kernel had ended\n", me);
+        *(volatile int *)stop = 1;
+        CHECK(cudaStreamSynchronize(side));
     }
     free(all);
 }
@@ -271,6 +345,112 @@ static void launch(int unroll, int blocks, int threads, cudaStream_t s, probe_ar
     else if (unroll == 8) oneshot_8<<<blocks, threads, 0, s>>>(a);
     else oneshot_4<<<blocks, threads, 0, s>>>(a);
     CHECK(cudaGetLastError());
+}
+
+/* Under mpirun, b2b 1-3: 20 calls after 5 warm-ups on one stream; the
+ * slowest rank's milliseconds for the 20. */
+/* Waits for the stream; with PROBE_EXPORT=1 meanwhile exports our two
+ * buffers (cudaIpcGetMemHandle) every 200 us, as a dfccl rank does once
+ * per call for each of them: whether exporting disturbs running kernels. */
+static void wait_stream(cudaStream_t s0, const float *in_me, const float *out_me)
+{
+    static int export_too = -1;
+    cudaIpcMemHandle_t h;
+
+    if (export_too < 0) export_too = getenv("PROBE_EXPORT") && atoi(getenv("PROBE_EXPORT"));
+    while (export_too && cudaStreamQuery(s0) == cudaErrorNotReady) {
+        CHECK(cudaIpcGetMemHandle(&h, (void *)in_me));
+        CHECK(cudaIpcGetMemHandle(&h, (void *)out_me));
+        usleep(200);
+    }
+    CHECK(cudaStreamSynchronize(s0));
+}
+
+static double calls_back_to_back(probe_args_t a, int b2b, int me, int n, int blocks, int threads,
+                                 int unroll, size_t bytes, float *in_me, float *out_me,
+                                 cudaStream_t s0)
+{
+    static unsigned long long *meet = NULL;   /* b2b 2, 3: rank 0's counter, mapped once */
+    double total_ms = 0;
+    if (b2b >= 2) {
+        cudaIpcMemHandle_t h;
+        if (meet == NULL) {
+            if (me == 0) {
+                CHECK(cudaMalloc((void **)&meet, 256));
+                CHECK(cudaIpcGetMemHandle(&h, meet));
+            }
+            MPI_Bcast(&h, (int)sizeof h, MPI_BYTE, 0, MPI_COMM_WORLD);
+            if (me != 0)
+                CHECK(cudaIpcOpenMemHandle((void **)&meet, h, cudaIpcMemLazyEnablePeerAccess));
+        }
+        fill<<<264, 512>>>(in_me, bytes / 4, (float)me);
+        CHECK(cudaDeviceSynchronize());
+        a.rank = me;
+        for (int round = 0; round < 2; round++) {   /* 5 warm-up calls, then 20 timed */
+            int calls = round == 0 ? 5 : 20;
+            if (me == 0) CHECK(cudaMemset(meet, 0, 256));
+            CHECK(cudaDeviceSynchronize());
+            MPI_Barrier(MPI_COMM_WORLD);
+            double t0 = MPI_Wtime(), t, slowest;
+            size_t smem = b2b == 3 ? 150 << 10 : 0;   /* two would not fit in an SM */
+            CHECK(cudaFuncSetAttribute(persistent_dfccl, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       (int)smem));
+            persistent_dfccl<<<blocks, threads, smem, s0>>>(a, calls, meet, blocks * n);
+            CHECK(cudaGetLastError());
+            wait_stream(s0, in_me, out_me);
+            MPI_Barrier(MPI_COMM_WORLD);
+            t = (MPI_Wtime() - t0) * 1e3;
+            MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+            total_ms = slowest;
+        }
+    } else if (b2b) {
+        /* 5 warm-ups, then 20 calls timed together; a peer's next call may
+         * begin while we still finish this one, as with MPI_Allreduce */
+        fill<<<264, 512>>>(in_me, bytes / 4, (float)me);
+        CHECK(cudaDeviceSynchronize());
+        a.rank = me;
+        for (int it = 0; it < 25; it++) {
+            if (it == 5) {
+                MPI_Barrier(MPI_COMM_WORLD);
+                total_ms = MPI_Wtime();
+            }
+            launch(unroll, blocks, threads, s0, a);
+            wait_stream(s0, in_me, out_me);
+            MPI_Barrier(MPI_COMM_WORLD);   /* the collective's own end: all ranks done */
+        }
+        double t = (MPI_Wtime() - total_ms) * 1e3, slowest;
+        MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        total_ms = slowest;
+    }
+    return total_ms;
+}
+
+/* PROBE_MPI: the same buffers through MPI_Allreduce (float sum; whichever
+ * collective component serves it, dfccl under --mca coll_dfccl_priority):
+ * 3 warm-ups, then the mean of 10 calls, slowest rank, in us. Then the
+ * device is synchronized, as an application may: dfccl's daemon kernel has
+ * to leave for it to return. */
+static double mpi_allreduce_us(float *in, float *out, size_t bytes, int inplace)
+{
+    int count = (int)(bytes / 4);
+    double t0 = 0, t, slowest;
+    static MPI_Comm comm = MPI_COMM_NULL;
+    if (comm == MPI_COMM_NULL) {
+        if (getenv("PROBE_DUP") && atoi(getenv("PROBE_DUP"))) MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+        else comm = MPI_COMM_WORLD;
+    }
+    for (int it = 0; it < 13; it++) {
+        if (it == 3) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            t0 = MPI_Wtime();
+        }
+        MPI_Allreduce(inplace ? MPI_IN_PLACE : (const void *)in, out, count, MPI_FLOAT, MPI_SUM,
+                      comm);
+    }
+    t = (MPI_Wtime() - t0) / 10 * 1e6;
+    MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    CHECK(cudaDeviceSynchronize());
+    return slowest;
 }
 
 int main(int argc, char **argv)
@@ -322,54 +502,14 @@ int main(int argc, char **argv)
     CHECK(cudaEventCreate(&e0));
     CHECK(cudaEventCreate(&e1));
 
-    double total_ms = 0;
-    if (b2b >= 2) {
-        unsigned long long *meet = NULL;
-        cudaIpcMemHandle_t h;
-        if (me == 0) {
-            CHECK(cudaMalloc((void **)&meet, 256));
-            CHECK(cudaIpcGetMemHandle(&h, meet));
+    double total_ms = 0, mpi_us = -1, again_us = -1;
+    if (b2b) {
+        total_ms = calls_back_to_back(a, b2b, me, n, blocks, threads, unroll, bytes, in[me], out[me], s[0]);
+        if (getenv("PROBE_MPI") && atoi(getenv("PROBE_MPI"))) {
+            mpi_us = mpi_allreduce_us(in[me], out[me], bytes, inplace);
+            again_us = calls_back_to_back(a, b2b, me, n, blocks, threads, unroll, bytes, in[me], out[me], s[0]) /
+                       20 * 1e3;
         }
-        MPI_Bcast(&h, (int)sizeof h, MPI_BYTE, 0, MPI_COMM_WORLD);
-        if (me != 0) CHECK(cudaIpcOpenMemHandle((void **)&meet, h, cudaIpcMemLazyEnablePeerAccess));
-        fill<<<264, 512>>>(in[me], bytes / 4, (float)me);
-        CHECK(cudaDeviceSynchronize());
-        a.rank = me;
-        for (int round = 0; round < 2; round++) {   /* 5 warm-up calls, then 20 timed */
-            int calls = round == 0 ? 5 : 20;
-            if (me == 0) CHECK(cudaMemset(meet, 0, 256));
-            CHECK(cudaDeviceSynchronize());
-            MPI_Barrier(MPI_COMM_WORLD);
-            double t0 = MPI_Wtime(), t, slowest;
-            size_t smem = b2b == 3 ? 150 << 10 : 0;   /* two would not fit in an SM */
-            CHECK(cudaFuncSetAttribute(persistent_dfccl, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       (int)smem));
-            persistent_dfccl<<<blocks, threads, smem, s[0]>>>(a, calls, meet, blocks * n);
-            CHECK(cudaGetLastError());
-            CHECK(cudaStreamSynchronize(s[0]));
-            MPI_Barrier(MPI_COMM_WORLD);
-            t = (MPI_Wtime() - t0) * 1e3;
-            MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-            total_ms = slowest;
-        }
-    } else if (b2b) {
-        /* 5 warm-ups, then 20 calls timed together; a peer's next call may
-         * begin while we still finish this one, as with MPI_Allreduce */
-        fill<<<264, 512>>>(in[me], bytes / 4, (float)me);
-        CHECK(cudaDeviceSynchronize());
-        a.rank = me;
-        for (int it = 0; it < 25; it++) {
-            if (it == 5) {
-                MPI_Barrier(MPI_COMM_WORLD);
-                total_ms = MPI_Wtime();
-            }
-            launch(unroll, blocks, threads, s[0], a);
-            CHECK(cudaStreamSynchronize(s[0]));
-            MPI_Barrier(MPI_COMM_WORLD);   /* the collective's own end: all ranks done */
-        }
-        double t = (MPI_Wtime() - total_ms) * 1e3, slowest;
-        MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-        total_ms = slowest;
     }
     for (int it = 0; it < 25 && !b2b; it++) {
         /* in place rewrites the inputs: refill every call so the check holds */
@@ -419,6 +559,9 @@ int main(int argc, char **argv)
                n, bytes >> 20, blocks, threads, unroll, inplace ? "in-place" : "out-of-place", a.store,
                a.load, a.layout, chunk >> 10, a.mover, mean_us, 2.0 * n * bytes / (mean_us * 1e-6) / 1e12,
                all_bad ? " WRONG" : "");
+    if (me == 0 && mpi_us >= 0)
+        printf("  then MPI_Allreduce on these buffers: %.1f us, %.3f TB/s; then the probe again: %.1f us\n",
+               mpi_us, 2.0 * n * bytes / (mpi_us * 1e-6) / 1e12, again_us);
     MPI_Finalize();
     return all_bad ? 1 : 0;
 }

@@ -54,10 +54,21 @@ void perf_device_describe(char *out, size_t len)
              prop.totalGlobalMem >> 30);
 }
 
+/*
+ * Whole 2 MiB pages, as a caching allocator (PyTorch's, CuPy's) hands out
+ * large blocks: with allocations one element longer than 256 MiB, a bare
+ * kernel's allreduce over 8 ranks' buffers took 1936 us instead of 1090,
+ * and dfccl's likewise (2290 against 1195 us; H200,
+ * contrib/results/2026-11-30-gpu-pages.md). The sweep's slack element
+ * would otherwise make every large row measure that effect.
+ */
+#define PERF_DEVICE_GRANULE ((size_t)2 << 20)
+
 void *perf_device_alloc(size_t bytes)
 {
     void *buf = NULL;
-    cudaError_t status = cudaMalloc(&buf, bytes);
+    size_t whole = (bytes + PERF_DEVICE_GRANULE - 1) / PERF_DEVICE_GRANULE * PERF_DEVICE_GRANULE;
+    cudaError_t status = cudaMalloc(&buf, whole >= bytes ? whole : bytes);
     if (status != cudaSuccess) {
         failed("cudaMalloc", status);
         return NULL;

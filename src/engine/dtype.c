@@ -108,12 +108,16 @@ void dfccl_config_init(dfccl_config_t *config)
      * landed; the daemon runs on its own stream, unordered with the legacy
      * default stream. Waiting for it costs a microsecond when it is idle. */
     config->gpu_sync_legacy_stream = 1;
-    /* From 1 MiB on (whole collective), the direct algorithm: it moves the
-     * floor's bytes (inputs read once, outputs written once) where the
-     * ring through FIFOs moves about three times as many, and its
-     * handshake (board, the host mapping peers' buffers, cached) costs tens
-     * of microseconds, which small collectives cannot repay. */
-    config->gpu_direct_bytes = 1024 * 1024;
+    /* The direct algorithm from 384 KiB of (whole vector) x (ranks - 1) on
+     * (2 ranks: 384 KiB; 4: 128 KiB; 8: 55 KiB, where the one-shot still
+     * takes everything up to 64 KiB per rank): it moves the floor's bytes
+     * (inputs read once, outputs written once) where the ring through
+     * FIFOs moves about three times as many, and its handshake (board, the
+     * host mapping peers' buffers, cached) costs tens of microseconds,
+     * while the ring's fixed cost grows with the ranks. Measured on an
+     * H200 (contrib/results/2026-11-30-gpu-pages.md): the direct path was
+     * faster from 512 KiB on at 2 ranks and from 128 KiB on at 4 and 8. */
+    config->gpu_direct_bytes = 384 * 1024;
     /* Chunks are dealt to the channels of all ranks in turn, so the whole
      * machine works in a window of ranks x channels chunks: smaller chunks,
      * fewer pages in use at once; larger, fewer scheduler turns. */

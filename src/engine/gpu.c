@@ -50,6 +50,22 @@ _Static_assert(sizeof(dfccl_gpu_desc_t) == offsetof(dfccl_gpu_desc_t, steps) +
                sizeof(dfccl_gpu_desc_t) % 16 == 0,
                "a submission entry does not end with its plan on 16 bytes");
 
+/* The direct path from direct_bytes of (whole vector) x (ranks - 1) on:
+ * the ring's fixed cost grows with the ranks (2 (n - 1) steps, each a
+ * round of flags between channels), the direct path's handshake hardly
+ * does. Measured through MPI on one H200 (contrib/results/
+ * 2026-11-30-gpu-pages.md): the direct path beat the ring from 512 KiB on
+ * at 2 ranks and from 128 KiB on at 4 and 8 (np 8, 128 KiB allreduce: 70
+ * against 155 us). 0: never. */
+static int gpu_direct_wanted(size_t direct_bytes, size_t total_bytes, int size)
+{
+    uint64_t others = size > 1 ? (uint64_t)(size - 1) : 0;
+
+    if (direct_bytes == 0 || others == 0) return 0;
+    if (total_bytes > UINT64_MAX / others) return 1;
+    return (uint64_t)total_bytes * others >= direct_bytes;
+}
+
 typedef struct gpu_hello {
     int32_t            status;
     int32_t            device;
@@ -992,8 +1008,7 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
         d->nparts = parts < 1 ? 1 : parts > g->blocks ? g->blocks : parts;
         if (!parts_allowed) {
             d->nparts = 1;
-        } else if (cfg->gpu_direct_bytes > 0 && total_bytes >= cfg->gpu_direct_bytes &&
-                   comm->size > 1) {
+        } else if (gpu_direct_wanted(cfg->gpu_direct_bytes, total_bytes, comm->size)) {
             /* chosen alike on every rank; whether the buffers can be
              * mapped is agreed in the kernel (the ring otherwise) */
             dfccl_gpu_export_t *x = &d->exported;

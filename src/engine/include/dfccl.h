@@ -95,8 +95,9 @@ typedef struct dfccl_config {
     uint64_t gpu_idle_quit_ns;   /* the kernel leaves after this long with nothing to do, */
     uint64_t gpu_stuck_quit_ns;  /* or after this long without moving anything */
     int      gpu_sync_legacy_stream; /* 1: a post first waits for CUDA's legacy default stream */
-    size_t   gpu_direct_bytes;   /* collectives this large read and write the peers' buffers
-                                    directly (mapped per call); 0: never */
+    size_t   gpu_direct_bytes;   /* collectives whose bytes (whole vector) x (ranks - 1)
+                                    reach this read and write the peers' buffers directly
+                                    (mapped per call); 0: never */
     size_t   gpu_direct_chunk_bytes; /* a direct collective's unit of work per channel turn */
     size_t   gpu_stage_keep_bytes;   /* idle staging memory kept for reuse; beyond it freed */
     uint32_t gpu_poll_max_ns;    /* longest nap of a daemon block between passes that moved nothing */

@@ -174,9 +174,10 @@ static int dfccl_register(void)
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
         &c->gpu_sync_legacy_stream);
     (void)mca_base_component_var_register(v, "gpu_direct_bytes",
-        "GPU collectives of at least this many bytes (whole vector) read and write the peers'"
-        " buffers directly, mapped by CUDA IPC (mappings cached per peer); smaller ones go"
-        " through the channel FIFOs; 0: never (must be equal on all ranks)",
+        "GPU collectives whose bytes (whole vector) times (ranks - 1) reach this value read and"
+        " write the peers' buffers directly, mapped by CUDA IPC (mappings cached per peer);"
+        " smaller ones go through the channel FIFOs (the ring, whose fixed cost grows with the"
+        " ranks); 0: never (must be equal on all ranks)",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &c->gpu_direct_bytes);
     (void)mca_base_component_var_register(v, "gpu_direct_chunk_bytes",
