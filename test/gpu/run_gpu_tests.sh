@@ -202,13 +202,17 @@ done
 # communicator creation on the host engine and ranks 1.. stage through host
 # memory. Both must be carried (--expect engine) and bit-exact.
 # They run once, at the largest NP of the list (at least 2 ranks).
+# gpu_direct_bytes 4 MiB (bytes x (ranks - 1) must reach it) keeps an
+# allreduce size on each GPU path at any NP: 4099 elements one-shot, 65537
+# the ring, 1048579 direct.
 mixed_np=$(printf '%s\n' $np_list | sort -n | tail -1)
+mixed_mca="--mca coll_dfccl_host_buffers engine --mca coll_dfccl_gpu_direct_bytes 4194304"
 if [ "${mixed_np:-0}" -ge 2 ]; then
-    run_item "mixed_gpu_np$mixed_np" "$mixed_np" "--mca coll_dfccl_host_buffers engine" \
+    run_item "mixed_gpu_np$mixed_np" "$mixed_np" "$mixed_mca" \
         test/mpi/coll_check --memory mixed --expect engine --quick --counts 0,1,7,4099,65537,1048579
     saved_launcher=${DFCCL_TEST_LAUNCHER-}
     export DFCCL_TEST_LAUNCHER="$here/rank_env.sh 1 OMPI_MCA_coll_dfccl_gpu=0 ${saved_launcher}"
-    run_item "mixed_host_np$mixed_np" "$mixed_np" "--mca coll_dfccl_host_buffers engine" \
+    run_item "mixed_host_np$mixed_np" "$mixed_np" "$mixed_mca" \
         test/mpi/coll_check --memory mixed --expect engine --quick --counts 0,1,7,4099,65537,1048579
     DFCCL_TEST_LAUNCHER=$saved_launcher
     [ -n "$saved_launcher" ] || unset DFCCL_TEST_LAUNCHER
@@ -223,7 +227,8 @@ fi
 # per path (one-shot; ring; direct from 64 KiB in 16 KiB chunks).
 race_mca="--mca coll_dfccl_gpu_channels 1 --mca coll_dfccl_gpu_threads 64"
 if [ "$sanitizer" -eq 1 ]; then
-    run_sanitized memcheck_np2 memcheck 2 "--mca coll_dfccl_gpu_direct_bytes 65536" \
+    # 65537 elements (256 KiB) the ring, 1048579 (4 MiB) direct
+    run_sanitized memcheck_np2 memcheck 2 "--mca coll_dfccl_gpu_direct_bytes 1048576" \
         --memory device --coll allreduce --counts 1,65537,1048579
     run_sanitized memcheck_mixed_np2 memcheck 2 "--mca coll_dfccl_host_buffers engine" \
         --memory mixed --quick --counts 7,65537
