@@ -236,6 +236,13 @@ static void allocation_history(int n, int me)
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* A numeric switch from the environment; 0 when unset. */
+static long env_long(const char *name)
+{
+    const char *v = getenv(name);
+    return v ? atol(v) : 0;
+}
+
 /* PROBE_OPEN_BUSY: a kernel that keeps one block busy until the host sets *stop. */
 __global__ void spin_until(volatile int *stop)
 {
@@ -274,10 +281,10 @@ static void *open_peers(void *arg)
 static void setup_buffers(int n, int me, int procs, size_t bytes, int inplace, float **in, float **out)
 {
     cudaIpcMemHandle_t mine[2], *all = (cudaIpcMemHandle_t *)calloc(2 * (size_t)n, sizeof *all);
-    int busy = getenv("PROBE_OPEN_BUSY") && atoi(getenv("PROBE_OPEN_BUSY"));
+    long busy = env_long("PROBE_OPEN_BUSY");
     int *stop = NULL;
     cudaStream_t side;
-    size_t extra = getenv("PROBE_ALLOC_EXTRA") ? (size_t)atol(getenv("PROBE_ALLOC_EXTRA")) : 0;
+    size_t extra = (size_t)env_long("PROBE_ALLOC_EXTRA");
     for (int r = 0; r < n; r++) {
         if (procs > 1 && r != me) continue;
         CHECK(cudaMalloc((void **)&in[r], bytes + extra));
@@ -291,7 +298,7 @@ static void setup_buffers(int n, int me, int procs, size_t bytes, int inplace, f
     CHECK(cudaIpcGetMemHandle(&mine[0], in[me]));
     CHECK(cudaIpcGetMemHandle(&mine[1], out[me]));
     MPI_Allgather(mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, MPI_COMM_WORLD);
-    if (getenv("PROBE_MPI_FIRST") && atoi(getenv("PROBE_MPI_FIRST"))) {
+    if (env_long("PROBE_MPI_FIRST")) {
         double us = mpi_allreduce_us(in[me], out[me], bytes, inplace);
         if (me == 0) printf("  first MPI_Allreduce on these buffers: %.1f us\n", us);
     }
@@ -347,8 +354,6 @@ static void launch(int unroll, int blocks, int threads, cudaStream_t s, probe_ar
     CHECK(cudaGetLastError());
 }
 
-/* Under mpirun, b2b 1-3: 20 calls after 5 warm-ups on one stream; the
- * slowest rank's milliseconds for the 20. */
 /* Waits for the stream; with PROBE_EXPORT=1 meanwhile exports our two
  * buffers (cudaIpcGetMemHandle) every 200 us, as a dfccl rank does once
  * per call for each of them: whether exporting disturbs running kernels. */
@@ -357,7 +362,7 @@ static void wait_stream(cudaStream_t s0, const float *in_me, const float *out_me
     static int export_too = -1;
     cudaIpcMemHandle_t h;
 
-    if (export_too < 0) export_too = getenv("PROBE_EXPORT") && atoi(getenv("PROBE_EXPORT"));
+    if (export_too < 0) export_too = env_long("PROBE_EXPORT") != 0;
     while (export_too && cudaStreamQuery(s0) == cudaErrorNotReady) {
         CHECK(cudaIpcGetMemHandle(&h, (void *)in_me));
         CHECK(cudaIpcGetMemHandle(&h, (void *)out_me));
@@ -366,6 +371,8 @@ static void wait_stream(cudaStream_t s0, const float *in_me, const float *out_me
     CHECK(cudaStreamSynchronize(s0));
 }
 
+/* Under mpirun, b2b 1-3: 20 calls after 5 warm-ups on one stream; the
+ * slowest rank's milliseconds for the 20. */
 static double calls_back_to_back(probe_args_t a, int b2b, int me, int n, int blocks, int threads,
                                  int unroll, size_t bytes, float *in_me, float *out_me,
                                  cudaStream_t s0)
@@ -436,7 +443,7 @@ static double mpi_allreduce_us(float *in, float *out, size_t bytes, int inplace)
     double t0 = 0, t, slowest;
     static MPI_Comm comm = MPI_COMM_NULL;
     if (comm == MPI_COMM_NULL) {
-        if (getenv("PROBE_DUP") && atoi(getenv("PROBE_DUP"))) MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+        if (env_long("PROBE_DUP")) MPI_Comm_dup(MPI_COMM_WORLD, &comm);
         else comm = MPI_COMM_WORLD;
     }
     for (int it = 0; it < 13; it++) {
@@ -490,7 +497,7 @@ int main(int argc, char **argv)
     int b2b = argc > 12 && procs > 1 && !inplace ? atoi(argv[12]) : 0;
     a.vecs = bytes / 16;
     a.chunk_vecs = chunk / 16;
-    int history = procs > 1 && getenv("PROBE_HISTORY") && atoi(getenv("PROBE_HISTORY"));
+    int history = procs > 1 && env_long("PROBE_HISTORY");
     if (history) allocation_history(n, me);
     setup_buffers(n, me, procs, bytes, inplace, in, out);
     for (int r = 0; r < n; r++) {
@@ -504,11 +511,12 @@ int main(int argc, char **argv)
 
     double total_ms = 0, mpi_us = -1, again_us = -1;
     if (b2b) {
-        total_ms = calls_back_to_back(a, b2b, me, n, blocks, threads, unroll, bytes, in[me], out[me], s[0]);
-        if (getenv("PROBE_MPI") && atoi(getenv("PROBE_MPI"))) {
+        total_ms = calls_back_to_back(a, b2b, me, n, blocks, threads, unroll, bytes, in[me],
+                                      out[me], s[0]);
+        if (env_long("PROBE_MPI")) {
             mpi_us = mpi_allreduce_us(in[me], out[me], bytes, inplace);
-            again_us = calls_back_to_back(a, b2b, me, n, blocks, threads, unroll, bytes, in[me], out[me], s[0]) /
-                       20 * 1e3;
+            again_us = calls_back_to_back(a, b2b, me, n, blocks, threads, unroll, bytes, in[me],
+                                          out[me], s[0]) / 20 * 1e3;
         }
     }
     for (int it = 0; it < 25 && !b2b; it++) {

@@ -51,12 +51,10 @@ _Static_assert(sizeof(dfccl_gpu_desc_t) == offsetof(dfccl_gpu_desc_t, steps) +
                "a submission entry does not end with its plan on 16 bytes");
 
 /* The direct path from direct_bytes of (whole vector) x (ranks - 1) on:
- * the ring's fixed cost grows with the ranks (2 (n - 1) steps, each a
- * round of flags between channels), the direct path's handshake hardly
- * does. Measured through MPI on one H200 (contrib/results/
- * 2026-11-30-gpu-pages.md): the direct path beat the ring from 512 KiB on
- * at 2 ranks and from 128 KiB on at 4 and 8 (np 8, 128 KiB allreduce: 70
- * against 155 us). 0: never. */
+ * the ring's fixed cost grows with the ranks (n - 1 or 2 (n - 1) steps,
+ * each a round of flags between channels), the direct path's handshake
+ * hardly does (the default and its measurements: dfccl_config_init).
+ * 0: never. */
 static int gpu_direct_wanted(size_t direct_bytes, size_t total_bytes, int size)
 {
     uint64_t others = size > 1 ? (uint64_t)(size - 1) : 0;
