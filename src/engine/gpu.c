@@ -72,6 +72,7 @@ typedef struct gpu_hello {
     uint64_t           slot_bytes;
     uint64_t           direct_bytes;      /* these two decide the algorithm and who owns */
     uint64_t           direct_chunk_bytes; /* which elements: equal on all ranks */
+    uint64_t           ll_bytes;          /* decides the algorithm too */
     uint64_t           region_bytes;
     char               uuid[16];
     cudaIpcMemHandle_t handle;
@@ -131,17 +132,16 @@ static void gpu_diagnose(const dfccl_coll_t *coll, const dfccl_gpu_desc_t *d,
                     (int)g->peer == comm->rank ? " (this rank's host or channel 0)" : "", g->peer);
         return;
     }
-    if (d->algo == DFCCL_GPU_ALGO_ONESHOT) {
+    if (d->algo == DFCCL_GPU_ALGO_ONESHOT || d->algo == DFCCL_GPU_ALGO_LL) {
         dfccl_error("rank %d of comm %#llx (size %d, GPU): %s #%llu (%zu x %s, op %s, priority %d)"
-                    " made no progress for %.1f s in its one-shot %s phase: waiting for %s rank %d"
-                    " (a rank that passes host buffers takes the stock path: is rank %d passing"
-                    " host memory?)", comm->rank, (unsigned long long)comm->key, comm->size,
-                    dfccl_coll_type_name(coll->type), (unsigned long long)coll->seq,
+                    " made no progress for %.1f s in its %sone-shot #%llu: waiting for the data of"
+                    " rank %d (a rank that passes host buffers takes the stock path: is rank %d"
+                    " passing host memory?)", comm->rank, (unsigned long long)comm->key,
+                    comm->size, dfccl_coll_type_name(coll->type), (unsigned long long)coll->seq,
                     coll->total_count, dfccl_dtype_name((dfccl_dtype_t)d->dtype),
                     dfccl_op_name((dfccl_op_t)d->op), coll->priority, (double)g->blocked_ns / 1e9,
-                    g->phase == 0 ? "send" : "receive",
-                    g->phase == 0 ? "its inbox to be free at" : "the data of", (int)g->peer,
-                    (int)g->peer);
+                    d->algo == DFCCL_GPU_ALGO_LL ? "LL " : "", (unsigned long long)g->tail,
+                    (int)g->peer, (int)g->peer);
         return;
     }
     dfccl_error("rank %d of comm %#llx (size %d, GPU): %s #%llu (%zu x %s, op %s, priority %d) made"
@@ -574,12 +574,13 @@ dfccl_status_t gpu_get(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
         if (cfg->gpu_channels < 1 || cfg->gpu_channels > DFCCL_GPU_MAX_CHANNELS ||
             cfg->gpu_threads < 64 || cfg->gpu_threads > 512 || cfg->gpu_threads % 32 != 0 ||
             cfg->gpu_slot_bytes < 1024 || cfg->gpu_slot_bytes % 16 != 0 || cfg->gpu_fifo_slots < 2 ||
-            cfg->gpu_direct_chunk_bytes < 4096) {
+            cfg->gpu_direct_chunk_bytes < 4096 || cfg->gpu_ll_bytes > DFCCL_GPU_LL_MAX_BYTES) {
             dfccl_error("invalid GPU configuration: channels %u (1..%d), threads %u (64..512, a"
                         " multiple of 32), slot bytes %zu (>= 1024, a multiple of 16), slots %u"
-                        " (>= 2), direct chunk bytes %zu (>= 4096)", cfg->gpu_channels,
-                        DFCCL_GPU_MAX_CHANNELS, cfg->gpu_threads, cfg->gpu_slot_bytes,
-                        cfg->gpu_fifo_slots, cfg->gpu_direct_chunk_bytes);
+                        " (>= 2), direct chunk bytes %zu (>= 4096), LL bytes %zu (<= %d)",
+                        cfg->gpu_channels, DFCCL_GPU_MAX_CHANNELS, cfg->gpu_threads,
+                        cfg->gpu_slot_bytes, cfg->gpu_fifo_slots, cfg->gpu_direct_chunk_bytes,
+                        cfg->gpu_ll_bytes, DFCCL_GPU_LL_MAX_BYTES);
             status = DFCCL_ERR_INVALID_PARAM;
         } else {
             status = gpu_create(ctx, &ctx->gpu);
@@ -661,6 +662,7 @@ dfccl_status_t dfccl_gpu_comm_begin(dfccl_context_t *ctx, const dfccl_comm_param
     hello.slot_bytes = ctx->config.gpu_slot_bytes;
     hello.direct_bytes = ctx->config.gpu_direct_bytes;
     hello.direct_chunk_bytes = ctx->config.gpu_direct_chunk_bytes;
+    hello.ll_bytes = ctx->config.gpu_ll_bytes;
     if (p->size > DFCCL_GPU_MAX_RANKS) {
         dfccl_info("comm %#llx: %d ranks, the GPU backend carries at most %d",
                    (unsigned long long)p->key, p->size, DFCCL_GPU_MAX_RANKS);
@@ -770,6 +772,14 @@ dfccl_status_t dfccl_gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
                             (unsigned long long)all[r].direct_chunk_bytes,
                             (unsigned long long)all[me].direct_bytes,
                             (unsigned long long)all[me].direct_chunk_bytes);
+            return DFCCL_ERR_INVALID_PARAM;
+        }
+        if (all[r].ll_bytes != all[me].ll_bytes) {
+            if (me == 0)
+                dfccl_error("comm %#llx: rank %d takes the LL one-shot up to %llu bytes, rank 0"
+                            " up to %llu: this setting must be equal on all ranks",
+                            (unsigned long long)comm->key, r, (unsigned long long)all[r].ll_bytes,
+                            (unsigned long long)all[me].ll_bytes);
             return DFCCL_ERR_INVALID_PARAM;
         }
     }
@@ -995,7 +1005,10 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
     job->in = args->sendbuf != DFCCL_IN_PLACE ? (char *)args->sendbuf
             : args->type == DFCCL_COLL_ALLGATHER ? (char *)args->recvbuf + (size_t)comm->rank * slot_bytes
             : (char *)args->recvbuf;
-    if (slot_bytes <= DFCCL_GPU_SMALL_BYTES) {
+    if (slot_bytes <= cfg->gpu_ll_bytes) {
+        d->algo = DFCCL_GPU_ALGO_LL;
+        d->nparts = 1;
+    } else if (slot_bytes <= DFCCL_GPU_SMALL_BYTES) {
         d->algo = DFCCL_GPU_ALGO_ONESHOT;
         d->nparts = 1;
     } else {

@@ -27,6 +27,10 @@
 /* The one-shot path: every rank writes its contribution into every peer's
  * inbox slot of this size, then each reduces locally. */
 #define DFCCL_GPU_SMALL_BYTES  65536
+/* The low-latency one-shot (ALGO_LL) carries contributions up to this size
+ * in 16-byte lines of 8 data bytes and two flags (twice the bytes). */
+#define DFCCL_GPU_LL_MAX_BYTES 16384
+#define DFCCL_GPU_LL_SLOT_BYTES (2 * DFCCL_GPU_LL_MAX_BYTES)
 
 /* Board entries per communicator for the direct algorithm: a rank publishes
  * entry k % depth only after its direct collective k - 1 finished on every
@@ -36,8 +40,10 @@
 typedef enum {
     DFCCL_GPU_ALGO_RING    = 0,   /* the plan's ring through the channel FIFOs */
     DFCCL_GPU_ALGO_ONESHOT = 1,   /* small messages through the inboxes, channel 0 only */
-    DFCCL_GPU_ALGO_DIRECT  = 2    /* large messages: every rank reads and writes its peers'
+    DFCCL_GPU_ALGO_DIRECT  = 2,   /* large messages: every rank reads and writes its peers'
                                      buffers, mapped by CUDA IPC for the call */
+    DFCCL_GPU_ALGO_LL      = 3    /* the smallest: the one-shot in lines that carry their own
+                                     flags (no counters, no fences), channel 0 only */
 } dfccl_gpu_algo_t;
 
 /* A CUDA IPC memory handle (cudaIpcMemHandle_t, 64 opaque bytes). */
@@ -139,11 +145,14 @@ typedef struct dfccl_gpu_comm_dev {
 } dfccl_gpu_comm_dev_t;
 
 /* Inbox of one rank for one communicator: counters, then two sets of one
- * data slot per peer. arrived[p]: one-shots whose data p has written into slot p;
- * acked[p]: one-shots of ours whose data p has consumed. */
+ * data slot per peer, then two sets of one LL slot per peer. arrived[p]:
+ * one-shots whose data p has written into slot p.
+ * No counter says that a peer has read a slot: one-shots (of both kinds)
+ * run one at a time per communicator and are numbered together, so before
+ * a rank sends k it has received every peer's k - 1, which each peer sent
+ * only after it had read everything of k - 2, the last user of k's slot set. */
 typedef struct dfccl_gpu_inbox_ctrl {
     volatile uint64_t arrived[DFCCL_GPU_MAX_RANKS];
-    volatile uint64_t acked[DFCCL_GPU_MAX_RANKS];
 } dfccl_gpu_inbox_ctrl_t;
 
 /* The direct algorithm's board in each rank's region, after the inbox
@@ -167,9 +176,11 @@ typedef struct dfccl_gpu_board {
 #define DFCCL_GPU_BOARD_OFFSET      1024
 #define DFCCL_GPU_INBOX_DATA_OFFSET 16384  /* data slots start 16-byte aligned */
 /* Two sets of data slots, by the one-shot's parity: a rank may write one-shot
- * k while a slow peer still reads k - 1 (it waits only for k - 2 to be read). */
-#define DFCCL_GPU_INBOX_BYTES(size) \
+ * k while a slow peer still reads k - 1 (k - 2 has been read, see above). */
+#define DFCCL_GPU_INBOX_LL_OFFSET(size) \
     (DFCCL_GPU_INBOX_DATA_OFFSET + 2 * (size_t)(size) * DFCCL_GPU_SMALL_BYTES)
+#define DFCCL_GPU_INBOX_BYTES(size) \
+    (DFCCL_GPU_INBOX_LL_OFFSET(size) + 2 * (size_t)(size) * DFCCL_GPU_LL_SLOT_BYTES)
 
 /* Direct collectives: channel 0 asks its host to map the peers' buffers
  * (request, written by the kernel) and the host answers (reply); both in
@@ -202,7 +213,7 @@ typedef struct dfccl_gpu_direct_tab {
 /* A collective on one channel: the saved dynamic context. */
 typedef struct dfccl_gpu_task {
     dfccl_exec_t  exec;          /* ring: step, round, offset */
-    uint32_t      phase;         /* one-shot: 0 send, 1 receive, 2 done */
+    uint32_t      phase;         /* one-shot and LL: 0 send, 1 receive, 2 done */
     uint32_t      algo;
     uint32_t      comm_index;
     uint32_t      type;

@@ -10,16 +10,19 @@
  * the block to another collective; what it leaves behind is the task's saved
  * context in global memory (exec: step, round, offset; one-shot: phase).
  *
- * Three algorithms:
+ * Four algorithms:
  * - ring: the engine's plan (plan.c) through per-channel FIFOs in device
  *   memory shared by CUDA IPC, every channel moving its part of each step;
  * - one-shot, for small messages: each rank writes its contribution into
  *   every peer's inbox, then reduces (or gathers) all of them in rank order,
  *   so every rank computes bit-identical results;
+ * - LL, the one-shot for the smallest: lines that carry their own flags, so
+ *   the send and the wait for the peers' lines are one command of all
+ *   threads, without counters or fences;
  * - direct, for large messages: every rank reads and writes its peers'
  *   buffers, mapped for the call.
  * The movers live in gpu_movers.cuh, the one-shot path in gpu_oneshot.cuh,
- * the direct path in gpu_direct_move.cuh and gpu_direct_steps.cuh; all are
+ * LL in gpu_ll.cuh, the direct path in gpu_direct_move.cuh and gpu_direct_steps.cuh; all are
  * included here (one translation unit).
  *
  * The kernel leaves on its own when it has had nothing to do, or when
@@ -62,6 +65,7 @@ __device__ static inline uint64_t gpu_now_ns(void)
 #include "gpu_movers.cuh"
 #include "gpu_direct_move.cuh"
 #include "gpu_oneshot.cuh"
+#include "gpu_ll.cuh"
 
 /* ---- the scheduler (thread 0) --------------------------------------------- */
 
@@ -72,16 +76,27 @@ typedef enum {
     CMD_RING_SLICE,
     CMD_ONESHOT_SEND,
     CMD_ONESHOT_RECV,
+    CMD_LL,             /* LL: send (phase 0), then receive if the peers' lines are there */
     CMD_DIRECT_GATHER,  /* the peers' board entries into our host's request */
     CMD_DIRECT_TABLE,   /* our host's pointers into the channels' table */
     CMD_DIRECT_MOVE
 } gpu_cmd_t;
+
+/* 16-byte vectors of a submission before its reduce-scatter counts: what
+ * admission reads field by field, kept in shared memory by the copy. */
+#define GPU_DESC_HEAD_VECS ((offsetof(dfccl_gpu_desc_t, rs_counts) + 15) / 16)
 
 typedef struct gpu_shared {
     gpu_cmd_t     cmd;
     int           slot;
     uint32_t      nsteps;
     dfccl_slice_t slice;
+    uint4         head[GPU_DESC_HEAD_VECS];   /* CMD_ADMIT: the submission's first fields */
+    struct {                    /* CMD_LL */
+        uint64_t start, deadline;   /* the receive waits for lines until deadline */
+        int      ok;                /* every line was there */
+        int      lagging;           /* else: a rank whose line was missing */
+    } ll;
     struct {                    /* CMD_DIRECT_MOVE: the chunk's inputs and outputs */
         char    *ins[DFCCL_GPU_MAX_RANKS];
         char    *outs[DFCCL_GPU_MAX_RANKS];
@@ -102,6 +117,7 @@ typedef struct gpu_sched {
     uint32_t relax_ns;
     uint32_t wait_peer;
     uint64_t seen_ns;         /* when the submission being admitted was seen */
+    int      express;         /* the command is set: no pass of the scheduler */
     ulonglong2 ctrl;          /* the control words as last read, */
     uint64_t ctrl_ns;         /* and when */
 } gpu_sched_t;
@@ -271,13 +287,14 @@ __device__ static int gpu_takes_part(const dfccl_gpu_env_t *env, uint64_t ticket
 }
 
 /* Thread 0, after the other threads copied the submission: executor state
- * and a place in the active list, in the global order. Returns 0 when the
- * copy shows the slot was reused meanwhile (not ours after all). */
+ * and a place in the active list, in the global order. d: the copy's first
+ * fields in shared memory (read here one by one; global memory would cost
+ * a trip each). Returns 0 when the copy shows the slot was reused
+ * meanwhile (not ours after all). */
 __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_block_t *blk, int slot,
-                                       uint64_t ticket, uint64_t seen_ns)
+                                       const dfccl_gpu_desc_t *d, uint64_t ticket, uint64_t seen_ns)
 {
     dfccl_gpu_task_t *t = gpu_task(env, slot);
-    const dfccl_gpu_desc_t *d = &t->desc;
     dfccl_gpu_comm_dev_t *c = &env->comms[d->comm_index];
     dfccl_exec_t *x = &t->exec;
 
@@ -299,7 +316,7 @@ __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_blo
     t->key.priority = d->priority;
     t->key.comm_key = d->comm_key;
     t->key.seq = d->seq;
-    x->steps = d->steps;
+    x->steps = t->desc.steps;
     x->nsteps = d->nsteps;
     x->step = 0;
     x->round = 0;
@@ -338,7 +355,31 @@ __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_blo
     return 1;
 }
 
-/* Thread 0: can the task's next primitive run now? Fills the shared command. */
+/* Thread 0: an LL attempt. Whether it moves only all threads can tell (each
+ * polls its own lines), so the command runs and gpu_ll_after decides. Its
+ * wait for lines ends with the turn's budget, and after at most
+ * GPU_CTRL_MAX_AGE_NS, when a waiting turn looks for new work anyway. */
+__device__ static void gpu_ll_prepare(const dfccl_gpu_env_t *env, dfccl_gpu_task_t *t, int slot,
+                                      gpu_shared_t *sh, const gpu_sched_t *s)
+{
+    uint64_t now = gpu_now_ns(), left = s->turn_budget;
+
+    if (s->turn_blocked_since != 0) {
+        uint64_t spent = now - s->turn_blocked_since;
+        left = spent < left ? left - spent : 0;
+    }
+    if (left > GPU_CTRL_MAX_AGE_NS) left = GPU_CTRL_MAX_AGE_NS;
+    sh->cmd = CMD_LL;
+    sh->slot = slot;
+    sh->ll.start = now;
+    sh->ll.deadline = now + left;
+    sh->ll.ok = 0;
+    sh->ll.lagging = -1;
+    if (env->trace && t->phase == 0) t->t[DFCCL_GPU_T_FIRST_MOVE] = now;
+}
+
+/* Thread 0: can the task's next primitive run now? Fills the shared command:
+ * 1 it moves, 2 an attempt whose command tells (LL), 0 it cannot. */
 __device__ static int gpu_try_move(const dfccl_gpu_env_t *env, dfccl_gpu_task_t *t, int slot,
                                    gpu_shared_t *sh, gpu_sched_t *s)
 {
@@ -349,6 +390,9 @@ __device__ static int gpu_try_move(const dfccl_gpu_env_t *env, dfccl_gpu_task_t 
         sh->cmd = CMD_RING_SLICE;
     } else if (t->algo == DFCCL_GPU_ALGO_DIRECT) {
         if (!gpu_direct_try(env, t, slot, c, sh, &s->wait_peer)) return 0;
+    } else if (t->algo == DFCCL_GPU_ALGO_LL) {
+        gpu_ll_prepare(env, t, slot, sh, s);
+        return 2;
     } else {
         if (!gpu_oneshot_ready(t, c, &s->wait_peer)) return 0;
         sh->cmd = t->phase == 0 ? CMD_ONESHOT_SEND : CMD_ONESHOT_RECV;
@@ -393,6 +437,37 @@ __device__ static void gpu_end_turn(const dfccl_gpu_env_t *env, dfccl_gpu_block_
     s->turn = -1;
 }
 
+/* Thread 0, after an LL attempt: complete at once (no pass of the scheduler
+ * in between), or wait as any turn whose primitive cannot run. */
+__device__ static void gpu_ll_after(const dfccl_gpu_env_t *env, dfccl_gpu_block_t *blk,
+                                    gpu_sched_t *s, dfccl_gpu_task_t *t, const gpu_shared_t *sh)
+{
+    uint64_t now = gpu_now_ns();
+
+    if (t->phase == 0 || sh->ll.ok) {   /* the send went out, or the receive */
+        t->phase = sh->ll.ok ? 2 : 1;
+        s->turn_moved = 1;
+        s->turn_blocked_since = 0;
+        t->blocked_since = 0;
+        blk->busy_ns = now;
+    }
+    if (sh->ll.ok) {
+        t->exec.waiting = DFCCL_WAIT_NONE;
+        if (env->trace) t->t[DFCCL_GPU_T_LAST_MOVE] = sh->ll.start;
+        gpu_finish(env, blk, s->turn, DFCCL_OK, NULL);
+        s->turn = -1;
+        s->pos = 0;
+        return;
+    }
+    t->exec.waiting = DFCCL_WAIT_RECV;
+    s->wait_peer = (uint32_t)sh->ll.lagging;
+    if (s->turn_blocked_since == 0) s->turn_blocked_since = sh->ll.start;
+    ulonglong2 ctrl = gpu_ctrl_poll(env, s, now, 1);
+    if (now - s->turn_blocked_since >= s->turn_budget || ctrl.x > blk->admitted ||
+        ctrl.y >= env->launch_id)
+        gpu_end_turn(env, blk, s, now);
+}
+
 /* Block 0's thread 0: has the whole kernel had nothing to do for the idle
  * bound, or moved nothing for the stuck bound? Then it leaves (all blocks
  * together, so no channel is missing when work comes) and gives the GPU
@@ -434,7 +509,9 @@ __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_
                 blk->busy_ns = now;
                 continue;
             }
-            if (gpu_try_move(env, t, slot, sh, s)) {
+            int moves = gpu_try_move(env, t, slot, sh, s);
+            if (moves == 2) return;   /* LL: the command tells (gpu_ll_after) */
+            if (moves) {
                 s->turn_moved = 1;
                 s->turn_blocked_since = 0;
                 t->blocked_since = 0;
@@ -517,8 +594,10 @@ __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_
 }
 
 /* All threads: the submission into device memory, in one parallel pass over
- * the bus (the header, the reduce-scatter counts and the plan's steps). */
-__device__ static void gpu_admit_copy(const dfccl_gpu_env_t *env, int slot, uint32_t nsteps)
+ * the bus (the header, the reduce-scatter counts and the plan's steps); its
+ * first fields also into head (shared). */
+__device__ static void gpu_admit_copy(const dfccl_gpu_env_t *env, int slot, uint32_t nsteps,
+                                      uint4 *head)
 {
     const uint4 *from = (const uint4 *)gpu_desc_src(env, slot);
     uint4 *to = (uint4 *)&gpu_task(env, slot)->desc;
@@ -528,6 +607,7 @@ __device__ static void gpu_admit_copy(const dfccl_gpu_env_t *env, int slot, uint
     for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
         uint4 v = __ldcv(from + i);
         to[i] = v;
+        if (i < GPU_DESC_HEAD_VECS) head[i] = v;
         if (blockIdx.x == 0) mirror[i] = v;
     }
 }
@@ -573,6 +653,33 @@ __device__ static int gpu_direct_continue(const dfccl_gpu_env_t *env, dfccl_gpu_
     return 1;
 }
 
+/* Thread 0, right after an admission: an LL collective that is all the
+ * block has starts at once, without a pass of the scheduler, which would
+ * pick it anyway when no newer submission is known (the control words as
+ * last read) and its communicator has not failed. */
+__device__ static int gpu_express(const dfccl_gpu_env_t *env, dfccl_gpu_block_t *blk,
+                                  gpu_shared_t *sh, gpu_sched_t *s)
+{
+    dfccl_sched_budgets_t b = { env->budget_head_ns, env->budget_ns, env->budget_min_ns,
+                                env->budget_max_ns };
+    const dfccl_gpu_desc_t *d = (const dfccl_gpu_desc_t *)sh->head;
+    dfccl_gpu_task_t *t;
+
+    if (blk->nactive != 1 || s->turn >= 0 || d->algo != DFCCL_GPU_ALGO_LL ||
+        blk->active[0] != (uint16_t)sh->slot || s->ctrl.x > blk->admitted ||
+        s->ctrl.y >= env->launch_id || env->comms[d->comm_index].broken)
+        return 0;
+    t = gpu_task(env, sh->slot);
+    s->turn = 0;
+    s->pos = 0;
+    s->turn_budget = dfccl_sched_turn_budget(&b, env->budget_ns, s->first_of_pass);
+    s->first_of_pass = 0;
+    s->turn_blocked_since = 0;
+    s->turn_moved = 0;
+    gpu_ll_prepare(env, t, sh->slot, sh, s);
+    return 1;
+}
+
 __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
 {
     __shared__ gpu_shared_t sh;
@@ -592,6 +699,7 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
         s.relax_ns = 32;
         s.wait_peer = 0;
         s.seen_ns = 0;
+        s.express = 0;
         s.ctrl = make_ulonglong2(0, 0);
         s.ctrl_ns = now - GPU_CTRL_MAX_AGE_NS;   /* read at once */
         gpu_block_publish(&env, blk);   /* block 0's quit decision sees the fresh start */
@@ -599,7 +707,8 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
     for (;;) {
         uint64_t cmd_ns = 0;   /* thread 0, trace: when the command began */
         if (threadIdx.x == 0) {
-            gpu_schedule(&env, blk, &sh, &s);
+            if (s.express) s.express = 0;   /* the command is set */
+            else gpu_schedule(&env, blk, &sh, &s);
             if (sh.cmd == CMD_QUIT) gpu_block_copy(&env.state->blocks[blockIdx.x], blk);
             else gpu_block_publish(&env, blk);
             if (env.trace) cmd_ns = gpu_now_ns();
@@ -610,7 +719,7 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
         dfccl_gpu_task_t *t = cmd >= CMD_ADMIT ? gpu_task(&env, sh.slot) : NULL;
         switch (cmd) {
         case CMD_ADMIT:
-            gpu_admit_copy(&env, sh.slot, sh.nsteps);
+            gpu_admit_copy(&env, sh.slot, sh.nsteps, sh.head);
             break;
         case CMD_RING_SLICE:
             gpu_slice_move(&t->exec, &sh.slice);
@@ -621,6 +730,17 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
         case CMD_ONESHOT_RECV:
             gpu_oneshot_recv(t, &env.comms[t->comm_index]);
             break;
+        case CMD_LL: {
+            const dfccl_gpu_comm_dev_t *c = &env.comms[t->comm_index];
+            int ok;
+            if (t->phase == 0) {
+                gpu_ll_send(t, c);
+                __syncthreads();   /* in place: everything read before outputs are written */
+            }
+            ok = gpu_ll_recv(t, c, sh.ll.deadline, &sh.ll.lagging);
+            if (threadIdx.x == 0) sh.ll.ok = ok;
+            break;
+        }
         case CMD_DIRECT_GATHER:
         case CMD_DIRECT_TABLE:
             gpu_direct_exchange(&env, t, sh.slot, cmd);
@@ -647,7 +767,8 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
                  * a reused slot: not its collective. Block 0 takes part in
                  * all and never lags: a mismatch would be a copy read too
                  * early, so it copies again on the next pass */
-                if (gpu_admit_finish(&env, blk, sh.slot, blk->admitted, s.seen_ns) ||
+                if (gpu_admit_finish(&env, blk, sh.slot, (const dfccl_gpu_desc_t *)sh.head,
+                                     blk->admitted, s.seen_ns) ||
                     blockIdx.x != 0)
                     blk->admitted++;
                 gpu_block_publish(&env, blk);
@@ -655,6 +776,7 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
                     __threadfence();   /* the copies before the mirror */
                     env.state->sq_mirror = blk->admitted;
                 }
+                s.express = gpu_express(&env, blk, &sh, &s);
                 break;
             case CMD_RING_SLICE:
                 dfccl_exec_slice_end(&t->exec, &sh.slice);
@@ -663,6 +785,10 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
             case CMD_ONESHOT_SEND:
             case CMD_ONESHOT_RECV:
                 gpu_oneshot_publish(t, &env.comms[t->comm_index]);
+                s.relax_ns = 32;
+                break;
+            case CMD_LL:
+                gpu_ll_after(&env, blk, &s, t, &sh);
                 s.relax_ns = 32;
                 break;
             case CMD_DIRECT_GATHER:

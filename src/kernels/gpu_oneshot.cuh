@@ -59,22 +59,22 @@ __device__ static int gpu_counters_lagging(const volatile uint64_t *counters, in
 }
 
 /* Thread 0: may the one-shot's current phase run? Records the peer it waits for.
- * Sending k needs every peer to have read our k - 2 (same slot set);
- * receiving needs every peer's k. */
+ * Sending needs nothing (the slots are free, see dfccl_gpu_inbox_ctrl_t);
+ * receiving k needs every peer's k. */
 __device__ static int gpu_oneshot_ready(dfccl_gpu_task_t *t, const dfccl_gpu_comm_dev_t *c,
                                         uint32_t *peer)
 {
     const dfccl_gpu_inbox_ctrl_t *mine = gpu_inbox_ctrl(c, c->rank);
-    int send = t->phase == 0;
-    uint64_t need = send ? (t->small_k >= 2 ? t->small_k - 2 : 0) : t->small_k;
-    int lagging = gpu_counters_lagging(send ? mine->acked : mine->arrived, c->size, c->rank, need);
+    int lagging;
 
+    if (t->phase == 0) return 1;
+    lagging = gpu_counters_lagging(mine->arrived, c->size, c->rank, t->small_k);
     if (lagging >= 0) {
         *peer = (uint32_t)lagging;
-        t->exec.waiting = send ? DFCCL_WAIT_SEND : DFCCL_WAIT_RECV;
+        t->exec.waiting = DFCCL_WAIT_RECV;
         return 0;
     }
-    gpu_fence_peers(c);   /* acquire: the peers' data and slots are ours now */
+    gpu_fence_peers(c);   /* acquire: the peers' data are ours now */
     t->exec.waiting = DFCCL_WAIT_NONE;
     return 1;
 }
@@ -127,15 +127,13 @@ __device__ static void gpu_oneshot_recv(const dfccl_gpu_task_t *t, const dfccl_g
     gpu_direct_move(ins, n, &x->recvbuf, 1, count, x->esize, x->dtype, x->op, 1);
 }
 
-/* Thread 0, after a phase moved: tell the peers. */
+/* Thread 0, after a phase moved: a send is announced to the peers. */
 __device__ static void gpu_oneshot_publish(dfccl_gpu_task_t *t, const dfccl_gpu_comm_dev_t *c)
 {
-    gpu_fence_peers(c);
-    for (int p = 0; p < c->size; p++) {
-        if (p == c->rank) continue;
-        dfccl_gpu_inbox_ctrl_t *theirs = gpu_inbox_ctrl(c, p);
-        if (t->phase == 0) theirs->arrived[c->rank] = t->small_k;
-        else theirs->acked[c->rank] = t->small_k;
+    if (t->phase == 0) {
+        gpu_fence_peers(c);   /* release: the data before the counters */
+        for (int p = 0; p < c->size; p++)
+            if (p != c->rank) gpu_inbox_ctrl(c, p)->arrived[c->rank] = t->small_k;
     }
     t->phase++;
 }

@@ -224,15 +224,19 @@ fi
 # Racecheck follows every shared-memory access of the daemon kernel, whose
 # blocks spin while they wait: with the default 16 blocks x 512 threads it
 # does not finish in minutes, so it runs one block of 64 threads, one size
-# per path (one-shot; ring; direct from 64 KiB in 16 KiB chunks).
+# per path (LL; one-shot with LL off; ring; direct from 64 KiB in 16 KiB
+# chunks).
 race_mca="--mca coll_dfccl_gpu_channels 1 --mca coll_dfccl_gpu_threads 64"
 if [ "$sanitizer" -eq 1 ]; then
-    # 65537 elements (256 KiB) the ring, 1048579 (4 MiB) direct
+    # allreduce: 1 element LL, 4099 (16 KiB and more) the one-shot, 65537
+    # (256 KiB) the ring, 1048579 (4 MiB) direct
     run_sanitized memcheck_np2 memcheck 2 "--mca coll_dfccl_gpu_direct_bytes 1048576" \
-        --memory device --coll allreduce --counts 1,65537,1048579
+        --memory device --coll allreduce --counts 1,4099,65537,1048579
     run_sanitized memcheck_mixed_np2 memcheck 2 "--mca coll_dfccl_host_buffers engine" \
         --memory mixed --quick --counts 7,65537
-    run_sanitized racecheck_oneshot_np2 racecheck 2 "$race_mca" \
+    run_sanitized racecheck_ll_np2 racecheck 2 "$race_mca" \
+        --memory device --coll allreduce --counts 1
+    run_sanitized racecheck_oneshot_np2 racecheck 2 "$race_mca --mca coll_dfccl_gpu_ll_bytes 0" \
         --memory device --coll allreduce --counts 1
     run_sanitized racecheck_ring_np2 racecheck 2 "$race_mca --mca coll_dfccl_gpu_direct_bytes 0" \
         --memory device --coll allreduce --counts 16400

@@ -99,6 +99,9 @@ typedef struct dfccl_config {
                                     reach this read and write the peers' buffers directly
                                     (mapped per call); 0: never */
     size_t   gpu_direct_chunk_bytes; /* a direct collective's unit of work per channel turn */
+    size_t   gpu_ll_bytes;       /* contributions up to this size take the LL one-shot
+                                    (lines with their own flags); 0: never; at most
+                                    16384 */
     size_t   gpu_stage_keep_bytes;   /* idle staging memory kept for reuse; beyond it freed */
     uint32_t gpu_poll_max_ns;    /* longest nap of a daemon block between passes that moved nothing */
     int      gpu_trace;          /* 1: one line per GPU collective with its steps' times (stderr) */

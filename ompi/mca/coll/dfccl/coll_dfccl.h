@@ -52,6 +52,7 @@ typedef struct mca_coll_dfccl_component_t {
     uint64_t     gpu_stuck_quit_ns;
     bool         gpu_sync_legacy_stream;
     size_t       gpu_direct_bytes;
+    size_t       gpu_ll_bytes;
     size_t       gpu_direct_chunk_bytes;
     size_t       gpu_stage_keep_bytes;
     unsigned int gpu_poll_max_ns;
@@ -64,6 +65,8 @@ typedef struct mca_coll_dfccl_component_t {
     bool             context_failed;
     opal_free_list_t requests;
     int32_t          in_flight;       /* collectives posted and not yet completed */
+    int32_t          host_in_flight;  /* those on the host side, whose daemon threads may
+                                         need the core of a rank that waits */
     opal_mutex_t     gpu_setup_lock;  /* guards gpu_setups and their pending lists */
     struct mca_coll_dfccl_gpu_setup_t *gpu_setups;   /* GPU set-ups in progress */
 } mca_coll_dfccl_component_t;
@@ -122,6 +125,7 @@ OBJ_CLASS_DECLARATION(mca_coll_dfccl_module_t);
 typedef struct mca_coll_dfccl_request_t {
     ompi_request_t       super;
     ompi_communicator_t *comm;        /* retained while the collective runs */
+    bool                 on_host;     /* posted to the host side (counted in host_in_flight) */
     int32_t              refs;        /* the engine's and the caller's: the last one
                                          to let go returns the request */
     /* staging (coll_dfccl_stage.c): the buffers were of another memory kind

@@ -136,6 +136,7 @@ static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_route_t route, dfccl_coll
     args->user = req;
     args->priority = dfccl_priority_of(m->comm);
     opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, 1);
+    req->on_host = route.path == DFCCL_ROUTE_HOST;
     if (route.path == DFCCL_ROUTE_GPU) {
         bool posted;
         rc = mca_coll_dfccl_gpu_submit(m, args, req, &posted);
@@ -146,9 +147,11 @@ static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_route_t route, dfccl_coll
             return rc == OMPI_ERR_NOT_SUPPORTED ? DFCCL_FALLBACK : rc;
         }
     } else {
+        opal_atomic_add_fetch_32(&mca_coll_dfccl_component.host_in_flight, 1);
         status = dfccl_coll_post(m->engine_comm, args);
         if (status != DFCCL_OK) {
             opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, -1);
+            opal_atomic_add_fetch_32(&mca_coll_dfccl_component.host_in_flight, -1);
             DFCCL_ERROR("%s on comm %s not posted: %s", dfccl_coll_type_name(args->type),
                         m->comm->c_name, dfccl_status_string(status));
             mca_coll_dfccl_request_release(req);
