@@ -1005,7 +1005,7 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
     job->in = args->sendbuf != DFCCL_IN_PLACE ? (char *)args->sendbuf
             : args->type == DFCCL_COLL_ALLGATHER ? (char *)args->recvbuf + (size_t)comm->rank * slot_bytes
             : (char *)args->recvbuf;
-    if (slot_bytes <= cfg->gpu_ll_bytes) {
+    if (cfg->gpu_ll_bytes != 0 && slot_bytes <= cfg->gpu_ll_bytes) {
         d->algo = DFCCL_GPU_ALGO_LL;
         d->nparts = 1;
     } else if (slot_bytes <= DFCCL_GPU_SMALL_BYTES) {

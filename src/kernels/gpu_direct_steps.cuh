@@ -133,11 +133,15 @@ __device__ static int gpu_direct_try(const dfccl_gpu_env_t *env, dfccl_gpu_task_
         }
         __threadfence();
         if (!tab->ok) {
-            /* some rank cannot map some buffer: all ranks run the ring */
+            /* some rank cannot map some buffer: all ranks run the ring,
+             * from the next pass on. Its first slice must not start here:
+             * gpu_task_done (dfccl_exec_done) first skips the plan's empty
+             * steps, which a reduce-scatter with an empty block has; a
+             * slice of none would still move the FIFO's counters and put
+             * the receiving peer one message out of step (wrong results) */
             t->algo = DFCCL_GPU_ALGO_RING;
             t->exec.nrounds = dfccl_exec_part_rounds(&t->exec);
-            if (!dfccl_exec_slice_begin(&t->exec, &sh->slice)) return 0;
-            sh->cmd = CMD_RING_SLICE;
+            sh->cmd = CMD_NONE;
             break;
         }
         t->phase = DIRECT_MOVE;

@@ -16,6 +16,10 @@
 
 static const char *program_name = "test";
 static int selected_device = -1;
+/* --memory device-pool: device buffers from CUDA's stream-ordered pool
+ * (cudaMallocAsync), which CUDA IPC cannot export: the engine's direct path
+ * must fall back to its ring on every rank. */
+static bool use_pool;
 
 int test_memory_parse(const char *text, test_memory_kind_t *kind)
 {
@@ -25,6 +29,11 @@ int test_memory_parse(const char *text, test_memory_kind_t *kind)
     }
     if (text != NULL && strcmp(text, "device") == 0) {
         *kind = TEST_MEMORY_DEVICE;
+        return 0;
+    }
+    if (text != NULL && strcmp(text, "device-pool") == 0) {
+        *kind = TEST_MEMORY_DEVICE;
+        use_pool = true;
         return 0;
     }
     return -1;
@@ -123,7 +132,7 @@ test_memory_kind_t test_memory_setup(int *argc, char **argv, const char *program
         if (mixed) {
             kind = TEST_MEMORY_DEVICE;
         } else if (test_memory_parse(i + 1 < *argc ? argv[i + 1] : NULL, &kind) != 0) {
-            fprintf(stderr, "%s: --memory takes host, device or mixed\n", program);
+            fprintf(stderr, "%s: --memory takes host, device, device-pool or mixed\n", program);
             exit(2);
         }
         /* Drop the option and its value; argv stays NULL-terminated. */
@@ -194,12 +203,19 @@ void *test_memory_alloc(test_memory_kind_t kind, size_t bytes)
     require_device_support();
 #ifdef DFCCL_TEST_HAVE_CUDA
     void *buffer = NULL;
-    cudaError_t rc = cudaMalloc(&buffer, bytes);
+    cudaError_t rc;
+    if (use_pool) {
+        rc = cudaMallocAsync(&buffer, bytes, copy_stream);
+        if (rc == cudaSuccess)
+            rc = cudaStreamSynchronize(copy_stream);
+    } else {
+        rc = cudaMalloc(&buffer, bytes);
+    }
     if (rc == cudaErrorMemoryAllocation) {
         cudaGetLastError();  /* clear it: out of memory is reported as NULL */
         return NULL;
     }
-    cuda_check(rc, "cudaMalloc");
+    cuda_check(rc, use_pool ? "cudaMallocAsync" : "cudaMalloc");
     return buffer;
 #else
     return NULL;
@@ -216,6 +232,11 @@ void test_memory_free(test_memory_kind_t kind, void *buffer)
     }
     require_device_support();
 #ifdef DFCCL_TEST_HAVE_CUDA
+    if (use_pool) {
+        cuda_check(cudaFreeAsync(buffer, copy_stream), "cudaFreeAsync");
+        cuda_check(cudaStreamSynchronize(copy_stream), "cudaStreamSynchronize (free)");
+        return;
+    }
     cuda_check(cudaFree(buffer), "cudaFree");
 #endif
 }

@@ -20,7 +20,9 @@ typedef enum {
     TEST_MEMORY_DEVICE
 } test_memory_kind_t;
 
-/* Parses "host" or "device"; returns 0 on success, -1 otherwise. */
+/* Parses "host", "device" or "device-pool" (device memory from
+ * cudaMallocAsync's pool, which CUDA IPC cannot export); returns 0 on
+ * success, -1 otherwise. */
 int test_memory_parse(const char *text, test_memory_kind_t *kind);
 const char *test_memory_name(test_memory_kind_t kind);
 

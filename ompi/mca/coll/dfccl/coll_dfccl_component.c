@@ -182,8 +182,9 @@ static int dfccl_register(void)
         "GPU collectives whose bytes (whole vector) times (ranks - 1) reach this value read and"
         " write the peers' buffers directly, mapped by CUDA IPC (mappings cached per peer);"
         " smaller ones go through the channel FIFOs (the ring, whose fixed cost grows with the"
-        " ranks); 0: never. Under host_buffers=engine it is 0 unless set (a known defect there,"
-        " see README) (must be equal on all ranks)",
+        " ranks); 0: never. Under host_buffers=engine it is 0 unless set, until the fix for"
+        " wrong reduce-scatters seen there has run on a GPU (README) (must be equal on all"
+        " ranks)",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &c->gpu_direct_bytes);
     (void)mca_base_component_var_register(v, "gpu_direct_chunk_bytes",
@@ -303,8 +304,9 @@ int mca_coll_dfccl_context_get(dfccl_context_t **context_p)
         if (c->host_buffers == MCA_COLL_DFCCL_HOST_BUFFERS_ENGINE &&
             !dfccl_var_was_set(direct_bytes_var)) {
             /* direct-path reduce-scatters gave wrong elements in the GPU
-             * suite's mixed_disorder_np8 under host_buffers=engine (not
-             * yet found; README): that mode takes the ring unless asked */
+             * suite's mixed_disorder_np8 under host_buffers=engine; the
+             * fix (gpu_direct_steps.cuh) has not run on a GPU yet (README):
+             * that mode takes the ring unless asked */
             config.gpu_direct_bytes = 0;
             DFCCL_VERBOSE(1, "host_buffers=engine: the GPU direct path is off unless"
                           " coll_dfccl_gpu_direct_bytes is set");
@@ -338,7 +340,6 @@ int mca_coll_dfccl_context_get(dfccl_context_t **context_p)
     return rc;
 }
 
-/* Progress hook: completes the MPI requests whose collectives finished. */
 /* A waiting caller polling GPU completions alone yields the core after this
  * long: a small GPU collective completes within it without a system call,
  * and the proxy thread's work (mappings, relaunches) waits at most this. */
@@ -351,9 +352,11 @@ static uint64_t dfccl_progress_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Per thread: when its polls began to find nothing (0: the last found some). */
+/* Per thread: when its polls began to find nothing while collectives were
+ * in flight (0: the last poll found some, or nothing was in flight). */
 static __thread uint64_t empty_since;
 
+/* Progress hook: completes the MPI requests whose collectives finished. */
 int mca_coll_dfccl_progress(void)
 {
     dfccl_completion_t done[16];
@@ -370,12 +373,18 @@ int mca_coll_dfccl_progress(void)
          * with a caller spinning in MPI_Wait. A GPU collective needs no core
          * while its kernel runs, and a yield is a system call per poll: for
          * GPU work alone the caller yields only once it has waited a while. */
-        uint64_t now = dfccl_progress_now_ns();
-        if (empty_since == 0) empty_since = now;
-        if (opal_atomic_add_fetch_32(&mca_coll_dfccl_component.host_in_flight, 0) > 0 ||
-            (opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, 0) > 0 &&
-             now - empty_since >= DFCCL_GPU_WAIT_YIELD_NS))
+        uint64_t now;
+        if (opal_atomic_add_fetch_32(&mca_coll_dfccl_component.host_in_flight, 0) > 0) {
             sched_yield();
+            return 0;
+        }
+        if (opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, 0) <= 0) {
+            empty_since = 0;   /* the next GPU wait counts from its own start */
+            return 0;
+        }
+        now = dfccl_progress_now_ns();
+        if (empty_since == 0) empty_since = now;
+        if (now - empty_since >= DFCCL_GPU_WAIT_YIELD_NS) sched_yield();
         return 0;
     }
     empty_since = 0;
