@@ -126,7 +126,7 @@ void dfccl_config_init(dfccl_config_t *config)
      * sends twice the bytes, but a collective waits for one device-memory
      * read of its peers' lines instead of counters, fences and scheduler
      * passes. Measured on an H200 (contrib/results/2026-11-30-gpu-ll.md):
-     * 4-6 us faster than the counters from 8 B to 2 KiB at 2, 4 and 8
+     * 4-11 us faster than the counters from 8 B to 2 KiB at 2, 4 and 8
      * ranks; at 8 KiB 1-3 us faster at 2 and 4 ranks, even at 8. */
     config->gpu_ll_bytes = 8192;
     /* Staging blocks (host buffers on the GPU path) are kept for the next

@@ -83,26 +83,6 @@ __device__ static inline size_t gpu_ll_len(size_t i, size_t bytes)
     return at >= bytes ? 0 : bytes - at < GPU_LL_DATA ? bytes - at : GPU_LL_DATA;
 }
 
-/* Our contribution to rank p and its bytes (allreduce and allgather send the
- * same to all). */
-__device__ static const char *gpu_ll_source(const dfccl_gpu_task_t *t, int me, int p, size_t *bytes)
-{
-    const dfccl_exec_t *x = &t->exec;
-    const char *in = x->sendbuf ? x->sendbuf : x->recvbuf;
-
-    switch (t->type) {
-    case DFCCL_COLL_ALLREDUCE:
-        *bytes = t->desc.count * x->esize;
-        return in;
-    case DFCCL_COLL_ALLGATHER:
-        *bytes = t->desc.count * x->esize;
-        return x->sendbuf ? x->sendbuf : x->recvbuf + (size_t)me * *bytes;
-    default:
-        *bytes = t->desc.rs_counts[p] * x->esize;
-        return in + gpu_rs_displ(t, p) * x->esize;
-    }
-}
-
 /* All threads: our contribution, line by line, into every inbox (ours too,
  * so that the receive reads all inputs alike and in-place inputs are kept). */
 __device__ static void gpu_ll_send(const dfccl_gpu_task_t *t, const dfccl_gpu_comm_dev_t *c)
@@ -112,7 +92,7 @@ __device__ static void gpu_ll_send(const dfccl_gpu_task_t *t, const dfccl_gpu_co
     size_t bytes;
 
     if (t->type != DFCCL_COLL_REDUCE_SCATTER) {
-        const char *from = gpu_ll_source(t, me, 0, &bytes);
+        const char *from = gpu_oneshot_source(t, me, 0, &bytes);
         for (size_t i = threadIdx.x; i < gpu_ll_lines(bytes); i += blockDim.x) {
             uint64_t v = gpu_ll_gather(from + i * GPU_LL_DATA, gpu_ll_len(i, bytes));
             for (int p = 0; p < n; p++) gpu_ll_store(gpu_ll_slot(c, p, me, t->small_k) + i, v, flag);
@@ -120,7 +100,7 @@ __device__ static void gpu_ll_send(const dfccl_gpu_task_t *t, const dfccl_gpu_co
         return;
     }
     for (int p = 0; p < n; p++) {
-        const char *from = gpu_ll_source(t, me, p, &bytes);
+        const char *from = gpu_oneshot_source(t, me, p, &bytes);
         uint4 *to = gpu_ll_slot(c, p, me, t->small_k);
         for (size_t i = threadIdx.x; i < gpu_ll_lines(bytes); i += blockDim.x)
             gpu_ll_store(to + i, gpu_ll_gather(from + i * GPU_LL_DATA, gpu_ll_len(i, bytes)), flag);

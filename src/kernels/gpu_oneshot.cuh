@@ -79,27 +79,35 @@ __device__ static int gpu_oneshot_ready(dfccl_gpu_task_t *t, const dfccl_gpu_com
     return 1;
 }
 
-/* All threads: phase 0 writes our contribution into every inbox (ours too,
- * so that phase 1 reads all inputs alike and in-place inputs are saved). */
-__device__ static void gpu_oneshot_send(const dfccl_gpu_task_t *t, const dfccl_gpu_comm_dev_t *c)
+/* Our contribution to rank p and its bytes (allreduce and allgather send the
+ * same to all): what both one-shots send. */
+__device__ static const char *gpu_oneshot_source(const dfccl_gpu_task_t *t, int me, int p,
+                                                 size_t *bytes)
 {
     const dfccl_exec_t *x = &t->exec;
     const char *in = x->sendbuf ? x->sendbuf : x->recvbuf;
 
+    switch (t->type) {
+    case DFCCL_COLL_ALLREDUCE:
+        *bytes = t->desc.count * x->esize;
+        return in;
+    case DFCCL_COLL_ALLGATHER:
+        *bytes = t->desc.count * x->esize;
+        return x->sendbuf ? x->sendbuf : x->recvbuf + (size_t)me * *bytes;
+    default:
+        *bytes = t->desc.rs_counts[p] * x->esize;
+        return in + gpu_rs_displ(t, p) * x->esize;
+    }
+}
+
+/* All threads: phase 0 writes our contribution into every inbox (ours too,
+ * so that phase 1 reads all inputs alike and in-place inputs are saved). */
+__device__ static void gpu_oneshot_send(const dfccl_gpu_task_t *t, const dfccl_gpu_comm_dev_t *c)
+{
     for (int p = 0; p < c->size; p++) {
-        char *slot = gpu_inbox_slot(c, p, c->rank, t->small_k);
-        switch (t->type) {
-        case DFCCL_COLL_ALLREDUCE:
-            gpu_copy(slot, NULL, in, t->desc.count * x->esize);
-            break;
-        case DFCCL_COLL_ALLGATHER:
-            gpu_copy(slot, NULL, x->sendbuf ? x->sendbuf : x->recvbuf + (size_t)c->rank *
-                     t->desc.count * x->esize, t->desc.count * x->esize);
-            break;
-        default:
-            gpu_copy(slot, NULL, in + gpu_rs_displ(t, p) * x->esize, t->desc.rs_counts[p] * x->esize);
-            break;
-        }
+        size_t bytes;
+        const char *from = gpu_oneshot_source(t, c->rank, p, &bytes);
+        gpu_copy(gpu_inbox_slot(c, p, c->rank, t->small_k), NULL, from, bytes);
     }
 }
 

@@ -28,9 +28,10 @@ const char *test_memory_name(test_memory_kind_t kind);
 
 /*
  * Call before MPI_Init with the program's argc/argv: finds and removes
- * "--memory host|device" (so the program's own parser never sees it) and,
- * for device, selects GPU (local rank % device count). Stops the process
- * with a message on a bad value, a build without CUDA, or no usable GPU:
+ * "--memory host|device|device-pool|mixed" (so the program's own parser
+ * never sees it) and, for device memory, selects GPU (local rank % device
+ * count). Stops the process with a message on a bad value, a build without
+ * CUDA, or no usable GPU:
  * MPI is not initialised yet, so exiting is all there is to do.
  */
 test_memory_kind_t test_memory_setup(int *argc, char **argv, const char *program);

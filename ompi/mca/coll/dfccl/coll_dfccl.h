@@ -7,6 +7,8 @@
 #define MCA_COLL_DFCCL_H
 
 #include "ompi_config.h"
+#include <stdint.h>
+#include <time.h>
 #include "mpi.h"
 #include "ompi/communicator/communicator.h"
 #include "ompi/datatype/ompi_datatype.h"
@@ -149,6 +151,14 @@ int  mca_coll_dfccl_init_query(bool enable_progress_threads, bool enable_mpi_thr
 mca_coll_base_module_t *mca_coll_dfccl_comm_query(ompi_communicator_t *comm, int *priority);
 int  mca_coll_dfccl_context_get(dfccl_context_t **context_p);
 int  mca_coll_dfccl_progress(void);
+
+/* Monotonic nanoseconds, for the bounds of the component's waits. */
+static inline uint64_t mca_coll_dfccl_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 /* types: MPI (datatype, op) -> engine; false when the engine does not carry it */
 bool mca_coll_dfccl_map_reduction(ompi_datatype_t *dtype, struct ompi_op_t *op,

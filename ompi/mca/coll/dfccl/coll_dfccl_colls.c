@@ -5,7 +5,6 @@
  * ranks take the same path: the engine, or the saved function below us.
  */
 #include <stdlib.h>
-#include <time.h>
 #include "coll_dfccl.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/info.h"
@@ -67,22 +66,15 @@ static dfccl_route_t dfccl_route(const mca_coll_dfccl_module_t *m, const void *s
  * thread wake-up (tens of microseconds) at its end: spin longer. */
 #define DFCCL_WAIT_SPIN_GPU_NS 2000000ull
 
-static uint64_t dfccl_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void dfccl_wait_blocking(mca_coll_dfccl_request_t *req, uint64_t spin_ns)
 {
     dfccl_context_t *ctx = mca_coll_dfccl_component.context;
-    uint64_t spin_until = dfccl_now_ns() + spin_ns;
+    uint64_t spin_until = mca_coll_dfccl_now_ns() + spin_ns;
 
     while (!REQUEST_COMPLETE(&req->super)) {
         if (mca_coll_dfccl_progress() > 0) continue;
         opal_progress();
-        if (!REQUEST_COMPLETE(&req->super) && dfccl_now_ns() > spin_until)
+        if (!REQUEST_COMPLETE(&req->super) && mca_coll_dfccl_now_ns() > spin_until)
             dfccl_context_wait(ctx, DFCCL_WAIT_NAP_NS);
     }
 }

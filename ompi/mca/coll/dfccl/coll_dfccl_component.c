@@ -4,7 +4,6 @@
  * program that never uses it pays nothing (no thread, no progress hook).
  */
 #include <sched.h>
-#include <time.h>
 #include "coll_dfccl.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/runtime/opal_progress.h"
@@ -345,13 +344,6 @@ int mca_coll_dfccl_context_get(dfccl_context_t **context_p)
  * and the proxy thread's work (mappings, relaunches) waits at most this. */
 #define DFCCL_GPU_WAIT_YIELD_NS 20000ull
 
-static uint64_t dfccl_progress_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Per thread: when its polls began to find nothing while collectives were
  * in flight (0: the last poll found some, or nothing was in flight). */
 static __thread uint64_t empty_since;
@@ -382,7 +374,7 @@ int mca_coll_dfccl_progress(void)
             empty_since = 0;   /* the next GPU wait counts from its own start */
             return 0;
         }
-        now = dfccl_progress_now_ns();
+        now = mca_coll_dfccl_now_ns();
         if (empty_since == 0) empty_since = now;
         if (now - empty_since >= DFCCL_GPU_WAIT_YIELD_NS) sched_yield();
         return 0;
