@@ -4,7 +4,9 @@
  * size sweep, printed like nccl-tests so that figures compare directly.
  *
  * Each size: inputs written, -w untimed calls, a barrier, -n timed calls;
- * the time is the largest over ranks of the average per call. With -c 1
+ * the time is the largest over ranks of the average per call, the median
+ * the largest over ranks of the median call (each call timed from the end
+ * of the one before, as a loop of calls sees it). With -c 1
  * one further call on fresh inputs is compared with a local reference.
  * --memory device|staged put the buffers on the GPU (see perf_options.h);
  * then each row also gets a floor: the time the GPU's memory needs to read
@@ -113,6 +115,19 @@ static int calls_within(double budget, double seconds, int low, int high)
     return affordable < low ? low : affordable > high ? high : (int)affordable;
 }
 
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of n > 0 values (reorders them). */
+static double median_of(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(*v), compare_doubles);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
 /* Times one size; fills the row's time, bandwidths, calls and error count (all ranks agree). */
 static void measure(const bench_t *b, const perf_options_t *o, perf_row_t *row)
 {
@@ -134,16 +149,27 @@ static void measure(const bench_t *b, const perf_options_t *o, perf_row_t *row)
     }
     for (int i = 0; i < warmup; i++)
         errors += one_call(b, req);
+    double *took = malloc((size_t)iterations * sizeof(*took));   /* per call; NULL: no median */
     MPI_Barrier(comm);
-    double start = MPI_Wtime();
-    for (int i = 0; i < iterations; i++)
+    double start = MPI_Wtime(), last = start;
+    for (int i = 0; i < iterations; i++) {
         errors += one_call(b, req);
+        if (took != NULL) {
+            double now = MPI_Wtime();
+            took[i] = now - last;
+            last = now;
+        }
+    }
     double average = (MPI_Wtime() - start) / iterations, slowest;
+    double median = took != NULL ? median_of(took, iterations) : 0.0, slowest_median;
+    free(took);
     MPI_Allreduce(&average, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
+    MPI_Allreduce(&median, &slowest_median, 1, MPI_DOUBLE, MPI_MAX, comm);
     MPI_Allreduce(&errors, &row->errors, 1, MPI_INT, MPI_SUM, comm);
 
     row->iterations = iterations;
     row->time_us = slowest * 1e6;
+    row->median_us = slowest_median * 1e6;
     row->algbw = slowest > 0.0 ? (double)row->bytes / slowest / 1e9 : 0.0;
     row->busbw = row->algbw * perf_coll_busbw_factor(b->call.coll, b->call.nranks);
 }

@@ -38,12 +38,12 @@ void perf_report_header(FILE *out, const perf_options_t *o, int nranks,
                      "# floor = (input + output bytes over all ranks) / B; "
                      "%%floor = floor / time x 100\n",
                 floor->device, floor->copy_gbps, floor->copy_bytes, floor->repetitions);
-    fprintf(out, "#\n# %-20s %12s %12s %7s %6s %10s %8s %8s %7s", "collective", "size",
-            "count", "type", "redop", "time", "algbw", "busbw", "#wrong");
+    fprintf(out, "#\n# %-20s %12s %12s %7s %6s %10s %10s %8s %8s %7s", "collective", "size",
+            "count", "type", "redop", "time", "median", "algbw", "busbw", "#wrong");
     if (has_floor(o))
         fprintf(out, " %10s %7s", "floor", "%floor");
-    fprintf(out, "\n# %-20s %12s %12s %7s %6s %10s %8s %8s %7s", "", "(B)", "(elements)", "",
-            "", "(us)", "(GB/s)", "(GB/s)", "");
+    fprintf(out, "\n# %-20s %12s %12s %7s %6s %10s %10s %8s %8s %7s", "", "(B)", "(elements)", "",
+            "", "(us)", "(us)", "(GB/s)", "(GB/s)", "");
     if (has_floor(o))
         fprintf(out, " %10s %7s", "(us)", "");
     fprintf(out, "\n");
@@ -64,9 +64,9 @@ void perf_report_row(FILE *out, const perf_options_t *o, const perf_row_t *r)
         snprintf(wrong, sizeof wrong, "N/A");
     else
         snprintf(wrong, sizeof wrong, "%lld", r->wrong);
-    fprintf(out, "  %-20s %12zu %12zu %7s %6s %10.2f %8.3f %8.3f %7s",
+    fprintf(out, "  %-20s %12zu %12zu %7s %6s %10.2f %10.2f %8.3f %8.3f %7s",
             perf_coll_name(r->coll), r->bytes, r->count, o->type->name, op_column(o, r->coll),
-            r->time_us, r->algbw, r->busbw, wrong);
+            r->time_us, r->median_us, r->algbw, r->busbw, wrong);
     if (has_floor(o))
         fprintf(out, " %10.2f %7.2f", r->floor_us, floor_percent(r));
     fprintf(out, "\n");
@@ -137,10 +137,11 @@ int perf_report_json(const char *path, const perf_options_t *o, int nranks,
             snprintf(wrong, sizeof wrong, "%lld", r->wrong > 0 ? r->wrong : 0);
         fprintf(f, "%s\n    {\"collective\": \"%s\", \"size\": %zu, \"count\": %zu, "
                    "\"type\": \"%s\", \"op\": \"%s\", \"time_us\": %.3f, "
-                   "\"algbw_gbps\": %.6f, \"busbw_gbps\": %.6f, \"wrong\": %s, "
-                   "\"errors\": %d",
+                   "\"median_us\": %.3f, \"algbw_gbps\": %.6f, \"busbw_gbps\": %.6f, "
+                   "\"wrong\": %s, \"errors\": %d",
                 i ? "," : "", perf_coll_name(r->coll), r->bytes, r->count, o->type->name,
-                op_column(o, r->coll), r->time_us, r->algbw, r->busbw, wrong, r->errors);
+                op_column(o, r->coll), r->time_us, r->median_us, r->algbw, r->busbw, wrong,
+                r->errors);
         if (o->time_budget > 0.0)
             fprintf(f, ", \"iterations\": %d", r->iterations);
         if (has_floor(o))

@@ -14,6 +14,7 @@ typedef struct {
     perf_coll_id_t coll;
     size_t bytes, count;
     double time_us, algbw, busbw;
+    double median_us;  /* the slowest rank's median call; 0: not measured */
     long long wrong;   /* -1: not checked; otherwise wrong elements over all ranks */
     int errors;        /* MPI calls that returned an error, over all ranks */
     int iterations;    /* timed calls: -n, or fewer under --time-budget */

@@ -94,7 +94,11 @@ void dfccl_config_init(dfccl_config_t *config)
      * microseconds; 128 KiB slices reached 74 GB/s algbw on a 256 MiB
      * allreduce at 4 ranks, 512 KiB 120 GB/s (contrib/results). 4 slots:
      * 32 MiB of device memory per communicator. */
-    config->gpu_channels      = 16;
+    /* The channel count follows from the ranks that share a GPU
+     * (gpu_auto_channels in gpu.c): on an H200 (132 SMs, one 512-thread
+     * block each) 32 up to 4 ranks per GPU, 16 at 8. */
+    config->gpu_channels      = 0;
+    config->gpu_local_ranks   = 0;
     config->gpu_threads       = 512;
     config->gpu_slot_bytes    = 512 * 1024;
     config->gpu_fifo_slots    = 4;

@@ -459,6 +459,31 @@ static void gpu_sync_fini(dfccl_gpu_t *g)
     pthread_mutex_destroy(&g->stage_lock);
 }
 
+/* Blocks of the daemon kernel under gpu_channels 0: as many as let the
+ * kernels of all ranks on one GPU be resident together (gpu_warn_crowded
+ * says why they must), at most DFCCL_GPU_MAX_CHANNELS. The ranks per GPU
+ * are the job's ranks on this node over the GPUs this process sees; unknown
+ * counts as 8. More blocks move large collectives faster while they fit: a
+ * 256 MiB allreduce at 4 ranks on one H200 took 614-623 us with 32 blocks
+ * and 710-715 us with 16 (contrib/results/2026-11-30-gpu-channels.md). The
+ * device is current on this thread. */
+static unsigned gpu_auto_channels(const dfccl_config_t *cfg, int device, unsigned threads)
+{
+    int devices = 0, sms = 0, per_sm = 0;
+    unsigned sharing, fit;
+
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices < 1 ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+        dfccl_gpu_kernel_per_sm(threads, &per_sm) != 0 || sms < 1 || per_sm < 1) {
+        cudaGetLastError();
+        return 16;
+    }
+    sharing = cfg->gpu_local_ranks > 0 ? (cfg->gpu_local_ranks + (unsigned)devices - 1) / (unsigned)devices
+                                       : 8;
+    fit = (unsigned)sms * (unsigned)per_sm / sharing;
+    return fit < 1 ? 1 : fit > DFCCL_GPU_MAX_CHANNELS ? DFCCL_GPU_MAX_CHANNELS : fit;
+}
+
 static dfccl_status_t gpu_create(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
 {
     const dfccl_config_t *cfg = &ctx->config;
@@ -471,8 +496,9 @@ static dfccl_status_t gpu_create(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
     g->ctx = ctx;
     e = cudaGetDevice(&g->device);
     if (e != cudaSuccess) goto err_cuda;
-    g->blocks = cfg->gpu_channels;
     g->threads = cfg->gpu_threads;
+    g->blocks = cfg->gpu_channels ? cfg->gpu_channels
+                                  : gpu_auto_channels(cfg, g->device, g->threads);
     if ((e = cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking)) != cudaSuccess ||
         (e = cudaStreamCreateWithFlags(&g->copy_stream, cudaStreamNonBlocking)) != cudaSuccess ||
         (e = cudaEventCreateWithFlags(&g->exited, cudaEventDisableTiming)) != cudaSuccess ||
@@ -552,8 +578,9 @@ static dfccl_status_t gpu_create(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
         free(g);
         return DFCCL_ERR_SYSTEM;
     }
-    dfccl_info("GPU backend started on device %d: %u channels x %u threads, FIFOs %u x %zu bytes",
-               g->device, g->blocks, g->threads, cfg->gpu_fifo_slots, cfg->gpu_slot_bytes);
+    dfccl_info("GPU backend started on device %d: %u channels%s x %u threads, FIFOs %u x %zu bytes",
+               g->device, g->blocks, cfg->gpu_channels ? "" : " (as many as fit)", g->threads,
+               cfg->gpu_fifo_slots, cfg->gpu_slot_bytes);
     *gpu_p = g;
     return DFCCL_OK;
 
@@ -571,11 +598,11 @@ dfccl_status_t gpu_get(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
     pthread_mutex_lock(&ctx->gpu_lock);
     if (ctx->gpu == NULL) {
         const dfccl_config_t *cfg = &ctx->config;
-        if (cfg->gpu_channels < 1 || cfg->gpu_channels > DFCCL_GPU_MAX_CHANNELS ||
+        if (cfg->gpu_channels > DFCCL_GPU_MAX_CHANNELS ||
             cfg->gpu_threads < 64 || cfg->gpu_threads > 512 || cfg->gpu_threads % 32 != 0 ||
             cfg->gpu_slot_bytes < 1024 || cfg->gpu_slot_bytes % 16 != 0 || cfg->gpu_fifo_slots < 2 ||
             cfg->gpu_direct_chunk_bytes < 4096 || cfg->gpu_ll_bytes > DFCCL_GPU_LL_MAX_BYTES) {
-            dfccl_error("invalid GPU configuration: channels %u (1..%d), threads %u (64..512, a"
+            dfccl_error("invalid GPU configuration: channels %u (0..%d), threads %u (64..512, a"
                         " multiple of 32), slot bytes %zu (>= 1024, a multiple of 16), slots %u"
                         " (>= 2), direct chunk bytes %zu (>= 4096), LL bytes %zu (<= %d)",
                         cfg->gpu_channels, DFCCL_GPU_MAX_CHANNELS, cfg->gpu_threads,
@@ -657,7 +684,6 @@ dfccl_status_t dfccl_gpu_comm_begin(dfccl_context_t *ctx, const dfccl_comm_param
     gc->failed = DFCCL_ERR_UNSUPPORTED;
     *comm_p = comm;
 
-    hello.nchannels = ctx->config.gpu_channels;
     hello.nslots = ctx->config.gpu_fifo_slots;
     hello.slot_bytes = ctx->config.gpu_slot_bytes;
     hello.direct_bytes = ctx->config.gpu_direct_bytes;
@@ -672,6 +698,7 @@ dfccl_status_t dfccl_gpu_comm_begin(dfccl_context_t *ctx, const dfccl_comm_param
     status = gpu_get(ctx, &g);
     if (status != DFCCL_OK) goto out;
     hello.device = g->device;
+    hello.nchannels = g->blocks;
     if ((e = cudaGetDeviceProperties(&prop, g->device)) != cudaSuccess) goto err_cuda;
     memcpy(hello.uuid, &prop.uuid, sizeof(hello.uuid));
     gc->region_bytes = gpu_inbox_bytes(p->size) + (size_t)g->blocks * gpu_fifo_bytes(&ctx->config);
@@ -751,14 +778,12 @@ dfccl_status_t dfccl_gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
 
     for (int r = 0; r < n; r++) {
         if (all[r].status != DFCCL_OK) return (dfccl_status_t)all[r].status;
-        if (all[r].nchannels != all[me].nchannels || all[r].nslots != all[me].nslots ||
-            all[r].slot_bytes != all[me].slot_bytes) {
+        if (all[r].nslots != all[me].nslots || all[r].slot_bytes != all[me].slot_bytes) {
             if (me == 0)
-                dfccl_error("comm %#llx: rank %d runs %u GPU channels with FIFOs of %u x %llu"
-                            " bytes, rank 0 %u x %u x %llu: these settings must be equal on all"
-                            " ranks", (unsigned long long)comm->key, r, all[r].nchannels,
-                            all[r].nslots, (unsigned long long)all[r].slot_bytes,
-                            all[me].nchannels, all[me].nslots,
+                dfccl_error("comm %#llx: rank %d has GPU FIFOs of %u x %llu bytes, rank 0 %u x"
+                            " %llu: these settings must be equal on all ranks",
+                            (unsigned long long)comm->key, r, all[r].nslots,
+                            (unsigned long long)all[r].slot_bytes, all[me].nslots,
                             (unsigned long long)all[me].slot_bytes);
             return DFCCL_ERR_INVALID_PARAM;
         }
@@ -784,6 +809,11 @@ dfccl_status_t dfccl_gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
         }
     }
     if (gc->failed != DFCCL_OK || g == NULL) return gc->failed;
+    /* channels: every rank's kernel has this many blocks, and its region
+     * as many FIFOs */
+    gc->nchannels = all[0].nchannels;
+    for (int r = 1; r < n; r++)
+        if (all[r].nchannels < gc->nchannels) gc->nchannels = all[r].nchannels;
     current = gpu_device_enter(g);
     for (int r = 0; r < n && e == cudaSuccess; r++) {
         if (r == me) continue;
@@ -797,14 +827,14 @@ dfccl_status_t dfccl_gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
         memset(&dev, 0, sizeof(dev));
         dev.rank = me;
         dev.size = n;
-        dev.nchannels = g->blocks;
+        dev.nchannels = gc->nchannels;
         dev.key = comm->key;
         dev.one_device = !cfg->gpu_fence_system;
         for (int r = 0; r < n; r++) {
             dev.inbox[r] = r == me ? gc->region : gc->peer_base[r];
             if (!gpu_hello_same_device(&all[r], &all[me])) dev.one_device = 0;
         }
-        for (unsigned c = 0; c < g->blocks; c++) {
+        for (unsigned c = 0; c < gc->nchannels; c++) {
             char *mine = gc->region + inbox + c * fifo;
             char *theirs = (n > 1 ? gc->peer_base[next] : gc->region) + inbox + c * fifo;
             dev.recv_fifo[c].ctrl = (dfccl_fifo_ctrl_t *)mine;
@@ -1016,7 +1046,7 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
                                                      args->counts, comm->size);
         d->algo = DFCCL_GPU_ALGO_RING;
         parts = (unsigned)(total_bytes / GPU_BYTES_PER_CHANNEL);
-        d->nparts = parts < 1 ? 1 : parts > g->blocks ? g->blocks : parts;
+        d->nparts = parts < 1 ? 1 : parts > gc->nchannels ? gc->nchannels : parts;
         if (!parts_allowed) {
             d->nparts = 1;
         } else if (gpu_direct_wanted(cfg->gpu_direct_bytes, total_bytes, comm->size)) {

@@ -57,6 +57,7 @@ typedef struct dfccl_gpu_comm {
     cudaIpcMemHandle_t handle;
     char              *peer_base[DFCCL_GPU_MAX_RANKS];   /* mapped peers' regions */
     gpu_ipc_map_t     *maps;       /* direct: GPU_IPC_MAPS_PER_PEER per peer (proxy thread) */
+    unsigned           nchannels;  /* the fewest daemon blocks of its ranks: its parts at most */
     uint64_t           first_launch;   /* under the backend's lock: the first launch that began
                                           after the peers' memory was mapped */
     struct dfccl_gpu_comm *next_dead;

@@ -120,6 +120,7 @@ typedef struct gpu_sched {
     int      express;         /* the command is set: no pass of the scheduler */
     ulonglong2 ctrl;          /* the control words as last read, */
     uint64_t ctrl_ns;         /* and when */
+    uint64_t quit_check_ns;   /* block 0: when it last asked gpu_should_quit */
 } gpu_sched_t;
 
 /* Block 0 reads the control words over the bus (1.3 us per read on an
@@ -128,6 +129,11 @@ typedef struct gpu_sched {
  * paced by the bus; new work then waits at most this much longer to be
  * seen. An idle block reads them on every pass. */
 #define GPU_CTRL_MAX_AGE_NS 4000
+
+/* Block 0 asks whether the kernel should leave (gpu_should_quit: reads of
+ * every block's published state) at most this often, 2 % of the idle
+ * bound: asked on every idle pass, it delayed the next look for new work. */
+#define GPU_QUIT_CHECK_NS 10000
 
 __device__ static dfccl_gpu_task_t *gpu_task(const dfccl_gpu_env_t *env, int slot)
 {
@@ -474,17 +480,23 @@ __device__ static void gpu_ll_after(const dfccl_gpu_env_t *env, dfccl_gpu_block_
  * back to the application's synchronisations until the host launches it
  * again. */
 __device__ static int gpu_should_quit(const dfccl_gpu_env_t *env, const dfccl_gpu_block_t *blk,
-                                      uint64_t now)
+                                      uint64_t now, ulonglong2 ctrl)
 {
-    uint64_t last = 0;
+    uint64_t last = 0, nearer = env->stuck_quit_ns < env->idle_quit_ns ? env->stuck_quit_ns
+                                                                       : env->idle_quit_ns;
     int active = 0;
 
+    /* Block 0 busy within the nearer bound: no, without the scan. Its reads
+     * of every block's state come one after another, the suspect for the
+     * 8 B allreduce growing 0.35 us per block (not yet measured without it:
+     * contrib/results/2026-11-30-gpu-channels.md) */
+    if (now - blk->busy_ns <= nearer) return 0;
     for (unsigned b = 0; b < gridDim.x; b++) {   /* ours as it is, the others' as published */
         const dfccl_gpu_block_t *o = b == 0 ? blk : &env->state->blocks[b];
         if (o->busy_ns > last) last = o->busy_ns;
         active |= o->nactive != 0;
     }
-    if (gpu_ctrl_read(env).x > blk->admitted) return 0;
+    if (ctrl.x > blk->admitted) return 0;
     return now - last > (active ? env->stuck_quit_ns : env->idle_quit_ns);
 }
 
@@ -573,14 +585,18 @@ __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_
             continue;
         }
         /* a pass without progress: back off a little; block 0 decides for
-         * the whole kernel whether to leave */
+         * the whole kernel whether to leave (with nothing in hand it read
+         * the control words in this pass) */
         s->pos = 0;
         s->first_of_pass = 1;
-        if (blockIdx.x == 0 && gpu_should_quit(env, blk, now)) {
-            env->state->quit_launch = env->launch_id;
-            __threadfence();
-            sh->cmd = CMD_QUIT;
-            return;
+        if (blockIdx.x == 0 && now - s->quit_check_ns >= GPU_QUIT_CHECK_NS) {
+            s->quit_check_ns = now;
+            if (gpu_should_quit(env, blk, now, blk->nactive == 0 ? ctrl : gpu_ctrl_read(env))) {
+                env->state->quit_launch = env->launch_id;
+                __threadfence();
+                sh->cmd = CMD_QUIT;
+                return;
+            }
         }
         {
             /* waiting for peers: half the idle nap, so a late peer is seen sooner */
@@ -702,6 +718,7 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
         s.express = 0;
         s.ctrl = make_ulonglong2(0, 0);
         s.ctrl_ns = now - GPU_CTRL_MAX_AGE_NS;   /* read at once */
+        s.quit_check_ns = now;
         gpu_block_publish(&env, blk);   /* block 0's quit decision sees the fresh start */
     }
     for (;;) {

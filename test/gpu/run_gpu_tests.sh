@@ -229,6 +229,14 @@ if [ "${mixed_np:-0}" -ge 2 ]; then
     run_item "mixed_disorder_np$mixed_np" "$mixed_np" \
         "--mca coll_dfccl_host_buffers engine $disorder_mca" \
         test/mpi/disorder_check --memory mixed "${disorder_args[@]}"
+    # Daemons of different block counts (rank 1 with 8 channels, the others
+    # their own): each communicator runs the fewest, so parts and FIFOs agree
+    # (ring and direct sizes, which split over the channels).
+    export DFCCL_TEST_LAUNCHER="$here/rank_env.sh 1 OMPI_MCA_coll_dfccl_gpu_channels=8 ${saved_launcher}"
+    run_item "channels_mismatch_np$mixed_np" "$mixed_np" "" \
+        test/mpi/coll_check --memory device --expect engine --quick --counts 65537,1048579
+    DFCCL_TEST_LAUNCHER=$saved_launcher
+    [ -n "$saved_launcher" ] || unset DFCCL_TEST_LAUNCHER
 fi
 
 # Racecheck follows every shared-memory access of the daemon kernel, whose

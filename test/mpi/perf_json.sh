@@ -1,6 +1,7 @@
 #!/bin/bash
 # perf_json.sh - runs dfccl_perf once at np 2 with --json through the engine
-# and checks its output: the table header, one row per size, numeric fields,
+# and checks its output: the table header, one row per size, numeric fields
+# (the mean and the median call among them),
 # "#wrong" 0, the summary line, and a JSON file that parses and holds the
 # same rows. Run by `make check` from the build directory.
 set -u
@@ -22,14 +23,15 @@ DFCCL_TEST_MCA="--mca coll_dfccl_host_buffers engine --mca coll_dfccl_verbose 2"
     { cat "$work/out.txt"; fail "the run failed"; }
 grep -v 'posted to the engine' "$work/out.txt"
 
-grep -q '^# collective *size *count *type *redop *time *algbw *busbw *#wrong$' "$work/out.txt" ||
+grep -q '^# collective *size *count *type *redop *time *median *algbw *busbw *#wrong$' "$work/out.txt" ||
     fail "no table header"
 grep -q '^# Avg bus bandwidth *: [0-9.e+-]*$' "$work/out.txt" || fail "no summary line"
 rows=$(grep -c '^  allreduce ' "$work/out.txt")
 [ "$rows" -eq 5 ] || fail "expected 5 rows, found $rows"
 bad=$(grep '^  allreduce ' "$work/out.txt" | awk '
     $2 !~ /^[0-9]+$/ || $3 !~ /^[0-9]+$/ || $4 != "float" || $5 != "sum" { print; next }
-    $6 !~ /^[0-9.]+$/ || $7 !~ /^[0-9.]+$/ || $8 !~ /^[0-9.]+$/ || $9 != "0" { print }')
+    $6 !~ /^[0-9.]+$/ || $7 !~ /^[0-9.]+$/ || $8 !~ /^[0-9.]+$/ || $9 !~ /^[0-9.]+$/ ||
+    $10 != "0" { print }')
 [ -z "$bad" ] || fail "malformed rows: $bad"
 
 carried=$(grep -c 'coll:dfccl: allreduce on comm .* posted to the engine' "$work/out.txt")
@@ -45,7 +47,7 @@ rows = doc["rows"]
 assert [r["size"] for r in rows] == [16, 64, 256, 1024, 4096], rows
 for r in rows:
     assert r["count"] * 4 == r["size"] and r["wrong"] == 0 and r["errors"] == 0
-    assert r["time_us"] > 0 and r["busbw_gbps"] >= 0
+    assert r["time_us"] > 0 and r["median_us"] > 0 and r["busbw_gbps"] >= 0
     # allreduce at np 2: busbw = algbw x 2(n-1)/n = algbw
     assert abs(r["busbw_gbps"] - r["algbw_gbps"]) <= 1e-6 * max(1.0, r["algbw_gbps"])
 PY

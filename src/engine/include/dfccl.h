@@ -88,7 +88,11 @@ typedef struct dfccl_config {
     uint64_t budget_min_ns;   /* adaptive range: no progress halves a budget, */
     uint64_t budget_max_ns;   /* progress doubles it */
     /* GPU backend (communicators created with dfccl_gpu_comm_*). */
-    unsigned gpu_channels;       /* blocks of the daemon kernel; a collective's parts */
+    unsigned gpu_channels;       /* blocks of the daemon kernel, a collective's parts at most;
+                                    0: as many as let the kernels of the ranks sharing a
+                                    GPU be resident together (gpu_local_ranks) */
+    unsigned gpu_local_ranks;    /* processes of the job on this node, for gpu_channels 0
+                                    (0: unknown, taken as 8 per GPU) */
     unsigned gpu_threads;        /* threads per block */
     size_t   gpu_slot_bytes;     /* FIFO slot of a channel, in device memory */
     unsigned gpu_fifo_slots;     /* slots per channel FIFO */

@@ -8,13 +8,13 @@
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
+#include "opal/util/proc.h"
 
 static int dfccl_register(void);
 static int dfccl_open(void);
 static int dfccl_close(void);
 
 /* gpu_direct_bytes's index: whether the user set it (see mca_coll_dfccl_context_get) */
-static int direct_bytes_var = -1;
 
 mca_coll_dfccl_component_t mca_coll_dfccl_component = {
     .super = {
@@ -145,9 +145,12 @@ static int dfccl_register(void)
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &c->default_priority);
     (void)mca_base_component_var_register(v, "gpu_channels",
-        "Blocks of the GPU daemon kernel; a large collective is cut into this many parts that move"
-        " side by side (must be equal on all ranks; 1..32)",
-        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        "Blocks of the GPU daemon kernel; a large collective is cut into at most this many parts"
+        " that move side by side (a communicator takes the fewest of its ranks'). 0: as many as"
+        " let the kernels of all ranks sharing a GPU be resident together (the job's ranks on"
+        " the node over the GPUs a process sees; on an H200 32 up to 4 ranks per GPU, 16 at 8);"
+        " 0..32",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
         &c->gpu_channels);
     (void)mca_base_component_var_register(v, "gpu_threads",
         "Threads per block of the GPU daemon kernel (64..512, a multiple of 32)",
@@ -177,13 +180,11 @@ static int dfccl_register(void)
         " landed); work on other streams the application must synchronize itself",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
         &c->gpu_sync_legacy_stream);
-    direct_bytes_var = mca_base_component_var_register(v, "gpu_direct_bytes",
+    (void)mca_base_component_var_register(v, "gpu_direct_bytes",
         "GPU collectives whose bytes (whole vector) times (ranks - 1) reach this value read and"
         " write the peers' buffers directly, mapped by CUDA IPC (mappings cached per peer);"
         " smaller ones go through the channel FIFOs (the ring, whose fixed cost grows with the"
-        " ranks); 0: never. Under host_buffers=engine it is 0 unless set, until the fix for"
-        " wrong reduce-scatters seen there has run on a GPU (README) (must be equal on all"
-        " ranks)",
+        " ranks); 0: never (must be equal on all ranks)",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &c->gpu_direct_bytes);
     (void)mca_base_component_var_register(v, "gpu_direct_chunk_bytes",
@@ -263,15 +264,6 @@ int mca_coll_dfccl_init_query(bool enable_progress_threads, bool enable_mpi_thre
     return OMPI_SUCCESS;
 }
 
-/* Did the user set the variable (environment, file, command line)? */
-static bool dfccl_var_was_set(int index)
-{
-    mca_base_var_source_t source = MCA_BASE_VAR_SOURCE_DEFAULT;
-
-    if (index < 0 || mca_base_var_get_value(index, NULL, &source, NULL) != OPAL_SUCCESS) return false;
-    return source != MCA_BASE_VAR_SOURCE_DEFAULT;
-}
-
 /* The engine context (daemon, queues) and the progress hook, on first use. */
 int mca_coll_dfccl_context_get(dfccl_context_t **context_p)
 {
@@ -293,6 +285,8 @@ int mca_coll_dfccl_context_get(dfccl_context_t **context_p)
         config.budget_min_ns  = c->budget_min_ns;
         config.budget_max_ns  = c->budget_max_ns;
         config.gpu_channels   = c->gpu_channels;
+        config.gpu_local_ranks = opal_process_info.num_local_peers >= 0
+                                     ? (unsigned)opal_process_info.num_local_peers + 1 : 0;
         config.gpu_threads    = c->gpu_threads;
         config.gpu_slot_bytes = c->gpu_slot_bytes;
         config.gpu_fifo_slots = c->gpu_fifo_slots;
@@ -300,16 +294,6 @@ int mca_coll_dfccl_context_get(dfccl_context_t **context_p)
         config.gpu_stuck_quit_ns = c->gpu_stuck_quit_ns;
         config.gpu_sync_legacy_stream = c->gpu_sync_legacy_stream;
         config.gpu_direct_bytes = c->gpu_direct_bytes;
-        if (c->host_buffers == MCA_COLL_DFCCL_HOST_BUFFERS_ENGINE &&
-            !dfccl_var_was_set(direct_bytes_var)) {
-            /* direct-path reduce-scatters gave wrong elements in the GPU
-             * suite's mixed_disorder_np8 under host_buffers=engine; the
-             * fix (gpu_direct_steps.cuh) has not run on a GPU yet (README):
-             * that mode takes the ring unless asked */
-            config.gpu_direct_bytes = 0;
-            DFCCL_VERBOSE(1, "host_buffers=engine: the GPU direct path is off unless"
-                          " coll_dfccl_gpu_direct_bytes is set");
-        }
         config.gpu_direct_chunk_bytes = c->gpu_direct_chunk_bytes;
         config.gpu_ll_bytes = c->gpu_ll_bytes;
         config.gpu_stage_keep_bytes = c->gpu_stage_keep_bytes;
