@@ -88,15 +88,13 @@ void dfccl_config_init(dfccl_config_t *config)
     config->budget_ns      = 10000;
     config->budget_min_ns  = 2000;
     config->budget_max_ns  = 1000000;
-    /* GPU: 16 blocks of 512 threads, so that 8 ranks' daemons fit on one
-     * H200 (one block per SM) side by side. 512 KiB slices: the per-slice
-     * handshake (counter reads in peer memory, fences, barriers) costs
-     * microseconds; 128 KiB slices reached 74 GB/s algbw on a 256 MiB
-     * allreduce at 4 ranks, 512 KiB 120 GB/s (contrib/results). 4 slots:
-     * 32 MiB of device memory per communicator. */
-    /* The channel count follows from the ranks that share a GPU
-     * (gpu_auto_channels in gpu.c): on an H200 (132 SMs, one 512-thread
-     * block each) 32 up to 4 ranks per GPU, 16 at 8. */
+    /* GPU: blocks of 512 threads, as many as the ranks that share a GPU
+     * leave room for (gpu_auto_channels in gpu.c): on an H200 (132 SMs, one
+     * such block each) 32 up to 4 ranks per GPU, 16 at 8. 512 KiB slices:
+     * the per-slice handshake (counter reads in peer memory, fences,
+     * barriers) costs microseconds; 128 KiB slices reached 74 GB/s algbw on
+     * a 256 MiB allreduce at 4 ranks, 512 KiB 120 GB/s (contrib/results).
+     * 4 slots: 2 MiB of device memory per channel and communicator. */
     config->gpu_channels      = 0;
     config->gpu_local_ranks   = 0;
     config->gpu_threads       = 512;

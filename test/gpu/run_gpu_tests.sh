@@ -240,7 +240,7 @@ if [ "${mixed_np:-0}" -ge 2 ]; then
 fi
 
 # Racecheck follows every shared-memory access of the daemon kernel, whose
-# blocks spin while they wait: with the default 16 blocks x 512 threads it
+# blocks spin while they wait: with the default 16-32 blocks x 512 threads it
 # does not finish in minutes, so it runs one block of 64 threads, one size
 # per path (LL; one-shot with LL off; ring; direct from 64 KiB in 16 KiB
 # chunks).

@@ -14,8 +14,6 @@ static int dfccl_register(void);
 static int dfccl_open(void);
 static int dfccl_close(void);
 
-/* gpu_direct_bytes's index: whether the user set it (see mca_coll_dfccl_context_get) */
-
 mca_coll_dfccl_component_t mca_coll_dfccl_component = {
     .super = {
         .collm_version = {
