@@ -90,7 +90,7 @@ void dfccl_config_init(dfccl_config_t *config)
     config->budget_max_ns  = 1000000;
     /* GPU: blocks of 512 threads, as many as the ranks that share a GPU
      * leave room for (gpu_auto_channels in gpu.c): on an H200 (132 SMs, one
-     * such block each) 32 up to 4 ranks per GPU, 16 at 8. 512 KiB slices:
+     * such block each) 32 up to 4 ranks per node, 16 at 8. 512 KiB slices:
      * the per-slice handshake (counter reads in peer memory, fences,
      * barriers) costs microseconds; 128 KiB slices reached 74 GB/s algbw on
      * a 256 MiB allreduce at 4 ranks, 512 KiB 120 GB/s (contrib/results).

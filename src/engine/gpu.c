@@ -460,26 +460,25 @@ static void gpu_sync_fini(dfccl_gpu_t *g)
 }
 
 /* Blocks of the daemon kernel under gpu_channels 0: as many as let the
- * kernels of all ranks on one GPU be resident together (gpu_warn_crowded
- * says why they must), at most DFCCL_GPU_MAX_CHANNELS. The ranks per GPU
- * are the job's ranks on this node over the GPUs this process sees; unknown
- * counts as 8. More blocks move large collectives faster while they fit: a
- * 256 MiB allreduce at 4 ranks on one H200 took 614-623 us with 32 blocks
- * and 710-715 us with 16 (contrib/results/2026-11-30-gpu-channels.md). The
- * device is current on this thread. */
+ * kernels of all the job's ranks on this node be resident together on one
+ * GPU (gpu_warn_crowded says why they must), at most DFCCL_GPU_MAX_CHANNELS;
+ * unknown ranks count as 8. Which GPU another rank uses is not known before
+ * its first communicator, and ranks that never choose one all share device
+ * 0, so the count does not assume they are spread over the GPUs. More
+ * blocks move large collectives faster while they fit: a 256 MiB allreduce
+ * at 4 ranks on one H200 took 614-659 us with 32 blocks and 710-718 us with
+ * 16 (contrib/results/2026-11-30-gpu-channels.md). The device is current on
+ * this thread. */
 static unsigned gpu_auto_channels(const dfccl_config_t *cfg, int device, unsigned threads)
 {
-    int devices = 0, sms = 0, per_sm = 0;
-    unsigned sharing, fit;
+    int sms = 0, per_sm = 0;
+    unsigned sharing = cfg->gpu_local_ranks > 0 ? cfg->gpu_local_ranks : 8, fit;
 
-    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices < 1 ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
         dfccl_gpu_kernel_per_sm(threads, &per_sm) != 0 || sms < 1 || per_sm < 1) {
         cudaGetLastError();
         return 16;
     }
-    sharing = cfg->gpu_local_ranks > 0 ? (cfg->gpu_local_ranks + (unsigned)devices - 1) / (unsigned)devices
-                                       : 8;
     fit = (unsigned)sms * (unsigned)per_sm / sharing;
     return fit < 1 ? 1 : fit > DFCCL_GPU_MAX_CHANNELS ? DFCCL_GPU_MAX_CHANNELS : fit;
 }
@@ -742,11 +741,13 @@ static int gpu_hello_same_device(const gpu_hello_t *a, const gpu_hello_t *b)
 static void gpu_warn_crowded(dfccl_gpu_t *g, const gpu_hello_t *all, int me, int n)
 {
     int sharing = 0, first = me, per_sm = 0, sms = 0;
+    long blocks = 0;   /* the kernels of all ranks on our device (their own counts) */
 
     if (g->crowd_warned) return;
     for (int r = 0; r < n; r++) {
         if (!gpu_hello_same_device(&all[r], &all[me])) continue;
         sharing++;
+        blocks += all[r].nchannels;
         if (r < first) first = r;
     }
     if (dfccl_gpu_kernel_per_sm(g->threads, &per_sm) != 0 ||
@@ -754,14 +755,14 @@ static void gpu_warn_crowded(dfccl_gpu_t *g, const gpu_hello_t *all, int me, int
         cudaGetLastError();
         return;
     }
-    if ((long)sharing * g->blocks <= (long)sms * per_sm) return;
+    if (blocks <= (long)sms * per_sm) return;
     g->crowd_warned = 1;
     if (me != first) return;   /* one rank per device says it */
-    dfccl_error("%d ranks share GPU %d, each with a daemon kernel of %u blocks of %u threads, but"
-                " its %d SMs hold %d such blocks at once: the kernels wait for each other and"
+    dfccl_error("%d ranks share GPU %d, their daemon kernels %ld blocks of %u threads together,"
+                " but its %d SMs hold %d such blocks at once: the kernels wait for each other and"
                 " collectives slow down; lower coll_dfccl_gpu_channels or coll_dfccl_gpu_threads"
-                " so that ranks x channels <= %d", sharing, g->device, g->blocks, g->threads, sms,
-                sms * per_sm, sms * per_sm);
+                " so that the ranks' channels add up to at most %d", sharing, g->device, blocks,
+                g->threads, sms, sms * per_sm, sms * per_sm);
 }
 
 dfccl_status_t dfccl_gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)

@@ -497,7 +497,8 @@ __device__ static int gpu_should_quit(const dfccl_gpu_env_t *env, const dfccl_gp
         active |= o->nactive != 0;
     }
     if (ctrl.x > blk->admitted) return 0;
-    return now - last > (active ? env->stuck_quit_ns : env->idle_quit_ns);
+    /* a block may have stamped after our clock was read */
+    return now > last && now - last > (active ? env->stuck_quit_ns : env->idle_quit_ns);
 }
 
 /* Thread 0: decide what the block does next. */

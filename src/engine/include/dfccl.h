@@ -89,10 +89,10 @@ typedef struct dfccl_config {
     uint64_t budget_max_ns;   /* progress doubles it */
     /* GPU backend (communicators created with dfccl_gpu_comm_*). */
     unsigned gpu_channels;       /* blocks of the daemon kernel, a collective's parts at most;
-                                    0: as many as let the kernels of the ranks sharing a
-                                    GPU be resident together (gpu_local_ranks) */
+                                    0: as many as let the kernels of the job's ranks on
+                                    this node be resident together on one GPU */
     unsigned gpu_local_ranks;    /* processes of the job on this node, for gpu_channels 0
-                                    (0: unknown, taken as 8 per GPU) */
+                                    (0: unknown, taken as 8) */
     unsigned gpu_threads;        /* threads per block */
     size_t   gpu_slot_bytes;     /* FIFO slot of a channel, in device memory */
     unsigned gpu_fifo_slots;     /* slots per channel FIFO */

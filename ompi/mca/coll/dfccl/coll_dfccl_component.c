@@ -145,9 +145,9 @@ static int dfccl_register(void)
     (void)mca_base_component_var_register(v, "gpu_channels",
         "Blocks of the GPU daemon kernel; a large collective is cut into at most this many parts"
         " that move side by side (a communicator takes the fewest of its ranks'). 0: as many as"
-        " let the kernels of all ranks sharing a GPU be resident together (the job's ranks on"
-        " the node over the GPUs a process sees; on an H200 32 up to 4 ranks per GPU, 16 at 8);"
-        " 0..32",
+        " let the kernels of all the job's ranks on the node be resident together on one GPU (on"
+        " an H200 32 up to 4 ranks per node, 16 at 8; where every rank has a GPU of its own, 32"
+        " may move large collectives faster); 0..32",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
         &c->gpu_channels);
     (void)mca_base_component_var_register(v, "gpu_threads",
