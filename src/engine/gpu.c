@@ -459,6 +459,21 @@ static void gpu_sync_fini(dfccl_gpu_t *g)
     pthread_mutex_destroy(&g->stage_lock);
 }
 
+/* Daemon blocks of `threads` threads the device holds at once (its *sms
+ * SMs times the blocks per SM); 0 when CUDA cannot say. */
+static int gpu_block_capacity(int device, unsigned threads, int *sms)
+{
+    int per_sm = 0;
+
+    *sms = 0;
+    if (cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+        dfccl_gpu_kernel_per_sm(threads, &per_sm) != 0 || *sms < 1 || per_sm < 1) {
+        cudaGetLastError();
+        return 0;
+    }
+    return *sms * per_sm;
+}
+
 /* Blocks of the daemon kernel under gpu_channels 0: as many as let the
  * kernels of all the job's ranks on this node be resident together on one
  * GPU (gpu_warn_crowded says why they must), at most DFCCL_GPU_MAX_CHANNELS;
@@ -471,15 +486,11 @@ static void gpu_sync_fini(dfccl_gpu_t *g)
  * this thread. */
 static unsigned gpu_auto_channels(const dfccl_config_t *cfg, int device, unsigned threads)
 {
-    int sms = 0, per_sm = 0;
+    int sms, capacity = gpu_block_capacity(device, threads, &sms);
     unsigned sharing = cfg->gpu_local_ranks > 0 ? cfg->gpu_local_ranks : 8, fit;
 
-    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-        dfccl_gpu_kernel_per_sm(threads, &per_sm) != 0 || sms < 1 || per_sm < 1) {
-        cudaGetLastError();
-        return 16;
-    }
-    fit = (unsigned)sms * (unsigned)per_sm / sharing;
+    if (capacity == 0) return 16;
+    fit = (unsigned)capacity / sharing;
     return fit < 1 ? 1 : fit > DFCCL_GPU_MAX_CHANNELS ? DFCCL_GPU_MAX_CHANNELS : fit;
 }
 
@@ -740,7 +751,7 @@ static int gpu_hello_same_device(const gpu_hello_t *a, const gpu_hello_t *b)
  * of them; the device is current on this thread. */
 static void gpu_warn_crowded(dfccl_gpu_t *g, const gpu_hello_t *all, int me, int n)
 {
-    int sharing = 0, first = me, per_sm = 0, sms = 0;
+    int sharing = 0, first = me, sms, capacity;
     long blocks = 0;   /* the kernels of all ranks on our device (their own counts) */
 
     if (g->crowd_warned) return;
@@ -750,19 +761,15 @@ static void gpu_warn_crowded(dfccl_gpu_t *g, const gpu_hello_t *all, int me, int
         blocks += all[r].nchannels;
         if (r < first) first = r;
     }
-    if (dfccl_gpu_kernel_per_sm(g->threads, &per_sm) != 0 ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g->device) != cudaSuccess) {
-        cudaGetLastError();
-        return;
-    }
-    if (blocks <= (long)sms * per_sm) return;
+    capacity = gpu_block_capacity(g->device, g->threads, &sms);
+    if (capacity == 0 || blocks <= capacity) return;
     g->crowd_warned = 1;
     if (me != first) return;   /* one rank per device says it */
     dfccl_error("%d ranks share GPU %d, their daemon kernels %ld blocks of %u threads together,"
                 " but its %d SMs hold %d such blocks at once: the kernels wait for each other and"
                 " collectives slow down; lower coll_dfccl_gpu_channels or coll_dfccl_gpu_threads"
                 " so that the ranks' channels add up to at most %d", sharing, g->device, blocks,
-                g->threads, sms, sms * per_sm, sms * per_sm);
+                g->threads, sms, capacity, capacity);
 }
 
 dfccl_status_t dfccl_gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)

@@ -40,6 +40,13 @@ void gpu_trace_start(dfccl_gpu_t *g)
 }
 
 /* Microseconds from `from` to a kernel stamp, or "none" for a step not reached. */
+/* dfccl_gpu_algo_t by name. */
+static const char *gpu_trace_algo(int algo)
+{
+    static const char *const names[] = { "ring", "one-shot", "direct", "ll" };
+    return algo >= 0 && algo < (int)(sizeof(names) / sizeof(names[0])) ? names[algo] : "?";
+}
+
 static const char *gpu_trace_step(char *buf, size_t len, uint64_t stamp, uint64_t from)
 {
     if (stamp == 0) return "none";
@@ -52,7 +59,6 @@ static const char *gpu_trace_step(char *buf, size_t len, uint64_t stamp, uint64_
  * previous completion of this process (the gap between calls). */
 void gpu_trace_flush(dfccl_gpu_t *g)
 {
-    static const char *const algos[] = { "ring", "one-shot", "direct", "ll" };
 
     for (size_t i = 0; i < g->trace_n; i++) {
         const struct gpu_trace_rec *r = &g->trace_recs[i];
@@ -65,7 +71,7 @@ void gpu_trace_flush(dfccl_gpu_t *g)
                 " finished %s us; moving: slowest channel %.2f, mean %.2f us over %d (%s)\n",
                 r->rank, r->size, (unsigned long long)r->comm_key,
                 dfccl_coll_type_name((dfccl_coll_type_t)r->type), (unsigned long long)r->seq,
-                (unsigned long long)r->bytes, r->algo >= 0 && r->algo < 4 ? algos[r->algo] : "?",
+                (unsigned long long)r->bytes, gpu_trace_algo(r->algo),
                 ((double)r->published_ns - post) / 1e3, ((double)r->drained_ns - post) / 1e3, gap,
                 gpu_trace_step(b[0], sizeof(b[0]), r->t[DFCCL_GPU_T_ADMITTED], seen),
                 gpu_trace_step(b[1], sizeof(b[1]), r->t[DFCCL_GPU_T_FIRST_MOVE], seen),
@@ -73,7 +79,7 @@ void gpu_trace_flush(dfccl_gpu_t *g)
                 gpu_trace_step(b[3], sizeof(b[3]), r->t[DFCCL_GPU_T_FINISHED], seen),
                 (double)r->move_max_ns / 1e3,
                 r->nparts > 0 ? (double)r->move_sum_ns / 1e3 / r->nparts : 0.0, r->nparts,
-                r->algo_run >= 0 && r->algo_run < 4 ? algos[r->algo_run] : "?");
+                gpu_trace_algo(r->algo_run));
     }
     fflush(stderr);
     g->trace_n = 0;

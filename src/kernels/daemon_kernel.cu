@@ -361,6 +361,47 @@ __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_blo
     return 1;
 }
 
+/* The policy's budgets (sched_policy.h) from the launch's settings. */
+__device__ static inline dfccl_sched_budgets_t gpu_budgets(const dfccl_gpu_env_t *env)
+{
+    dfccl_sched_budgets_t b = { env->budget_head_ns, env->budget_ns, env->budget_min_ns,
+                                env->budget_max_ns };
+    return b;
+}
+
+/* Thread 0: the collective at index i of the active list gets the block. */
+__device__ static void gpu_turn_begin(const dfccl_gpu_env_t *env, gpu_sched_t *s, int i,
+                                      const dfccl_gpu_task_t *t)
+{
+    dfccl_sched_budgets_t b = gpu_budgets(env);
+
+    s->turn = i;
+    s->turn_budget = dfccl_sched_turn_budget(&b, t->budget_ns, s->first_of_pass);
+    s->first_of_pass = 0;
+    s->turn_blocked_since = 0;
+    s->turn_moved = 0;
+}
+
+/* Thread 0: the turn's collective moved data. */
+__device__ static inline void gpu_turn_moved(gpu_sched_t *s, dfccl_gpu_task_t *t,
+                                             dfccl_gpu_block_t *blk, uint64_t now)
+{
+    s->turn_moved = 1;
+    s->turn_blocked_since = 0;
+    t->blocked_since = 0;
+    blk->busy_ns = now;
+}
+
+/* Thread 0, in a turn that could not move: give way after the budget, or
+ * at once when new work arrived or the host wants the kernel out. */
+__device__ static inline int gpu_turn_gives_way(const dfccl_gpu_env_t *env,
+                                                const dfccl_gpu_block_t *blk,
+                                                const gpu_sched_t *s, uint64_t now, ulonglong2 ctrl)
+{
+    return now - s->turn_blocked_since >= s->turn_budget || ctrl.x > blk->admitted ||
+           ctrl.y >= env->launch_id;
+}
+
 /* Thread 0: an LL attempt. Whether it moves only all threads can tell (each
  * polls its own lines), so the command runs and gpu_ll_after decides. Its
  * wait for lines ends with the turn's budget, and after at most
@@ -420,8 +461,7 @@ __device__ static int gpu_task_done(dfccl_gpu_task_t *t)
 __device__ static void gpu_end_turn(const dfccl_gpu_env_t *env, dfccl_gpu_block_t *blk,
                                     gpu_sched_t *s, uint64_t now)
 {
-    dfccl_sched_budgets_t b = { env->budget_head_ns, env->budget_ns, env->budget_min_ns,
-                                env->budget_max_ns };
+    dfccl_sched_budgets_t b = gpu_budgets(env);
     dfccl_gpu_task_t *t = gpu_task(env, blk->active[s->turn]);
 
     t->budget_ns = dfccl_sched_adapt(&b, t->budget_ns, s->turn_moved);
@@ -452,10 +492,7 @@ __device__ static void gpu_ll_after(const dfccl_gpu_env_t *env, dfccl_gpu_block_
 
     if (t->phase == 0 || sh->ll.ok) {   /* the send went out, or the receive */
         t->phase = sh->ll.ok ? 2 : 1;
-        s->turn_moved = 1;
-        s->turn_blocked_since = 0;
-        t->blocked_since = 0;
-        blk->busy_ns = now;
+        gpu_turn_moved(s, t, blk, now);
     }
     if (sh->ll.ok) {
         t->exec.waiting = DFCCL_WAIT_NONE;
@@ -468,9 +505,7 @@ __device__ static void gpu_ll_after(const dfccl_gpu_env_t *env, dfccl_gpu_block_
     t->exec.waiting = DFCCL_WAIT_RECV;
     s->wait_peer = (uint32_t)sh->ll.lagging;
     if (s->turn_blocked_since == 0) s->turn_blocked_since = sh->ll.start;
-    ulonglong2 ctrl = gpu_ctrl_poll(env, s, now, 1);
-    if (now - s->turn_blocked_since >= s->turn_budget || ctrl.x > blk->admitted ||
-        ctrl.y >= env->launch_id)
+    if (gpu_turn_gives_way(env, blk, s, now, gpu_ctrl_poll(env, s, now, 1)))
         gpu_end_turn(env, blk, s, now);
 }
 
@@ -505,9 +540,6 @@ __device__ static int gpu_should_quit(const dfccl_gpu_env_t *env, const dfccl_gp
 __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_t *blk,
                                     gpu_shared_t *sh, gpu_sched_t *s)
 {
-    dfccl_sched_budgets_t b = { env->budget_head_ns, env->budget_ns, env->budget_min_ns,
-                                env->budget_max_ns };
-
     sh->cmd = CMD_NONE;
     for (;;) {
         uint64_t now = gpu_now_ns();
@@ -525,17 +557,11 @@ __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_
             int moves = gpu_try_move(env, t, slot, sh, s);
             if (moves == 2) return;   /* LL: the command tells (gpu_ll_after) */
             if (moves) {
-                s->turn_moved = 1;
-                s->turn_blocked_since = 0;
-                t->blocked_since = 0;
-                blk->busy_ns = now;
+                gpu_turn_moved(s, t, blk, now);
                 return;
             }
             if (s->turn_blocked_since == 0) s->turn_blocked_since = now;
-            /* give way after the budget, or at once when new work arrived */
-            ulonglong2 ctrl = gpu_ctrl_poll(env, s, now, 1);
-            if (now - s->turn_blocked_since >= s->turn_budget || ctrl.x > blk->admitted ||
-                ctrl.y >= env->launch_id)
+            if (gpu_turn_gives_way(env, blk, s, now, gpu_ctrl_poll(env, s, now, 1)))
                 gpu_end_turn(env, blk, s, now);
             else
                 __nanosleep(64);
@@ -578,11 +604,7 @@ __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_
                 gpu_finish(env, blk, s->pos, DFCCL_ERR_TIMEOUT, &g);
                 continue;
             }
-            s->turn = s->pos;
-            s->turn_budget = dfccl_sched_turn_budget(&b, t->budget_ns, s->first_of_pass);
-            s->first_of_pass = 0;
-            s->turn_blocked_since = 0;
-            s->turn_moved = 0;
+            gpu_turn_begin(env, s, s->pos, t);
             continue;
         }
         /* a pass without progress: back off a little; block 0 decides for
@@ -677,8 +699,6 @@ __device__ static int gpu_direct_continue(const dfccl_gpu_env_t *env, dfccl_gpu_
 __device__ static int gpu_express(const dfccl_gpu_env_t *env, dfccl_gpu_block_t *blk,
                                   gpu_shared_t *sh, gpu_sched_t *s)
 {
-    dfccl_sched_budgets_t b = { env->budget_head_ns, env->budget_ns, env->budget_min_ns,
-                                env->budget_max_ns };
     const dfccl_gpu_desc_t *d = (const dfccl_gpu_desc_t *)sh->head;
     dfccl_gpu_task_t *t;
 
@@ -687,12 +707,8 @@ __device__ static int gpu_express(const dfccl_gpu_env_t *env, dfccl_gpu_block_t 
         s->ctrl.y >= env->launch_id || env->comms[d->comm_index].broken)
         return 0;
     t = gpu_task(env, sh->slot);
-    s->turn = 0;
     s->pos = 0;
-    s->turn_budget = dfccl_sched_turn_budget(&b, env->budget_ns, s->first_of_pass);
-    s->first_of_pass = 0;
-    s->turn_blocked_since = 0;
-    s->turn_moved = 0;
+    gpu_turn_begin(env, s, 0, t);   /* t->budget_ns: admission set the default */
     gpu_ll_prepare(env, t, sh->slot, sh, s);
     return 1;
 }
