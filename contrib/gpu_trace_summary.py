@@ -14,7 +14,8 @@ import sys
 from collections import defaultdict
 
 HOST = ["published", "drained", "gap"]          # us from the post; gap: since the previous completion
-KERNEL = ["admitted", "first-move", "last-move", "finished"]   # us from the kernel seeing it
+KERNEL = ["admitted", "first-move", "sent", "last-move", "received", "finished"]   # us from the kernel seeing it
+OPTIONAL = {"sent", "received"}   # LL and one-shot only ("none" otherwise)
 LINE = re.compile(r"dfccl gpu trace: rank (\d+) of (\d+) comm \S+ (\S+) #\d+ (\d+) B (\S+): (.*?) us(?:;|$)")
 
 
@@ -39,8 +40,9 @@ def main(argv):
             rank, nranks, coll, size, algo, rest = m.groups()
             fields = rest.replace("kernel:", "").split()
             try:
-                values = {fields[k]: float(fields[k + 1]) for k in range(0, len(fields) - 1, 2)}
-                row = [values[s] for s in HOST + KERNEL]
+                values = {fields[k]: None if fields[k + 1] == "none" and fields[k] in OPTIONAL
+                          else float(fields[k + 1]) for k in range(0, len(fields) - 1, 2)}
+                row = [values.get(s) if s in OPTIONAL else values[s] for s in HOST + KERNEL]
             except (ValueError, KeyError):
                 continue   # a line cut by another process's output, or a failed collective (none)
             groups[(int(nranks), int(rank), coll, int(size), algo)].append(row)
@@ -54,13 +56,20 @@ def main(argv):
           " ".join("%16s" % s for s in names))
     for key in sorted(groups):
         rows = groups[key][skip:] or groups[key]
-        med = [statistics.median(r[k] for r in rows) for k in range(len(names))]
-        share = []
+        cells = []
         for k in range(len(names)):
-            prev = k - 1 if k > len(HOST) else None
-            share.append(statistics.median(r[k] - (r[prev] if prev is not None else 0.0) for r in rows))
-        print("%-3d %-4d %-15s %10d %-8s %5d  " % (key + (len(rows),)) +
-              " ".join("%7.2f (%6.2f)" % (med[k], share[k]) for k in range(len(names))))
+            present = [r for r in rows if r[k] is not None]
+            if not present:
+                cells.append("%16s" % "none")
+                continue
+            share = []
+            for r in present:   # from the step before that this row reached
+                prev = next((r[j] for j in range(k - 1, len(HOST) - 1, -1) if r[j] is not None), 0.0) \
+                    if k > len(HOST) else 0.0
+                share.append(r[k] - prev)
+            cells.append("%7.2f (%6.2f)" % (statistics.median(r[k] for r in present),
+                                            statistics.median(share)))
+        print("%-3d %-4d %-15s %10d %-8s %5d  " % (key + (len(rows),)) + " ".join(cells))
         gaps = sorted(r[2] for r in rows)
         print("%53s gap p90 %.2f p99 %.2f max %.2f; drained p90 %.2f max %.2f" % (
             "", gaps[int(len(gaps) * 0.9)], gaps[int(len(gaps) * 0.99)], gaps[-1],

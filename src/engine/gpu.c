@@ -23,6 +23,8 @@
 #include "kernels.h"
 #include "log.h"
 
+/* A failed kernel is noticed within this (a normal exit at once). */
+#define GPU_EXIT_CHECK_NS 100000ull
 /* After the kernel left with work pending and nothing new arrived, launch
  * it again after this backoff, doubling up to the cap: a peer that is late
  * by milliseconds does not cost a launch every few microseconds, and the
@@ -353,6 +355,23 @@ static void gpu_launch(dfccl_gpu_t *g)
     g->launched = 1;
 }
 
+/* Whether the proxy asks the driver now if the kernel has ended: at once
+ * when the kernel said it is leaving (ctrl->left), else at most every
+ * GPU_EXIT_CHECK_NS, for a kernel that failed and said nothing. A query on
+ * every loop of the proxy contends for the driver with the caller's own
+ * CUDA calls: asking only then took the 8 B allreduce at 4 ranks from
+ * 20.45/21.02 to 19.85/19.65 us (contrib/results/2026-11-30-gpu-latency-path.md). */
+static int gpu_exit_check_due(dfccl_gpu_t *g)
+{
+    uint64_t now;
+
+    if (__atomic_load_n(&g->ctrl->left, __ATOMIC_ACQUIRE) == g->env.launch_id) return 1;
+    now = dfccl_now_ns();
+    if (now - g->exit_checked_ns < GPU_EXIT_CHECK_NS) return 0;
+    g->exit_checked_ns = now;
+    return 1;
+}
+
 static void *gpu_proxy_main(void *arg)
 {
     dfccl_gpu_t *g = arg;
@@ -363,7 +382,7 @@ static void *gpu_proxy_main(void *arg)
     for (;;) {
         if (gpu_drain(g) > 0) g->backoff_ns = GPU_RELAUNCH_MIN_NS;
         gpu_direct_service(g);
-        if (g->launched) {
+        if (g->launched && gpu_exit_check_due(g)) {
             cudaError_t e = cudaEventQuery(g->exited);
             if (e != cudaErrorNotReady) {
                 g->launched = 0;

@@ -99,6 +99,7 @@ typedef struct dfccl_gpu {
     /* proxy thread only */
     int                   launched;
     uint64_t              launch_ticket, exit_ns, backoff_ns;
+    uint64_t              exit_checked_ns;   /* gpu_exit_check_due */
     int                   broken;       /* the kernel faulted: the backend is unusable */
     struct gpu_trace_rec *trace_recs;   /* gpu_trace.c (env.trace); under drain_lock */
     size_t                trace_n;

@@ -98,7 +98,9 @@ enum {
     DFCCL_GPU_T_SEEN,            /* block saw the submission */
     DFCCL_GPU_T_ADMITTED,        /* its copy is in device memory */
     DFCCL_GPU_T_FIRST_MOVE,      /* first primitive began */
+    DFCCL_GPU_T_SENT,            /* LL and one-shot: the send done by all threads */
     DFCCL_GPU_T_LAST_MOVE,       /* last primitive began */
+    DFCCL_GPU_T_RECEIVED,        /* LL and one-shot: the receive done by all threads */
     DFCCL_GPU_T_FINISHED,        /* completion entry being written */
     DFCCL_GPU_T_COUNT
 };
@@ -117,13 +119,15 @@ typedef struct dfccl_gpu_cqe {
     uint32_t          algo_run, nparts;
 } dfccl_gpu_cqe_t;
 
-/* Host-written control words (pinned, mapped), read together in one load. */
+/* Host-written control words (pinned, mapped), read together in one load;
+ * and the kernel's word that it is leaving. */
 typedef struct __attribute__((aligned(16))) dfccl_gpu_ctrl {
     volatile uint64_t sq_tail;
     volatile uint64_t stop;      /* launches numbered up to this leave at once: UINT64_MAX
                                     at shutdown, the current launch when the host needs
                                     the kernel out (new mappings for a direct collective) */
-    char              pad[48];
+    volatile uint64_t left;      /* written by the kernel: the launch that is leaving */
+    char              pad[40];
 } dfccl_gpu_ctrl_t;
 
 /* One rank's view of a communicator, in device memory; built by the host at

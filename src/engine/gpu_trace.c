@@ -11,7 +11,10 @@
  * measures. Host times are the monotonic clock; the kernel's clock runs
  * apart from it, so kernel steps are given from the moment the kernel saw
  * the submission, host steps from the post. A step the collective never
- * reached (it failed first) is printed as "none".
+ * reached (it failed first) is printed as "none". Each line ends with the
+ * two clocks' readings at the post and at the kernel seeing it, in ns: ranks
+ * of one node share the host clock, ranks of one GPU the kernel's, so
+ * contrib/gpu_trace_ranks.py lines the ranks' steps up against each other.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,21 +68,25 @@ void gpu_trace_flush(dfccl_gpu_t *g)
         uint64_t seen = r->t[DFCCL_GPU_T_SEEN];
         double post = (double)r->posted_ns;
         double gap = i > 0 ? (post - (double)g->trace_recs[i - 1].drained_ns) / 1e3 : 0.0;
-        char b[4][32];
+        char b[6][32];
         fprintf(stderr, "dfccl gpu trace: rank %d of %d comm %#llx %s #%llu %llu B %s: published"
-                " %.2f drained %.2f gap %.2f kernel: admitted %s first-move %s last-move %s"
-                " finished %s us; moving: slowest channel %.2f, mean %.2f us over %d (%s)\n",
+                " %.2f drained %.2f gap %.2f kernel: admitted %s first-move %s sent %s last-move %s"
+                " received %s finished %s us; moving: slowest channel %.2f, mean %.2f us over %d (%s);"
+                " clocks: post %llu seen %llu\n",
                 r->rank, r->size, (unsigned long long)r->comm_key,
                 dfccl_coll_type_name((dfccl_coll_type_t)r->type), (unsigned long long)r->seq,
                 (unsigned long long)r->bytes, gpu_trace_algo(r->algo),
                 ((double)r->published_ns - post) / 1e3, ((double)r->drained_ns - post) / 1e3, gap,
                 gpu_trace_step(b[0], sizeof(b[0]), r->t[DFCCL_GPU_T_ADMITTED], seen),
                 gpu_trace_step(b[1], sizeof(b[1]), r->t[DFCCL_GPU_T_FIRST_MOVE], seen),
-                gpu_trace_step(b[2], sizeof(b[2]), r->t[DFCCL_GPU_T_LAST_MOVE], seen),
-                gpu_trace_step(b[3], sizeof(b[3]), r->t[DFCCL_GPU_T_FINISHED], seen),
+                gpu_trace_step(b[2], sizeof(b[2]), r->t[DFCCL_GPU_T_SENT], seen),
+                gpu_trace_step(b[3], sizeof(b[3]), r->t[DFCCL_GPU_T_LAST_MOVE], seen),
+                gpu_trace_step(b[4], sizeof(b[4]), r->t[DFCCL_GPU_T_RECEIVED], seen),
+                gpu_trace_step(b[5], sizeof(b[5]), r->t[DFCCL_GPU_T_FINISHED], seen),
                 (double)r->move_max_ns / 1e3,
                 r->nparts > 0 ? (double)r->move_sum_ns / 1e3 / r->nparts : 0.0, r->nparts,
-                gpu_trace_algo(r->algo_run));
+                gpu_trace_algo(r->algo_run), (unsigned long long)r->posted_ns,
+                (unsigned long long)seen);
     }
     fflush(stderr);
     g->trace_n = 0;

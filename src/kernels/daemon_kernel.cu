@@ -316,7 +316,9 @@ __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_blo
         t->t[DFCCL_GPU_T_SEEN] = seen_ns;
         t->t[DFCCL_GPU_T_ADMITTED] = gpu_now_ns();
         t->t[DFCCL_GPU_T_FIRST_MOVE] = 0;
+        t->t[DFCCL_GPU_T_SENT] = 0;
         t->t[DFCCL_GPU_T_LAST_MOVE] = 0;
+        t->t[DFCCL_GPU_T_RECEIVED] = 0;
         t->move_ns = 0;
     }
     t->key.priority = d->priority;
@@ -743,8 +745,12 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
         if (threadIdx.x == 0) {
             if (s.express) s.express = 0;   /* the command is set */
             else gpu_schedule(&env, blk, &sh, &s);
-            if (sh.cmd == CMD_QUIT) gpu_block_copy(&env.state->blocks[blockIdx.x], blk);
-            else gpu_block_publish(&env, blk);
+            if (sh.cmd == CMD_QUIT) {
+                gpu_block_copy(&env.state->blocks[blockIdx.x], blk);
+                if (blockIdx.x == 0) env.ctrl->left = env.launch_id;   /* the host looks now */
+            } else {
+                gpu_block_publish(&env, blk);
+            }
             if (env.trace) cmd_ns = gpu_now_ns();
         }
         __syncthreads();
@@ -770,9 +776,13 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
             if (t->phase == 0) {
                 gpu_ll_send(t, c);
                 __syncthreads();   /* in place: everything read before outputs are written */
+                if (env.trace && threadIdx.x == 0) t->t[DFCCL_GPU_T_SENT] = gpu_now_ns();
             }
             ok = gpu_ll_recv(t, c, sh.ll.deadline, &sh.ll.lagging);
-            if (threadIdx.x == 0) sh.ll.ok = ok;
+            if (threadIdx.x == 0) {
+                sh.ll.ok = ok;
+                if (env.trace && ok) t->t[DFCCL_GPU_T_RECEIVED] = gpu_now_ns();
+            }
             break;
         }
         case CMD_DIRECT_GATHER:
@@ -818,6 +828,8 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
                 break;
             case CMD_ONESHOT_SEND:
             case CMD_ONESHOT_RECV:
+                if (env.trace)
+                    t->t[cmd == CMD_ONESHOT_SEND ? DFCCL_GPU_T_SENT : DFCCL_GPU_T_RECEIVED] = gpu_now_ns();
                 gpu_oneshot_publish(t, &env.comms[t->comm_index]);
                 s.relax_ns = 32;
                 break;

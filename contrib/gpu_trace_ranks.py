@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Lines the ranks of one GPU up against each other in the GPU latency trace.
+
+Reads 'dfccl gpu trace:' lines (coll_dfccl_gpu_trace 1) from the files given
+(or stdin). Ranks on one node share the host's monotonic clock and ranks on
+one GPU the kernel's, and each line ends with both readings ("clocks: post
+NS seen NS"), so the same collective (matched by the kernel's clock: the
+records that finished nearest to each other) can be compared across ranks: who posted last, whose kernel started sending last,
+and how long every rank's kernel then still took to finish. Prints, per
+group of collectives (ranks, collective, size, algorithm), medians in us
+over the calls that every rank traced, after the first `--skip` (warm-up):
+
+  cycle           from one call's first post to the next call's first post
+  post            this rank's post after the first rank's (host clock)
+  published/drained  this rank's steps after the first rank's post
+  seen, first-move, sent, received
+                  this rank's kernel steps after the first kernel saw the
+                  call (kernel clock; sent and received: LL and one-shot)
+  finished        this rank's kernel finishing, after the last rank's first
+                  move (the LL send): the wait for the last lines, the
+                  reduction and the completion entry
+and how often each rank was the last to post and the last to send.
+"""
+import re
+import statistics
+import sys
+from collections import defaultdict
+
+OPTIONAL = ("sent", "received")   # LL and one-shot only ("none" otherwise)
+LINE = re.compile(r"dfccl gpu trace: rank (\d+) of (\d+) comm (\S+) (\S+) #(\d+) (\d+) B (\S+): (.*?) us;"
+                  r".*clocks: post (\d+) seen (\d+)")
+
+
+def parse(streams):
+    calls = defaultdict(dict)   # (np, comm, coll, size, algo) -> (epoch, seq) -> rank -> record
+    last = {}                   # (group, rank) -> (epoch, seq) of its previous line
+    for stream in streams:
+        for line in stream:
+            m = LINE.search(line)
+            if not m:
+                continue
+            rank, nranks, comm, coll, seq, size, algo, rest, post, seen = m.groups()
+            fields = rest.replace("kernel:", "").split()
+            try:
+                v = {fields[k]: None if fields[k + 1] == "none" and fields[k] in OPTIONAL
+                     else float(fields[k + 1]) * 1e3 for k in range(0, len(fields) - 1, 2)}
+                rec = {
+                    "post": int(post), "published": int(post) + v["published"],
+                    "drained": int(post) + v["drained"], "seen": int(seen),
+                    "first": int(seen) + v["first-move"], "finished": int(seen) + v["finished"],
+                }
+                for step in OPTIONAL:
+                    rec[step] = int(seen) + v[step] if v.get(step) is not None else None
+            except (ValueError, KeyError):
+                continue   # a cut line or a failed collective (a step "none")
+            group = (int(nranks), comm, coll, int(size), algo)
+            # a communicator freed and another created with its key numbers
+            # its collectives from 0 again: a new epoch
+            epoch, prev = last.get((group, rank), (0, -1))
+            if int(seq) <= prev:
+                epoch += 1
+            last[(group, rank)] = (epoch, int(seq))
+            calls[group].setdefault((epoch, int(seq)), {})[int(rank)] = rec
+    return calls
+
+
+def by_finish(by_seq, nranks):
+    """Regroups the records by the kernel's clock: each of the lowest rank's
+    collectives with every other rank's record that finished nearest to it
+    (a collective finishes on all ranks within microseconds; calls follow
+    tens of microseconds apart). Numbers alone can pair records of
+    different collectives where a rank's numbering also counted others."""
+    ranks = defaultdict(list)
+    for recs in by_seq.values():
+        for k, x in recs.items():
+            ranks[k].append(x)
+    if len(ranks) != nranks:
+        return {}
+    for k in ranks:
+        ranks[k].sort(key=lambda x: x["finished"])
+    ref = min(ranks)
+    gaps = [b["finished"] - a["finished"] for a, b in zip(ranks[ref], ranks[ref][1:])]
+    if not gaps:
+        return {}
+    window = statistics.median(gaps) / 2
+    out, pos = {}, {k: 0 for k in ranks}
+    for i, x in enumerate(ranks[ref]):
+        call = {ref: x}
+        for k in ranks:
+            if k == ref:
+                continue
+            recs = ranks[k]
+            while pos[k] + 1 < len(recs) and \
+                    abs(recs[pos[k] + 1]["finished"] - x["finished"]) <= abs(recs[pos[k]]["finished"] - x["finished"]):
+                pos[k] += 1
+            if recs and abs(recs[pos[k]]["finished"] - x["finished"]) <= window:
+                call[k] = recs[pos[k]]
+        out[(0, i)] = call
+    return out
+
+
+def med(xs):
+    return statistics.median(xs) / 1e3 if xs else float("nan")
+
+
+def report(key, by_seq, skip):
+    nranks = key[0]
+    by_seq = by_finish(by_seq, nranks)
+    seqs = sorted(s for s, r in by_seq.items() if len(r) == nranks)[skip:]
+    if len(seqs) < 2:
+        return
+    per_rank = defaultdict(lambda: defaultdict(list))
+    last_post, last_send, cycles = defaultdict(int), defaultdict(int), []
+    for i, s in enumerate(seqs):
+        r = by_seq[s]
+        post0 = min(x["post"] for x in r.values())
+        seen0 = min(x["seen"] for x in r.values())
+        send = max(x["first"] for x in r.values())
+        last_post[max(r, key=lambda k: r[k]["post"])] += 1
+        last_send[max(r, key=lambda k: r[k]["first"])] += 1
+        nxt = (s[0], s[1] + 1)
+        if i + 1 < len(seqs) and seqs[i + 1] == nxt:
+            cycles.append(min(x["post"] for x in by_seq[nxt].values()) - post0)
+        for k, x in r.items():
+            d = per_rank[k]
+            d["post"].append(x["post"] - post0)
+            d["published"].append(x["published"] - post0)
+            d["drained"].append(x["drained"] - post0)
+            d["seen"].append(x["seen"] - seen0)
+            d["first-move"].append(x["first"] - seen0)
+            for step in OPTIONAL:
+                if x[step] is not None:
+                    d[step].append(x[step] - seen0)
+            d["finished"].append(x["finished"] - send)
+    np_, comm, coll, size, algo = key
+    print("np %d comm %s %s %d B %s: %d calls, cycle median %.2f us" %
+          (np_, comm, coll, size, algo, len(seqs), med(cycles)))
+    names = ["post", "published", "drained", "seen", "first-move", "sent", "received", "finished"]
+    print("  rank " + " ".join("%11s" % n for n in names) + "  last-post last-send")
+    for k in sorted(per_rank):
+        print("  %4d " % k + " ".join("%11.2f" % med(per_rank[k][n]) for n in names) +
+              "  %9d %9d" % (last_post[k], last_send[k]))
+
+
+def main(argv):
+    skip, files, i = 5, [], 0
+    while i < len(argv):
+        if argv[i] == "--skip":
+            skip = int(argv[i + 1])
+            i += 2
+        else:
+            files.append(argv[i])
+            i += 1
+    streams = [open(f) for f in files] if files else [sys.stdin]
+    calls = parse(streams)
+    if not calls:
+        print("no trace lines with clocks")
+        return 1
+    print("medians in us; host steps from the first rank's post, kernel steps from the first"
+          " kernel seeing the call, finished from the last rank's first move")
+    for key in sorted(calls):
+        report(key, calls[key], skip)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
