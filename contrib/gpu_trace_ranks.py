@@ -21,10 +21,15 @@ over the calls that every rank traced, after the first `--skip` (warm-up):
                   reduction and the completion entry
 and how often each rank was the last to post and the last to send.
 """
+import os
 import re
 import statistics
 import sys
 from collections import defaultdict
+
+sys.dont_write_bytecode = True   # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_trace_summary import trace_streams  # noqa: E402  (its neighbour in contrib/)
 
 OPTIONAL = ("sent", "received")   # LL and one-shot only ("none" otherwise)
 LINE = re.compile(r"dfccl gpu trace: rank (\d+) of (\d+) comm (\S+) (\S+) #(\d+) (\d+) B (\S+): (.*?) us;"
@@ -143,15 +148,7 @@ def report(key, by_seq, skip):
 
 
 def main(argv):
-    skip, files, i = 5, [], 0
-    while i < len(argv):
-        if argv[i] == "--skip":
-            skip = int(argv[i + 1])
-            i += 2
-        else:
-            files.append(argv[i])
-            i += 1
-    streams = [open(f) for f in files] if files else [sys.stdin]
+    skip, streams = trace_streams(argv)
     calls = parse(streams)
     if not calls:
         print("no trace lines with clocks")

@@ -19,10 +19,11 @@ OPTIONAL = {"sent", "received"}   # LL and one-shot only ("none" otherwise)
 LINE = re.compile(r"dfccl gpu trace: rank (\d+) of (\d+) comm \S+ (\S+) #\d+ (\d+) B (\S+): (.*?) us(?:;|$)")
 
 
-def main(argv):
-    skip = 5
-    files = []
-    i = 0
+def trace_streams(argv):
+    """The options both trace scripts take: [--skip N] [FILE...]; returns
+    the warm-up lines to skip per group and the streams (stdin without
+    files)."""
+    skip, files, i = 5, [], 0
     while i < len(argv):
         if argv[i] == "--skip":
             skip = int(argv[i + 1])
@@ -30,8 +31,12 @@ def main(argv):
         else:
             files.append(argv[i])
             i += 1
+    return skip, [open(f) for f in files] if files else [sys.stdin]
+
+
+def main(argv):
+    skip, streams = trace_streams(argv)
     groups = defaultdict(list)
-    streams = [open(f) for f in files] if files else [sys.stdin]
     for stream in streams:
         for line in stream:
             m = LINE.search(line)
