@@ -5,8 +5,10 @@ Reads 'dfccl gpu trace:' lines (coll_dfccl_gpu_trace 1) from the files given
 (or stdin). Ranks on one node share the host's monotonic clock and ranks on
 one GPU the kernel's, and each line ends with both readings ("clocks: post
 NS seen NS"), so the same collective (matched by the kernel's clock: the
-records that finished nearest to each other) can be compared across ranks: who posted last, whose kernel started sending last,
-and how long every rank's kernel then still took to finish. Prints, per
+records that finished nearest to each other) can be compared across ranks:
+who posted last, whose kernel made its first move (where an LL or one-shot
+send begins) last, and how long every rank's kernel then still took to
+finish. Prints, per
 group of collectives (ranks, collective, size, algorithm), medians in us
 over the calls that every rank traced, after the first `--skip` (warm-up):
 
@@ -37,8 +39,7 @@ LINE = re.compile(r"dfccl gpu trace: rank (\d+) of (\d+) comm (\S+) (\S+) #(\d+)
 
 
 def parse(streams):
-    calls = defaultdict(dict)   # (np, comm, coll, size, algo) -> (epoch, seq) -> rank -> record
-    last = {}                   # (group, rank) -> (epoch, seq) of its previous line
+    records = defaultdict(lambda: defaultdict(list))   # (np, comm, coll, size, algo) -> rank -> records
     for stream in streams:
         for line in stream:
             m = LINE.search(line)
@@ -58,38 +59,30 @@ def parse(streams):
                     rec[step] = int(seen) + v[step] if v.get(step) is not None else None
             except (ValueError, KeyError):
                 continue   # a cut line or a failed collective (a step "none")
-            group = (int(nranks), comm, coll, int(size), algo)
-            # a communicator freed and another created with its key numbers
-            # its collectives from 0 again: a new epoch
-            epoch, prev = last.get((group, rank), (0, -1))
-            if int(seq) <= prev:
-                epoch += 1
-            last[(group, rank)] = (epoch, int(seq))
-            calls[group].setdefault((epoch, int(seq)), {})[int(rank)] = rec
-    return calls
+            records[(int(nranks), comm, coll, int(size), algo)][int(rank)].append(rec)
+    return records
 
 
-def by_finish(by_seq, nranks):
-    """Regroups the records by the kernel's clock: each of the lowest rank's
-    collectives with every other rank's record that finished nearest to it
-    (a collective finishes on all ranks within microseconds; calls follow
-    tens of microseconds apart). Numbers alone can pair records of
-    different collectives where a rank's numbering also counted others."""
-    ranks = defaultdict(list)
-    for recs in by_seq.values():
-        for k, x in recs.items():
-            ranks[k].append(x)
-    if len(ranks) != nranks:
-        return {}
+def by_finish(ranks):
+    """The calls, by the kernel's clock: each of the lowest rank's records
+    with every other rank's record that finished nearest to it, within half
+    the usual time between calls (a collective finishes on all ranks within
+    microseconds; calls follow tens of microseconds apart). The collectives'
+    numbers are not used: a rank's numbering may also count collectives its
+    peers do not trace alike. Calls are numbered by the lowest rank's
+    finishes, a gap of k usual intervals counting k, so that a record it
+    lacks does not join two calls into one cycle."""
     for k in ranks:
         ranks[k].sort(key=lambda x: x["finished"])
     ref = min(ranks)
     gaps = [b["finished"] - a["finished"] for a, b in zip(ranks[ref], ranks[ref][1:])]
     if not gaps:
         return {}
-    window = statistics.median(gaps) / 2
-    out, pos = {}, {k: 0 for k in ranks}
+    usual = statistics.median(gaps)
+    out, pos, index = {}, {k: 0 for k in ranks}, 0
     for i, x in enumerate(ranks[ref]):
+        if i > 0:
+            index += max(1, round(gaps[i - 1] / usual)) if usual > 0 else 1
         call = {ref: x}
         for k in ranks:
             if k == ref:
@@ -98,9 +91,9 @@ def by_finish(by_seq, nranks):
             while pos[k] + 1 < len(recs) and \
                     abs(recs[pos[k] + 1]["finished"] - x["finished"]) <= abs(recs[pos[k]]["finished"] - x["finished"]):
                 pos[k] += 1
-            if recs and abs(recs[pos[k]]["finished"] - x["finished"]) <= window:
+            if recs and abs(recs[pos[k]]["finished"] - x["finished"]) <= usual / 2:
                 call[k] = recs[pos[k]]
-        out[(0, i)] = call
+        out[index] = call
     return out
 
 
@@ -108,11 +101,19 @@ def med(xs):
     return statistics.median(xs) / 1e3 if xs else float("nan")
 
 
-def report(key, by_seq, skip):
-    nranks = key[0]
-    by_seq = by_finish(by_seq, nranks)
-    seqs = sorted(s for s, r in by_seq.items() if len(r) == nranks)[skip:]
+def report(key, ranks, skip):
+    np_, comm, coll, size, algo = key
+    missing = sorted(set(range(np_)) - set(ranks))
+    if missing:
+        print("np %d comm %s %s %d B %s: no records of rank%s %s" %
+              (np_, comm, coll, size, algo, "s" if len(missing) > 1 else "",
+               " ".join(str(r) for r in missing)))
+        return
+    by_seq = by_finish(ranks)
+    seqs = sorted(s for s, r in by_seq.items() if len(r) == np_)[skip:]
     if len(seqs) < 2:
+        print("np %d comm %s %s %d B %s: fewer than 2 calls that every rank traced" %
+              (np_, comm, coll, size, algo))
         return
     per_rank = defaultdict(lambda: defaultdict(list))
     last_post, last_send, cycles = defaultdict(int), defaultdict(int), []
@@ -123,9 +124,8 @@ def report(key, by_seq, skip):
         send = max(x["first"] for x in r.values())
         last_post[max(r, key=lambda k: r[k]["post"])] += 1
         last_send[max(r, key=lambda k: r[k]["first"])] += 1
-        nxt = (s[0], s[1] + 1)
-        if i + 1 < len(seqs) and seqs[i + 1] == nxt:
-            cycles.append(min(x["post"] for x in by_seq[nxt].values()) - post0)
+        if i + 1 < len(seqs) and seqs[i + 1] == s + 1:
+            cycles.append(min(x["post"] for x in by_seq[s + 1].values()) - post0)
         for k, x in r.items():
             d = per_rank[k]
             d["post"].append(x["post"] - post0)
@@ -137,7 +137,6 @@ def report(key, by_seq, skip):
                 if x[step] is not None:
                     d[step].append(x[step] - seen0)
             d["finished"].append(x["finished"] - send)
-    np_, comm, coll, size, algo = key
     print("np %d comm %s %s %d B %s: %d calls, cycle median %.2f us" %
           (np_, comm, coll, size, algo, len(seqs), med(cycles)))
     names = ["post", "published", "drained", "seen", "first-move", "sent", "received", "finished"]

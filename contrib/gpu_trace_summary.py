@@ -68,10 +68,12 @@ def main(argv):
                 cells.append("%16s" % "none")
                 continue
             share = []
-            for r in present:   # from the step before that this row reached
-                prev = next((r[j] for j in range(k - 1, len(HOST) - 1, -1) if r[j] is not None), 0.0) \
-                    if k > len(HOST) else 0.0
-                share.append(r[k] - prev)
+            for r in present:
+                # from the latest earlier kernel step this row reached before
+                # this one: an LL collective whose first attempt succeeds
+                # begins its last move (that attempt) before it has sent
+                earlier = [r[j] for j in range(len(HOST), k) if r[j] is not None and r[j] <= r[k]]
+                share.append(r[k] - (max(earlier) if earlier else 0.0))
             cells.append("%7.2f (%6.2f)" % (statistics.median(r[k] for r in present),
                                             statistics.median(share)))
         print("%-3d %-4d %-15s %10d %-8s %5d  " % (key + (len(rows),)) + " ".join(cells))

@@ -1,11 +1,17 @@
 #!/bin/bash
 # trace_scripts.sh - checks contrib/gpu_trace_summary.py and
 # contrib/gpu_trace_ranks.py on a trace written here with known steps: 3
-# ranks, a call every 20 us, rank r posting and seen r us after rank 0, every
-# rank finishing 6 + 0.1 r us after the last rank's first move; rank 1's
-# collective numbers run 1000 ahead (a rank whose numbering also counted
-# other collectives), so the calls must be matched by the kernel's clock; a
-# ring group without the LL steps (sent, received: "none"). Needs no GPU.
+# ranks, a call every 20 us; rank r posts and is seen r us after rank 0 (rank
+# 2 posts last), rank 0 makes its first move (the send) last, and every rank
+# finishes 6 + 0.1 r us after that; rank 1 numbers its collectives 1000 ahead
+# (a rank whose numbering also counted other collectives), so calls must be
+# matched by the kernel's clock; rank 0, the reference, lacks calls 3, 5 and
+# 7, and rank 2 call 9: these must neither count, nor pair with a
+# neighbour's record, nor join their neighbours into one cycle; a
+# ring group without the LL steps (sent, received: "none"); rank 1's LL
+# attempts all succeed at once, so its last move (that attempt's start)
+# comes before its send: each step's share must count from the latest
+# earlier step reached before it. Needs no GPU.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 contrib=$here/../../contrib
@@ -16,42 +22,50 @@ fail() { echo "FAIL: trace_scripts: $*" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "SKIP: trace_scripts needs python3"; exit 77; }
 
 python3 - > "$work/trace.txt" <<'PY'
+line = ("dfccl gpu trace: rank %d of 3 comm 0x7 allreduce #%d %d B %s: published 2.00 drained %.2f"
+        " gap 1.00 kernel: admitted 4.00 first-move %.2f sent %s last-move %.2f received %s"
+        " finished %.2f us; moving: slowest channel 3.00, mean 3.00 us over 1 (%s);"
+        " clocks: post %d seen %d")
 for i in range(12):
     for r in range(3):
-        post = 1000000000 + i * 20000 + r * 1000
-        seen = 5000000000 + i * 20000 + r * 1000
-        finished = (7000 + 6000 + r * 100 - r * 1000) / 1000.0   # from its own seen
+        if (r == 0 and i in (3, 5, 7)) or (r == 2 and i == 9):
+            continue
+        first = 8.0 if r == 0 else 5.0               # from its own seen: rank 0 sends last
+        finished = (8000 + 6000 + r * 100 - r * 1000) / 1000.0
         seq = i + (1000 if r == 1 else 0)
-        print("dfccl gpu trace: rank %d of 3 comm 0x7 allreduce #%d 8 B ll: published 2.00 drained 18.00"
-              " gap 1.00 kernel: admitted 4.00 first-move 5.00 sent 6.00 last-move 7.00 received 8.00"
-              " finished %.2f us; moving: slowest channel 3.00, mean 3.00 us over 1 (ll);"
-              " clocks: post %d seen %d" % (r, seq, finished, post, seen))
+        last = first if r == 1 else first + 2         # rank 1: its first attempt received
+        print(line % (r, seq, 8, "ll", 18.0, first, "%.2f" % (first + 1), last, "%.2f" % (first + 3),
+                      finished, "ll", 1000000000 + i * 20000 + r * 1000, 5000000000 + i * 20000 + r * 1000))
 for i in range(4):
-    print("dfccl gpu trace: rank 0 of 3 comm 0x7 allreduce #%d 1048576 B ring: published 2.00"
-          " drained 40.00 gap 1.00 kernel: admitted 4.00 first-move 5.00 sent none last-move 30.00"
-          " received none finished 35.00 us; moving: slowest channel 25.00, mean 25.00 us over 8"
-          " (ring); clocks: post %d seen %d" % (100 + i, 9000000000 + i * 50000, 9900000000 + i * 50000))
+    for r in range(3):
+        print(line % (r, 100 + i, 1048576, "ring", 40.0, 5.0, "none", 30.0, "none", 35.0 - r * 0.5, "ring",
+                      2000000000 + i * 50000 + r * 500, 9000000000 + i * 50000 + r * 500))
 PY
 
 python3 "$contrib/gpu_trace_summary.py" --skip 2 "$work/trace.txt" > "$work/summary.txt" 2>&1 ||
     { cat "$work/summary.txt"; fail "gpu_trace_summary.py failed"; }
 cat "$work/summary.txt"
-grep -Eq '^3 +0 +allreduce +8 ll +10 +2\.00 \( +2\.00\) +18\.00 \( 18\.00\) +1\.00 \( +1\.00\) +4\.00 \( +4\.00\) +5\.00 \( +1\.00\) +6\.00 \( +1\.00\) +7\.00 \( +1\.00\) +8\.00 \( +1\.00\) +13\.00 \( +5\.00\)$' \
+grep -Eq '^3 +1 +allreduce +8 ll +10 +2\.00 \( +2\.00\) +18\.00 \( 18\.00\) +1\.00 \( +1\.00\) +4\.00 \( +4\.00\) +5\.00 \( +1\.00\) +6\.00 \( +1\.00\) +5\.00 \( +0\.00\) +8\.00 \( +2\.00\) +13\.10 \( +5\.10\)$' \
+    "$work/summary.txt" || fail "rank 1's LL row is not as written"
+grep -Eq '^3 +0 +allreduce +8 ll +7 .* 8\.00 \( +4\.00\) +9\.00 \( +1\.00\) +10\.00 \( +1\.00\) +11\.00 \( +1\.00\) +14\.00 \( +3\.00\)$' \
     "$work/summary.txt" || fail "rank 0's LL row is not as written"
-grep -Eq '^3 +2 +allreduce +8 ll +10 .* 11\.20 \( +3\.20\)$' "$work/summary.txt" ||
-    fail "rank 2's finish is not 11.20 (3.20 after received)"
-grep -Eq '^3 +0 +allreduce +1048576 ring +2 .* 5\.00 \( +1\.00\) +none +30\.00 \( 25\.00\) +none +35\.00 \( +5\.00\)$' \
+grep -Eq '^3 +2 +allreduce +1048576 ring +2 .* 5\.00 \( +1\.00\) +none +30\.00 \( 25\.00\) +none +34\.00 \( +4\.00\)$' \
     "$work/summary.txt" || fail "the ring row (steps without sent and received) is not as written"
 
 python3 "$contrib/gpu_trace_ranks.py" --skip 2 "$work/trace.txt" > "$work/ranks.txt" 2>&1 ||
     { cat "$work/ranks.txt"; fail "gpu_trace_ranks.py failed"; }
 cat "$work/ranks.txt"
-grep -q '^np 3 comm 0x7 allreduce 8 B ll: 10 calls, cycle median 20.00 us$' "$work/ranks.txt" ||
-    fail "not 10 calls matched across ranks 20 us apart"
+grep -q '^np 3 comm 0x7 allreduce 8 B ll: 6 calls, cycle median 20.00 us$' "$work/ranks.txt" ||
+    fail "not the 6 calls every rank traced (after 2 skipped), 20 us apart"
 for r in 0 1 2; do
+    first=$((r == 0 ? 8 : r + 5))
     want=$(printf '  %4d %11.2f %11.2f %11.2f %11.2f %11.2f %11.2f %11.2f %11.2f  %9d %9d' \
-        "$r" "$r" $((r + 2)) $((r + 18)) "$r" $((r + 5)) $((r + 6)) $((r + 8)) \
-        "6.$r" $([ "$r" -eq 2 ] && echo "10 10" || echo "0 0"))
+        "$r" "$r" $((r + 2)) $((r + 18)) "$r" "$first" $((first + 1)) $((first + 3)) "6.$r" \
+        $([ "$r" -eq 2 ] && echo 6 || echo 0) $([ "$r" -eq 0 ] && echo 6 || echo 0))
     grep -qxF -- "$want" "$work/ranks.txt" || fail "rank $r's row is not: $want"
 done
+grep -q '^np 3 comm 0x7 allreduce 1048576 B ring: 2 calls, cycle median 50.00 us$' "$work/ranks.txt" ||
+    fail "the ring group is not 2 calls 50 us apart"
+grep -qE '^ +1 +0\.50 +2\.50 +40\.50 +0\.50 +5\.50 +nan +nan +29\.00 ' "$work/ranks.txt" ||
+    fail "the ring group's rank 1 does not show its steps without sent and received"
 echo "trace_scripts: summary and ranks as written"
