@@ -4,6 +4,8 @@
 # Runs one MPI test program under mpirun for `make check` and decides
 # pass/fail: the run fails when the program exits non-zero, runs past the
 # timeout, or does not end with "<program>: N passed, 0 failed" (N > 0).
+# The job's output is printed when it ends. A TERM, INT or HUP to this script
+# stops the job (and fails the run) instead of leaving it running.
 #
 # Environment (set by the Makefile; all optional):
 #   MPIRUN               mpirun to use (default: mpirun)
@@ -78,8 +80,25 @@ command=(timeout --kill-after=30 "$timeout_s"
          "${env_args[@]}" "${mca_args[@]}" "${extra_args[@]}"
          "${launcher[@]}" "$program" "$@")
 echo "+ ${command[*]}"
-"${command[@]}" 2>&1 | tee "$log"
-status=${PIPESTATUS[0]}
+# In the background, so that a signal to this script (an outer timeout, ^C)
+# reaches mpirun: timeout puts it in a process group of its own, which a
+# signal to this script's group would miss, leaving the job running for
+# up to timeout_s. The log is printed when the run ends.
+"${command[@]}" < /dev/null > "$log" 2>&1 &
+pid=$!
+interrupted=
+trap 'interrupted=1; kill -TERM "$pid" 2>/dev/null' TERM INT HUP
+wait "$pid"
+status=$?
+while kill -0 "$pid" 2>/dev/null; do   # a trapped signal ended the wait, not the run
+    wait "$pid"
+    status=$?
+done
+cat "$log"
+if [ -n "$interrupted" ]; then
+    echo "FAIL: $name at np=$np interrupted by a signal; mpirun stopped" >&2
+    exit 1
+fi
 
 if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
     echo "FAIL: $name at np=$np ran past ${timeout_s} s" >&2
