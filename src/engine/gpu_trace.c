@@ -42,7 +42,6 @@ void gpu_trace_start(dfccl_gpu_t *g)
     g->trace_n = 0;
 }
 
-/* Microseconds from `from` to a kernel stamp, or "none" for a step not reached. */
 /* dfccl_gpu_algo_t by name. */
 static const char *gpu_trace_algo(int algo)
 {
@@ -50,6 +49,7 @@ static const char *gpu_trace_algo(int algo)
     return algo >= 0 && algo < (int)(sizeof(names) / sizeof(names[0])) ? names[algo] : "?";
 }
 
+/* Microseconds from `from` to a kernel stamp, or "none" for a step not reached. */
 static const char *gpu_trace_step(char *buf, size_t len, uint64_t stamp, uint64_t from)
 {
     if (stamp == 0) return "none";
@@ -62,7 +62,6 @@ static const char *gpu_trace_step(char *buf, size_t len, uint64_t stamp, uint64_
  * previous completion of this process (the gap between calls). */
 void gpu_trace_flush(dfccl_gpu_t *g)
 {
-
     for (size_t i = 0; i < g->trace_n; i++) {
         const struct gpu_trace_rec *r = &g->trace_recs[i];
         uint64_t seen = r->t[DFCCL_GPU_T_SEEN];
