@@ -31,9 +31,7 @@ from collections import defaultdict
 
 sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpu_trace_summary import trace_streams  # noqa: E402  (its neighbour in contrib/)
-
-OPTIONAL = ("sent", "received")   # LL and one-shot only ("none" otherwise)
+from gpu_trace_summary import OPTIONAL, step_values, trace_streams  # noqa: E402  (its neighbour)
 LINE = re.compile(r"dfccl gpu trace: rank (\d+) of (\d+) comm (\S+) (\S+) #(\d+) (\d+) B (\S+): (.*?) us;"
                   r".*clocks: post (\d+) seen (\d+)")
 
@@ -45,18 +43,17 @@ def parse(streams):
             m = LINE.search(line)
             if not m:
                 continue
-            rank, nranks, comm, coll, seq, size, algo, rest, post, seen = m.groups()
-            fields = rest.replace("kernel:", "").split()
+            rank, nranks, comm, coll, _seq, size, algo, rest, post, seen = m.groups()
             try:
-                v = {fields[k]: None if fields[k + 1] == "none" and fields[k] in OPTIONAL
-                     else float(fields[k + 1]) * 1e3 for k in range(0, len(fields) - 1, 2)}
+                v = step_values(rest)   # us
                 rec = {
-                    "post": int(post), "published": int(post) + v["published"],
-                    "drained": int(post) + v["drained"], "seen": int(seen),
-                    "first": int(seen) + v["first-move"], "finished": int(seen) + v["finished"],
+                    "post": int(post), "published": int(post) + v["published"] * 1e3,
+                    "drained": int(post) + v["drained"] * 1e3, "seen": int(seen),
+                    "first": int(seen) + v["first-move"] * 1e3,
+                    "finished": int(seen) + v["finished"] * 1e3,
                 }
                 for step in OPTIONAL:
-                    rec[step] = int(seen) + v[step] if v.get(step) is not None else None
+                    rec[step] = int(seen) + v[step] * 1e3 if v.get(step) is not None else None
             except (ValueError, KeyError):
                 continue   # a cut line or a failed collective (a step "none")
             records[(int(nranks), comm, coll, int(size), algo)][int(rank)].append(rec)
@@ -109,23 +106,23 @@ def report(key, ranks, skip):
               (np_, comm, coll, size, algo, "s" if len(missing) > 1 else "",
                " ".join(str(r) for r in missing)))
         return
-    by_seq = by_finish(ranks)
-    seqs = sorted(s for s, r in by_seq.items() if len(r) == np_)[skip:]
-    if len(seqs) < 2:
+    calls = by_finish(ranks)
+    whole = sorted(i for i, r in calls.items() if len(r) == np_)[skip:]   # every rank traced
+    if len(whole) < 2:
         print("np %d comm %s %s %d B %s: fewer than 2 calls that every rank traced" %
               (np_, comm, coll, size, algo))
         return
     per_rank = defaultdict(lambda: defaultdict(list))
     last_post, last_send, cycles = defaultdict(int), defaultdict(int), []
-    for i, s in enumerate(seqs):
-        r = by_seq[s]
+    for n, i in enumerate(whole):
+        r = calls[i]
         post0 = min(x["post"] for x in r.values())
         seen0 = min(x["seen"] for x in r.values())
         send = max(x["first"] for x in r.values())
         last_post[max(r, key=lambda k: r[k]["post"])] += 1
         last_send[max(r, key=lambda k: r[k]["first"])] += 1
-        if i + 1 < len(seqs) and seqs[i + 1] == s + 1:
-            cycles.append(min(x["post"] for x in by_seq[s + 1].values()) - post0)
+        if n + 1 < len(whole) and whole[n + 1] == i + 1:
+            cycles.append(min(x["post"] for x in calls[i + 1].values()) - post0)
         for k, x in r.items():
             d = per_rank[k]
             d["post"].append(x["post"] - post0)
@@ -138,7 +135,7 @@ def report(key, ranks, skip):
                     d[step].append(x[step] - seen0)
             d["finished"].append(x["finished"] - send)
     print("np %d comm %s %s %d B %s: %d calls, cycle median %.2f us" %
-          (np_, comm, coll, size, algo, len(seqs), med(cycles)))
+          (np_, comm, coll, size, algo, len(whole), med(cycles)))
     names = ["post", "published", "drained", "seen", "first-move", "sent", "received", "finished"]
     print("  rank " + " ".join("%11s" % n for n in names) + "  last-post last-send")
     for k in sorted(per_rank):

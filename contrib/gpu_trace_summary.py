@@ -34,6 +34,15 @@ def trace_streams(argv):
     return skip, [open(f) for f in files] if files else [sys.stdin]
 
 
+def step_values(rest):
+    """A trace line's "name value" pairs after the algorithm, in us; None for
+    an OPTIONAL step the collective has not ("none"). Raises ValueError or
+    KeyError for a cut line or a failed collective (another step "none")."""
+    fields = rest.replace("kernel:", "").split()
+    return {fields[k]: None if fields[k + 1] == "none" and fields[k] in OPTIONAL
+            else float(fields[k + 1]) for k in range(0, len(fields) - 1, 2)}
+
+
 def main(argv):
     skip, streams = trace_streams(argv)
     groups = defaultdict(list)
@@ -43,10 +52,8 @@ def main(argv):
             if not m:
                 continue
             rank, nranks, coll, size, algo, rest = m.groups()
-            fields = rest.replace("kernel:", "").split()
             try:
-                values = {fields[k]: None if fields[k + 1] == "none" and fields[k] in OPTIONAL
-                          else float(fields[k + 1]) for k in range(0, len(fields) - 1, 2)}
+                values = step_values(rest)
                 row = [values.get(s) if s in OPTIONAL else values[s] for s in HOST + KERNEL]
             except (ValueError, KeyError):
                 continue   # a line cut by another process's output, or a failed collective (none)
