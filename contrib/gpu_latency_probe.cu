@@ -18,11 +18,13 @@
 
 #define LOOPS 2000
 
-enum { OP_HOST_LOAD, OP_DEVICE_VOLATILE_LOAD, OP_FENCE_GPU, OP_FENCE_SYSTEM, OP_SYNCTHREADS,
+enum { OP_HOST_LOAD, OP_DEVICE_VOLATILE_LOAD, OP_CHAIN_CACHED, OP_CHAIN_VOLATILE, OP_FENCE_GPU, OP_FENCE_SYSTEM, OP_SYNCTHREADS,
        OP_HOST_STORE_FENCE, OP_HOST_STORE, OP_NANOSLEEP_64, OP_TIMER, OP_COUNT };
 static const char *const op_names[OP_COUNT] = {
     "16-byte uncached load of mapped host memory",
     "volatile load of device memory",
+    "dependent load of device memory (default, L1), a chain",
+    "dependent volatile load of device memory, a chain",
     "__threadfence()",
     "__threadfence_system()",
     "__syncthreads() (whole block)",
@@ -58,6 +60,11 @@ __global__ void probe(const uint4 *host_in, uint64_t *host_out, volatile uint64_
                 break;
             }
             case OP_DEVICE_VOLATILE_LOAD: acc += dev[(i * 32) & 1023]; break;
+            /* dev holds a cycle through its words: each load's address is
+             * the value of the one before, as in the scheduler's reads of
+             * a task's communicator, then of that communicator's fields */
+            case OP_CHAIN_CACHED: acc = ((const uint64_t *)dev)[acc & 1023]; break;
+            case OP_CHAIN_VOLATILE: acc = dev[acc & 1023]; break;
             case OP_FENCE_GPU: __threadfence(); break;
             case OP_FENCE_SYSTEM: __threadfence_system(); break;
             case OP_HOST_STORE_FENCE:
@@ -74,6 +81,13 @@ __global__ void probe(const uint4 *host_in, uint64_t *host_out, volatile uint64_
             result[OP_COUNT] += acc;   /* keeps the loads */
         }
     }
+    if (threadIdx.x == 0) {   /* the SM clock's rate over about 10 ms */
+        uint64_t t0 = now_ns();
+        long long c0 = clock64();
+        while (now_ns() - t0 < 10000000ull) {
+        }
+        result[OP_COUNT + 1] = (uint64_t)((clock64() - c0) * 1000 / (long long)(now_ns() - t0));
+    }
 }
 
 int main(int argc, char **argv)
@@ -84,13 +98,17 @@ int main(int argc, char **argv)
 
     if (cudaHostAlloc((void **)&host_in, 8 * sizeof(uint4), cudaHostAllocMapped) != cudaSuccess ||
         cudaHostAlloc((void **)&host_out, 8 * sizeof(uint64_t), cudaHostAllocMapped) != cudaSuccess ||
-        cudaHostAlloc((void **)&result, (OP_COUNT + 1) * sizeof(uint64_t), cudaHostAllocMapped) !=
+        cudaHostAlloc((void **)&result, (OP_COUNT + 2) * sizeof(uint64_t), cudaHostAllocMapped) !=
             cudaSuccess ||
         cudaMalloc((void **)&dev, 1024 * sizeof(uint64_t)) != cudaSuccess) {
         fprintf(stderr, "gpu_latency_probe: allocation failed\n");
         return 1;
     }
-    cudaMemset(dev, 0, 1024 * sizeof(uint64_t));
+    {   /* a cycle through the 1024 words, 37 words (296 bytes) apart */
+        uint64_t chain[1024];
+        for (int i = 0; i < 1024; i++) chain[i] = (uint64_t)((i + 37) & 1023);
+        cudaMemcpy(dev, chain, sizeof(chain), cudaMemcpyHostToDevice);
+    }
     for (int run = 0; run < 2; run++) {   /* the first run warms up */
         probe<<<1, threads>>>(host_in, host_out, dev, result);
         cudaError_t e = cudaDeviceSynchronize();
@@ -103,5 +121,7 @@ int main(int argc, char **argv)
            threads, LOOPS);
     for (int op = 0; op < OP_COUNT; op++)
         printf("%10.1f  %s\n", (double)result[op] / LOOPS, op_names[op]);
+    printf("%10llu  SM clock, MHz (cycles over the global clock, one thread spinning)\n",
+           (unsigned long long)result[OP_COUNT + 1]);
     return 0;
 }

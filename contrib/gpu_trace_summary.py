@@ -5,8 +5,10 @@ Reads 'dfccl gpu trace:' lines from the files given (or stdin) and prints,
 per rank, collective, size and algorithm, the median microseconds of each
 step: host steps from the post, kernel steps from the moment the daemon
 kernel saw the submission (the two clocks are apart), and the gap since the
-previous completion; then the tails of the gap and of the whole call. The first `--skip` lines of
-each group (warm-up) are left out.
+previous completion; then the tails of the gap and of the whole call. Where the lines carry the
+kernel's cycle counts ("cycles: ..."), a third line gives their medians in ns, at the SM clock
+rate that the group's cycles over its kernel time give. The first `--skip` lines of each group
+(warm-up) are left out.
 """
 import re
 import statistics
@@ -16,6 +18,9 @@ from collections import defaultdict
 HOST = ["published", "drained", "gap"]          # us from the post; gap: since the previous completion
 KERNEL = ["admitted", "first-move", "sent", "last-move", "received", "finished"]   # us from the kernel seeing it
 OPTIONAL = {"sent", "received"}   # LL and one-shot only ("none" otherwise)
+CYCLES = re.compile(r"; cycles: (.*)$")
+PARTS = ["poll", "issue", "copy", "admit", "start", "send", "receive", "retry", "attempts", "complete",
+         "total"]
 LINE = re.compile(r"dfccl gpu trace: rank (\d+) of (\d+) comm \S+ (\S+) #\d+ (\d+) B (\S+): (.*?) us(?:;|$)")
 
 
@@ -46,6 +51,7 @@ def step_values(rest):
 def main(argv):
     skip, streams = trace_streams(argv)
     groups = defaultdict(list)
+    cycles = defaultdict(list)   # per group, the lines' cycle counts (if they have them)
     for stream in streams:
         for line in stream:
             m = LINE.search(line)
@@ -57,7 +63,9 @@ def main(argv):
                 row = [values.get(s) if s in OPTIONAL else values[s] for s in HOST + KERNEL]
             except (ValueError, KeyError):
                 continue   # a line cut by another process's output, or a failed collective (none)
-            groups[(int(nranks), int(rank), coll, int(size), algo)].append(row)
+            key = (int(nranks), int(rank), coll, int(size), algo)
+            groups[key].append(row)
+            cycles[key].append(cycle_values(line, values["finished"]))
     if not groups:
         print("no trace lines")
         return 1
@@ -88,7 +96,39 @@ def main(argv):
         print("%53s gap p90 %.2f p99 %.2f max %.2f; drained p90 %.2f max %.2f" % (
             "", gaps[int(len(gaps) * 0.9)], gaps[int(len(gaps) * 0.99)], gaps[-1],
             sorted(r[1] for r in rows)[int(len(rows) * 0.9)], max(r[1] for r in rows)))
+        print_cycles(cycles[key][skip:] or cycles[key])
     return 0
+
+
+def cycle_values(line, finished):
+    """(finished, {part: cycles}) of a line that carries the kernel's cycles,
+    else None (an older trace, or a line cut by another process's output)."""
+    c = CYCLES.search(line)
+    if not c:
+        return None
+    fields = c.group(1).split()
+    try:
+        parts = {fields[k]: int(fields[k + 1]) for k in range(0, len(fields) - 1, 2)}
+    except ValueError:
+        return None
+    return (finished, parts) if list(parts) == PARTS else None
+
+
+def print_cycles(recs):
+    """Medians of the kernel's cycle counts in ns (the attempts: their mean), at the rate their totals
+    over the kernel's time give (the global clock's interval from seeing the
+    collective to finishing it), over the lines that carry them."""
+    recs = [r for r in recs if r is not None]
+    if not recs:
+        return
+    total_us = sum(finished for finished, _ in recs)
+    if total_us <= 0:
+        return
+    mhz = sum(c["total"] for _, c in recs) / total_us
+    parts = ["%s %.2f" % (name, statistics.mean(c[name] for _, c in recs)) if name == "attempts"
+             else "%s %.0f" % (name, statistics.median(c[name] for _, c in recs) / (mhz / 1e3))
+             for name in recs[0][1] if name != "total"]
+    print("%53s kernel parts, ns at %.0f MHz: %s" % ("", mhz, " ".join(parts)))
 
 
 if __name__ == "__main__":

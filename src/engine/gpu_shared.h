@@ -105,6 +105,25 @@ enum {
     DFCCL_GPU_T_COUNT
 };
 
+/* SM clock cycles (clock64, thread 0 of the collective's last channel) of
+ * parts of the kernel's work on a collective, for the latency trace: the
+ * global clock ticks in microseconds, too coarse for them. */
+enum {
+    DFCCL_GPU_C_POLL,            /* the read of the control words that saw it */
+    DFCCL_GPU_C_ISSUE,           /* from seeing it to the admission's copy beginning */
+    DFCCL_GPU_C_COPY,            /* the copy of the submission (all threads) */
+    DFCCL_GPU_C_ADMIT,           /* thread 0 filling the task */
+    DFCCL_GPU_C_START,           /* from there to its first primitive beginning */
+    DFCCL_GPU_C_SEND,            /* the send (LL, one-shot) */
+    DFCCL_GPU_C_RECEIVE,         /* the receive that found everything (LL, one-shot) */
+    DFCCL_GPU_C_RETRY,           /* LL: between attempts, summed */
+    DFCCL_GPU_C_ATTEMPTS,        /* LL: receive attempts (a count, not cycles) */
+    DFCCL_GPU_C_COMPLETE,        /* the completion entry, up to its fence */
+    DFCCL_GPU_C_TOTAL,           /* from seeing it to its completion entry (the clock's
+                                    rate: this over the global clock's interval) */
+    DFCCL_GPU_C_COUNT
+};
+
 typedef struct dfccl_gpu_cqe {
     volatile uint64_t marker;    /* completion index + 1, written last */
     uint64_t          ticket;
@@ -117,6 +136,7 @@ typedef struct dfccl_gpu_cqe {
      * fallen back to the ring) */
     uint64_t          move_max_ns, move_sum_ns;
     uint32_t          algo_run, nparts;
+    uint32_t          cyc[DFCCL_GPU_C_COUNT];
 } dfccl_gpu_cqe_t;
 
 /* Host-written control words (pinned, mapped), read together in one load;
@@ -230,6 +250,8 @@ typedef struct dfccl_gpu_task {
     uint32_t      pad;
     uint64_t      t[DFCCL_GPU_T_FINISHED];   /* kernel clock at its steps (trace) */
     uint64_t      move_ns;       /* trace: this channel's time in data movement */
+    uint64_t      clk[2];        /* trace: clock64 when seen, and at the last mark */
+    uint32_t      cyc[DFCCL_GPU_C_COUNT];   /* trace: cycles of its parts */
     dfccl_gpu_desc_t desc;       /* device copy of the submission (steps: the plan) */
 } dfccl_gpu_task_t;
 

@@ -15,6 +15,10 @@
  * two clocks' readings at the post and at the kernel seeing it, in ns: ranks
  * of one node share the host clock, ranks of one GPU the kernel's, so
  * contrib/gpu_trace_ranks.py lines the ranks' steps up against each other.
+ * Last come the SM clock cycles of parts of the kernel's work (clock64:
+ * the global clock ticks in steps of about a microsecond, too coarse for
+ * them) and the cycles from seeing the collective to completing it, which
+ * over the global clock's interval give the SM clock's rate.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +35,7 @@ struct gpu_trace_rec {
     uint64_t t[DFCCL_GPU_T_COUNT];                 /* kernel clock */
     uint64_t comm_key, seq, bytes;
     uint64_t move_max_ns, move_sum_ns;              /* kernel: time moving data */
+    uint32_t cyc[DFCCL_GPU_C_COUNT];                /* kernel: cycles of its parts */
     int      rank, size;
     int      type, algo, algo_run, nparts;
 };
@@ -71,7 +76,8 @@ void gpu_trace_flush(dfccl_gpu_t *g)
         fprintf(stderr, "dfccl gpu trace: rank %d of %d comm %#llx %s #%llu %llu B %s: published"
                 " %.2f drained %.2f gap %.2f kernel: admitted %s first-move %s sent %s last-move %s"
                 " received %s finished %s us; moving: slowest channel %.2f, mean %.2f us over %d (%s);"
-                " clocks: post %llu seen %llu\n",
+                " clocks: post %llu seen %llu; cycles: poll %u issue %u copy %u admit %u start %u"
+                " send %u receive %u retry %u attempts %u complete %u total %u\n",
                 r->rank, r->size, (unsigned long long)r->comm_key,
                 dfccl_coll_type_name((dfccl_coll_type_t)r->type), (unsigned long long)r->seq,
                 (unsigned long long)r->bytes, gpu_trace_algo(r->algo),
@@ -85,7 +91,10 @@ void gpu_trace_flush(dfccl_gpu_t *g)
                 (double)r->move_max_ns / 1e3,
                 r->nparts > 0 ? (double)r->move_sum_ns / 1e3 / r->nparts : 0.0, r->nparts,
                 gpu_trace_algo(r->algo_run), (unsigned long long)r->posted_ns,
-                (unsigned long long)seen);
+                (unsigned long long)seen, r->cyc[DFCCL_GPU_C_POLL], r->cyc[DFCCL_GPU_C_ISSUE],
+                r->cyc[DFCCL_GPU_C_COPY], r->cyc[DFCCL_GPU_C_ADMIT], r->cyc[DFCCL_GPU_C_START],
+                r->cyc[DFCCL_GPU_C_SEND], r->cyc[DFCCL_GPU_C_RECEIVE], r->cyc[DFCCL_GPU_C_RETRY],
+                r->cyc[DFCCL_GPU_C_ATTEMPTS], r->cyc[DFCCL_GPU_C_COMPLETE], r->cyc[DFCCL_GPU_C_TOTAL]);
     }
     fflush(stderr);
     g->trace_n = 0;
@@ -121,6 +130,7 @@ void gpu_trace_record(dfccl_gpu_t *g, const gpu_job_t *job, const dfccl_gpu_cqe_
     r->nparts = (int)e->nparts;
     r->move_max_ns = e->move_max_ns;
     r->move_sum_ns = e->move_sum_ns;
+    for (int k = 0; k < DFCCL_GPU_C_COUNT; k++) r->cyc[k] = e->cyc[k];
 }
 
 void gpu_trace_stop(dfccl_gpu_t *g)

@@ -121,6 +121,10 @@ typedef struct gpu_sched {
     ulonglong2 ctrl;          /* the control words as last read, */
     uint64_t ctrl_ns;         /* and when */
     uint64_t quit_check_ns;   /* block 0: when it last asked gpu_should_quit */
+    /* trace: clock64 when the submission was seen; cycles of the control
+     * read, of the read that saw it, and of the admission until the task */
+    long long clk_seen;
+    uint32_t ctrl_cyc, seen_cyc, issue_cyc, copy_cyc;
 } gpu_sched_t;
 
 /* Block 0 reads the control words over the bus (1.3 us per read on an
@@ -176,8 +180,10 @@ __device__ static inline ulonglong2 gpu_ctrl_poll(const dfccl_gpu_env_t *env, gp
                                                   uint64_t now, int busy)
 {
     if (blockIdx.x != 0 || !busy || now - s->ctrl_ns >= GPU_CTRL_MAX_AGE_NS) {
+        long long c0 = env->trace ? clock64() : 0;
         s->ctrl = gpu_ctrl_read(env);
         s->ctrl_ns = now;
+        if (env->trace) s->ctrl_cyc = (uint32_t)(clock64() - c0);
     }
     return s->ctrl;
 }
@@ -206,6 +212,7 @@ __device__ static void gpu_finish(const dfccl_gpu_env_t *env, dfccl_gpu_block_t 
     uint32_t nparts = t->nparts;
     int32_t worst = status;
     const volatile uint64_t *why = (const volatile uint64_t *)diag;
+    long long c0 = env->trace ? clock64() : 0;
 
     for (uint32_t j = (uint32_t)idx; j + 1 < blk->nactive; j++) blk->active[j] = blk->active[j + 1];
     blk->nactive--;
@@ -241,6 +248,9 @@ __device__ static void gpu_finish(const dfccl_gpu_env_t *env, dfccl_gpu_block_t 
         e->move_sum_ns = nparts > 1 ? atomicAdd(&st->move_sum[slot], 0ull) : t->move_ns;
         e->algo_run = t->algo;
         e->nparts = nparts;
+        for (int k = 0; k < DFCCL_GPU_C_COMPLETE; k++) e->cyc[k] = t->cyc[k];
+        e->cyc[DFCCL_GPU_C_COMPLETE] = (uint32_t)(clock64() - c0);
+        e->cyc[DFCCL_GPU_C_TOTAL] = (uint32_t)(clock64() - (long long)t->clk[0]);
         st->move_max[slot] = 0;
         st->move_sum[slot] = 0;
     }
@@ -298,7 +308,8 @@ __device__ static int gpu_takes_part(const dfccl_gpu_env_t *env, uint64_t ticket
  * a trip each). Returns 0 when the copy shows the slot was reused
  * meanwhile (not ours after all). */
 __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_block_t *blk, int slot,
-                                       const dfccl_gpu_desc_t *d, uint64_t ticket, uint64_t seen_ns)
+                                       const dfccl_gpu_desc_t *d, uint64_t ticket,
+                                       const gpu_sched_t *s)
 {
     dfccl_gpu_task_t *t = gpu_task(env, slot);
     dfccl_gpu_comm_dev_t *c = &env->comms[d->comm_index];
@@ -313,13 +324,18 @@ __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_blo
     t->budget_ns = env->budget_ns;
     t->blocked_since = 0;
     if (env->trace) {
-        t->t[DFCCL_GPU_T_SEEN] = seen_ns;
+        t->t[DFCCL_GPU_T_SEEN] = s->seen_ns;
         t->t[DFCCL_GPU_T_ADMITTED] = gpu_now_ns();
         t->t[DFCCL_GPU_T_FIRST_MOVE] = 0;
         t->t[DFCCL_GPU_T_SENT] = 0;
         t->t[DFCCL_GPU_T_LAST_MOVE] = 0;
         t->t[DFCCL_GPU_T_RECEIVED] = 0;
         t->move_ns = 0;
+        t->clk[0] = (uint64_t)s->clk_seen;
+        for (int k = 0; k < DFCCL_GPU_C_COUNT; k++) t->cyc[k] = 0;
+        t->cyc[DFCCL_GPU_C_POLL] = s->seen_cyc;
+        t->cyc[DFCCL_GPU_C_ISSUE] = s->issue_cyc;
+        t->cyc[DFCCL_GPU_C_COPY] = s->copy_cyc;
     }
     t->key.priority = d->priority;
     t->key.comm_key = d->comm_key;
@@ -424,7 +440,10 @@ __device__ static void gpu_ll_prepare(const dfccl_gpu_env_t *env, dfccl_gpu_task
     sh->ll.deadline = now + left;
     sh->ll.ok = 0;
     sh->ll.lagging = -1;
-    if (env->trace && t->phase == 0) t->t[DFCCL_GPU_T_FIRST_MOVE] = now;
+    if (env->trace && t->phase == 0) {
+        t->t[DFCCL_GPU_T_FIRST_MOVE] = now;
+        t->cyc[DFCCL_GPU_C_START] = (uint32_t)(clock64() - (long long)t->clk[1]);
+    }
 }
 
 /* Thread 0: can the task's next primitive run now? Fills the shared command:
@@ -449,7 +468,10 @@ __device__ static int gpu_try_move(const dfccl_gpu_env_t *env, dfccl_gpu_task_t 
     sh->slot = slot;
     if (env->trace) {
         t->t[DFCCL_GPU_T_LAST_MOVE] = gpu_now_ns();
-        if (t->t[DFCCL_GPU_T_FIRST_MOVE] == 0) t->t[DFCCL_GPU_T_FIRST_MOVE] = t->t[DFCCL_GPU_T_LAST_MOVE];
+        if (t->t[DFCCL_GPU_T_FIRST_MOVE] == 0) {
+            t->t[DFCCL_GPU_T_FIRST_MOVE] = t->t[DFCCL_GPU_T_LAST_MOVE];
+            t->cyc[DFCCL_GPU_C_START] = (uint32_t)(clock64() - (long long)t->clk[1]);
+        }
     }
     return 1;
 }
@@ -581,6 +603,10 @@ __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_
             uint64_t ticket = blk->admitted;
             blk->busy_ns = now;
             s->seen_ns = now;
+            if (env->trace) {
+                s->clk_seen = clock64();
+                s->seen_cyc = s->ctrl_cyc;
+            }
             if (blockIdx.x == 0) {
                 /* block 0 takes part in every collective, and the host
                  * rewrites a slot only after block 0 admitted its ticket:
@@ -739,10 +765,13 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
         s.ctrl = make_ulonglong2(0, 0);
         s.ctrl_ns = now - GPU_CTRL_MAX_AGE_NS;   /* read at once */
         s.quit_check_ns = now;
+        s.clk_seen = 0;
+        s.ctrl_cyc = s.seen_cyc = s.issue_cyc = s.copy_cyc = 0;
         gpu_block_publish(&env, blk);   /* block 0's quit decision sees the fresh start */
     }
     for (;;) {
         uint64_t cmd_ns = 0;   /* thread 0, trace: when the command began */
+        long long clk_cmd = 0, clk_end = 0;   /* and clock64 then, and at its end */
         if (threadIdx.x == 0) {
             if (s.express) s.express = 0;   /* the command is set */
             else gpu_schedule(&env, blk, &sh, &s);
@@ -757,6 +786,7 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
         __syncthreads();
         gpu_cmd_t cmd = sh.cmd;
         if (cmd == CMD_QUIT) return;
+        if (env.trace && threadIdx.x == 0) clk_cmd = clock64();
         dfccl_gpu_task_t *t = cmd >= CMD_ADMIT ? gpu_task(&env, sh.slot) : NULL;
         switch (cmd) {
         case CMD_ADMIT:
@@ -774,15 +804,31 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
         case CMD_LL: {
             const dfccl_gpu_comm_dev_t *c = &env.comms[t->comm_index];
             int ok;
+            long long clk_recv = clk_cmd;   /* thread 0, trace: the receive began */
+            if (env.trace && threadIdx.x == 0) {
+                t->cyc[DFCCL_GPU_C_ATTEMPTS]++;
+                if (t->phase != 0) t->cyc[DFCCL_GPU_C_RETRY] += (uint32_t)(clk_cmd - (long long)t->clk[1]);
+            }
             if (t->phase == 0) {
                 gpu_ll_send(t, c);
                 __syncthreads();   /* in place: everything read before outputs are written */
-                if (env.trace && threadIdx.x == 0) t->t[DFCCL_GPU_T_SENT] = gpu_now_ns();
+                if (env.trace && threadIdx.x == 0) {
+                    t->t[DFCCL_GPU_T_SENT] = gpu_now_ns();
+                    clk_recv = clock64();
+                    t->cyc[DFCCL_GPU_C_SEND] = (uint32_t)(clk_recv - clk_cmd);
+                }
             }
             ok = gpu_ll_recv(t, c, sh.ll.deadline, &sh.ll.lagging);
             if (threadIdx.x == 0) {
                 sh.ll.ok = ok;
-                if (env.trace && ok) t->t[DFCCL_GPU_T_RECEIVED] = gpu_now_ns();
+                if (env.trace) {
+                    long long c1 = clock64();
+                    if (ok) {
+                        t->t[DFCCL_GPU_T_RECEIVED] = gpu_now_ns();
+                        t->cyc[DFCCL_GPU_C_RECEIVE] = (uint32_t)(c1 - clk_recv);
+                    }
+                    t->clk[1] = (uint64_t)c1;   /* a retry's wait counts from here */
+                }
             }
             break;
         }
@@ -805,17 +851,29 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
         }
         __syncthreads();
         if (threadIdx.x == 0) {
+            if (env.trace) clk_end = clock64();
             if (env.trace && cmd >= CMD_RING_SLICE) t->move_ns += gpu_now_ns() - cmd_ns;
             switch (cmd) {
             case CMD_ADMIT:
+                if (env.trace) {
+                    s.issue_cyc = (uint32_t)(clk_cmd - s.clk_seen);
+                    s.copy_cyc = (uint32_t)(clk_end - clk_cmd);
+                }
                 /* another block finding a newer ticket there lagged behind
                  * a reused slot: not its collective. Block 0 takes part in
                  * all and never lags: a mismatch would be a copy read too
                  * early, so it copies again on the next pass */
                 if (gpu_admit_finish(&env, blk, sh.slot, (const dfccl_gpu_desc_t *)sh.head,
-                                     blk->admitted, s.seen_ns) ||
-                    blockIdx.x != 0)
+                                     blk->admitted, &s)) {
+                    if (env.trace) {
+                        long long c = clock64();
+                        t->cyc[DFCCL_GPU_C_ADMIT] = (uint32_t)(c - clk_end);
+                        t->clk[1] = (uint64_t)c;
+                    }
                     blk->admitted++;
+                } else if (blockIdx.x != 0) {
+                    blk->admitted++;
+                }
                 gpu_block_publish(&env, blk);
                 if (blockIdx.x == 0) {
                     __threadfence();   /* the copies before the mirror */
@@ -829,8 +887,11 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
                 break;
             case CMD_ONESHOT_SEND:
             case CMD_ONESHOT_RECV:
-                if (env.trace)
+                if (env.trace) {
                     t->t[cmd == CMD_ONESHOT_SEND ? DFCCL_GPU_T_SENT : DFCCL_GPU_T_RECEIVED] = gpu_now_ns();
+                    t->cyc[cmd == CMD_ONESHOT_SEND ? DFCCL_GPU_C_SEND : DFCCL_GPU_C_RECEIVE] =
+                        (uint32_t)(clk_end - clk_cmd);
+                }
                 gpu_oneshot_publish(t, &env.comms[t->comm_index]);
                 s.relax_ns = 32;
                 break;

@@ -11,7 +11,10 @@
 # ring group without the LL steps (sent, received: "none"); rank 1's LL
 # attempts all succeed at once, so its last move (that attempt's start)
 # comes before its send: each step's share must count from the latest
-# earlier step reached before it. Needs no GPU.
+# earlier step reached before it. The LL lines carry the kernel's cycle counts
+# (2 GHz), the ring lines none (an older trace): the summary converts the
+# former with the rate their totals give and prints no parts for the latter.
+# Needs no GPU.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 contrib=$here/../../contrib
@@ -26,6 +29,10 @@ line = ("dfccl gpu trace: rank %d of 3 comm 0x7 allreduce #%d %d B %s: published
         " gap 1.00 kernel: admitted 4.00 first-move %.2f sent %s last-move %.2f received %s"
         " finished %.2f us; moving: slowest channel 3.00, mean 3.00 us over 1 (%s);"
         " clocks: post %d seen %d")
+# the kernel's cycles at 2 GHz (total: the kernel's time from seen to
+# finished); poll grows by 2 per call, so its median tells which calls count
+cycles = ("; cycles: poll %d issue 520 copy 3000 admit 1000 start 400 send 1200 receive 2400"
+          " retry 0 attempts %d complete 600 total %d")
 for i in range(12):
     for r in range(3):
         if (r == 0 and i in (3, 5, 7)) or (r == 2 and i == 9):
@@ -35,7 +42,8 @@ for i in range(12):
         seq = i + (1000 if r == 1 else 0)
         last = first if r == 1 else first + 2         # rank 1: its first attempt received
         print(line % (r, seq, 8, "ll", 18.0, first, "%.2f" % (first + 1), last, "%.2f" % (first + 3),
-                      finished, "ll", 1000000000 + i * 20000 + r * 1000, 5000000000 + i * 20000 + r * 1000))
+                      finished, "ll", 1000000000 + i * 20000 + r * 1000, 5000000000 + i * 20000 + r * 1000)
+              + cycles % (2600 + 2 * i, 1 if r == 1 else 2, round(finished * 2000)))
 for i in range(4):
     for r in range(3):
         print(line % (r, 100 + i, 1048576, "ring", 40.0, 5.0, "none", 30.0, "none", 35.0 - r * 0.5, "ring",
@@ -49,6 +57,12 @@ grep -Eq '^3 +1 +allreduce +8 ll +10 +2\.00 \( +2\.00\) +18\.00 \( 18\.00\) +1\.
     "$work/summary.txt" || fail "rank 1's LL row is not as written"
 grep -Eq '^3 +0 +allreduce +8 ll +7 .* 8\.00 \( +4\.00\) +9\.00 \( +1\.00\) +10\.00 \( +1\.00\) +11\.00 \( +1\.00\) +14\.00 \( +3\.00\)$' \
     "$work/summary.txt" || fail "rank 0's LL row is not as written"
+grep -A2 -E '^3 +1 +allreduce +8 ll ' "$work/summary.txt" | grep -qxE ' +kernel parts, ns at 2000 MHz: poll 1306 issue 260 copy 1500 admit 500 start 200 send 600 receive 1200 retry 0 attempts 1\.00 complete 300' ||
+    fail "rank 1's kernel parts (calls 2-11 at 2 GHz, poll the median of 2604..2622 cycles) are not as written"
+grep -A2 -E '^3 +0 +allreduce +8 ll ' "$work/summary.txt" | grep -q 'kernel parts, ns at 2000 MHz: poll 1308 .* attempts 2\.00 ' ||
+    fail "rank 0's kernel parts are not as written"
+grep -A2 -E '^3 +2 +allreduce +1048576 ring' "$work/summary.txt" | grep -q 'kernel parts' &&
+    fail "the ring group, traced without cycles, shows kernel parts"
 grep -Eq '^3 +2 +allreduce +1048576 ring +2 .* 5\.00 \( +1\.00\) +none +30\.00 \( 25\.00\) +none +34\.00 \( +4\.00\)$' \
     "$work/summary.txt" || fail "the ring row (steps without sent and received) is not as written"
 
