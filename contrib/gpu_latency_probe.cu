@@ -8,7 +8,8 @@
  *   nvcc -O2 -arch=sm_90 -o gpu_latency_probe contrib/gpu_latency_probe.cu
  *   ./gpu_latency_probe [threads per block, default 512]
  *
- * Prints nanoseconds per operation (mean over the loop). A measurement
+ * Prints nanoseconds per operation (mean over the loop), the SM clock, and
+ * the round trip of a 16-byte line between two blocks. A measurement
  * tool: it is not built by make.
  */
 #include <cuda_runtime.h>
@@ -90,6 +91,65 @@ __global__ void probe(const uint4 *host_in, uint64_t *host_out, volatile uint64_
     }
 }
 
+/* A chain of dependent volatile loads, each in another 2 MiB page of a 2
+ * GiB buffer (1024 pages): what a load costs when its page's translation
+ * is not at hand. */
+#define PAGE_WORDS (2u << 20) / 8u
+__global__ void page_chase(volatile uint64_t *pages, uint64_t *result)
+{
+    uint64_t at = 0, t0 = now_ns();
+
+    for (int i = 0; i < LOOPS; i++) at = pages[at];
+    result[0] = now_ns() - t0;
+    result[1] = at;
+}
+
+/* Two blocks pass a 16-byte line back and forth through device memory, as
+ * the LL path's ranks do: block 0 writes k to ping and waits for pong == k,
+ * block 1 answers; scope 1: volatile accesses (system scope, as the LL path
+ * uses), 0: relaxed at GPU scope. Block 0 times the round trips. */
+__device__ static inline void line_store(uint4 *p, uint32_t k, int sys)
+{
+    if (sys)
+        asm volatile("st.volatile.v4.u32 [%0], {%1, %1, %1, %1};" ::"l"(p), "r"(k));
+    else
+        asm volatile("st.relaxed.gpu.v4.u32 [%0], {%1, %1, %1, %1};" ::"l"(p), "r"(k));
+}
+
+__device__ static inline uint32_t line_load(const uint4 *p, int sys)
+{
+    uint32_t a, b, c, d;
+    if (sys)
+        asm volatile("ld.volatile.v4.u32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "l"(p));
+    else
+        asm volatile("ld.relaxed.gpu.v4.u32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "l"(p));
+    return a == d && b == c ? b : 0;   /* the line whole */
+}
+
+__global__ void ping_pong(uint4 *lines, int sys, uint64_t *result)
+{
+    uint4 *ping = lines, *pong = lines + 8;   /* 128 bytes apart */
+
+    if (threadIdx.x != 0) return;
+    if (blockIdx.x == 0) {
+        uint64_t t0 = now_ns();
+        for (uint32_t k = 1; k <= LOOPS; k++) {
+            line_store(ping, k, sys);
+            while (line_load(pong, sys) != k) {
+            }
+        }
+        result[0] = now_ns() - t0;
+    } else {
+        for (uint32_t k = 1; k <= LOOPS; k++) {
+            while (line_load(ping, sys) != k) {
+            }
+            line_store(pong, k, sys);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     int threads = argc > 1 ? atoi(argv[1]) : 512;
@@ -123,5 +183,37 @@ int main(int argc, char **argv)
         printf("%10.1f  %s\n", (double)result[op] / LOOPS, op_names[op]);
     printf("%10llu  SM clock, MHz (cycles over the global clock, one thread spinning)\n",
            (unsigned long long)result[OP_COUNT + 1]);
+    {   /* word p * PAGE_WORDS + 8 holds the next page's word */
+        uint64_t *pages;
+        if (cudaMalloc((void **)&pages, (size_t)1024 * PAGE_WORDS * 8) == cudaSuccess) {
+            for (uint64_t p = 0; p < 1024; p++) {
+                uint64_t next = ((p + 37) & 1023) * PAGE_WORDS + 8;
+                cudaMemcpy(pages + p * PAGE_WORDS + 8, &next, 8, cudaMemcpyHostToDevice);
+            }
+            uint64_t first = 8;
+            cudaMemcpy(pages, &first, 8, cudaMemcpyHostToDevice);   /* word 0 starts the chain */
+            page_chase<<<1, 1>>>(pages, result);
+            if (cudaDeviceSynchronize() == cudaSuccess)
+                printf("%10.1f  dependent volatile load, each in another 2 MiB page of 2 GiB\n",
+                       (double)result[0] / LOOPS);
+            cudaFree(pages);
+        }
+    }
+    for (int sys = 1; sys >= 0; sys--) {
+        uint4 *lines;
+        if (cudaMalloc((void **)&lines, 256) != cudaSuccess || cudaMemset(lines, 0, 256) != cudaSuccess) {
+            fprintf(stderr, "gpu_latency_probe: allocation failed\n");
+            return 1;
+        }
+        ping_pong<<<2, 32>>>(lines, sys, result);
+        cudaError_t e = cudaDeviceSynchronize();
+        cudaFree(lines);
+        if (e != cudaSuccess) {
+            fprintf(stderr, "gpu_latency_probe: %s\n", cudaGetErrorString(e));
+            return 1;
+        }
+        printf("%10.1f  round trip of a 16-byte line between two blocks (%s)\n",
+               (double)result[0] / LOOPS, sys ? "volatile: system scope" : "relaxed, GPU scope");
+    }
     return 0;
 }

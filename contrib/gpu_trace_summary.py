@@ -19,8 +19,9 @@ HOST = ["published", "drained", "gap"]          # us from the post; gap: since t
 KERNEL = ["admitted", "first-move", "sent", "last-move", "received", "finished"]   # us from the kernel seeing it
 OPTIONAL = {"sent", "received"}   # LL and one-shot only ("none" otherwise)
 CYCLES = re.compile(r"; cycles: (.*)$")
-PARTS = ["poll", "issue", "copy", "admit", "start", "send", "receive", "retry", "attempts", "complete",
-         "total"]
+PARTS = ["poll", "issue", "copy", "admit", "start", "send", "receive", "first", "lines", "polls", "retry",
+         "attempts", "complete", "total"]
+COUNTS = {"polls", "attempts"}   # counts, not cycles: their means are printed
 LINE = re.compile(r"dfccl gpu trace: rank (\d+) of (\d+) comm \S+ (\S+) #\d+ (\d+) B (\S+): (.*?) us(?:;|$)")
 
 
@@ -111,21 +112,25 @@ def cycle_values(line, finished):
         parts = {fields[k]: int(fields[k + 1]) for k in range(0, len(fields) - 1, 2)}
     except ValueError:
         return None
-    return (finished, parts) if list(parts) == PARTS else None
+    # a line of this format, or of an older one with fewer parts; a cut line
+    # has an unknown or a missing name
+    return (finished, parts) if "total" in parts and set(parts) <= set(PARTS) else None
 
 
 def print_cycles(recs):
-    """Medians of the kernel's cycle counts in ns (the attempts: their mean), at the rate their totals
+    """Medians of the kernel's cycle counts in ns (the COUNTS: their means), at the rate their totals
     over the kernel's time give (the global clock's interval from seeing the
     collective to finishing it), over the lines that carry them."""
     recs = [r for r in recs if r is not None]
     if not recs:
         return
+    names = max({tuple(c) for _, c in recs}, key=len)   # a group's lines share a format
+    recs = [r for r in recs if tuple(r[1]) == names]
     total_us = sum(finished for finished, _ in recs)
     if total_us <= 0:
         return
     mhz = sum(c["total"] for _, c in recs) / total_us
-    parts = ["%s %.2f" % (name, statistics.mean(c[name] for _, c in recs)) if name == "attempts"
+    parts = ["%s %.2f" % (name, statistics.mean(c[name] for _, c in recs)) if name in COUNTS
              else "%s %.0f" % (name, statistics.median(c[name] for _, c in recs) / (mhz / 1e3))
              for name in recs[0][1] if name != "total"]
     print("%53s kernel parts, ns at %.0f MHz: %s" % ("", mhz, " ".join(parts)))

@@ -140,6 +140,14 @@ void dfccl_config_init(dfccl_config_t *config)
      * this: it shares its SM's issue slots with nothing, but its polls of
      * host memory and peers' counters cross the bus. */
     config->gpu_poll_max_ns = 4000;
+    /* An LL receive polls its lines, not the submission queue: it looks
+     * for new work only when the attempt ends. 4 us made the ranks that
+     * sent first give up before the last rank's lines came and pay a
+     * retry of about 3.5 us; 16 us took the 8 B allreduce at 4 ranks from
+     * 21.9-22.3 to 17.6-17.8 us (median), 50 us did no better
+     * (contrib/results/2026-11-30-gpu-kernel-parts.md). New work meanwhile
+     * waits at most this long, less than a turn's head budget. */
+    config->gpu_ll_wait_ns = 16000;
     config->gpu_trace = 0;
     /* Ranks on one GPU order their inbox traffic with GPU-scope fences
      * (see gpu_oneshot.cuh); 1 takes system scope, as across GPUs. */

@@ -592,6 +592,7 @@ static dfccl_status_t gpu_create(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
     g->env.stuck_quit_ns = cfg->gpu_stuck_quit_ns;
     g->env.poll_max_ns = cfg->gpu_poll_max_ns;
     g->env.trace = cfg->gpu_trace != 0;
+    g->env.ll_wait_ns = cfg->gpu_ll_wait_ns;
     if (g->env.trace) gpu_trace_start(g);
     pthread_mutex_init(&g->lock, NULL);
     pthread_mutex_init(&g->drain_lock, NULL);
@@ -1065,9 +1066,11 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
     if (cfg->gpu_ll_bytes != 0 && slot_bytes <= cfg->gpu_ll_bytes) {
         d->algo = DFCCL_GPU_ALGO_LL;
         d->nparts = 1;
+        d->nsteps = 0;   /* no plan: the kernel copies less of the entry over the bus */
     } else if (slot_bytes <= DFCCL_GPU_SMALL_BYTES) {
         d->algo = DFCCL_GPU_ALGO_ONESHOT;
         d->nparts = 1;
+        d->nsteps = 0;
     } else {
         int parts_allowed = dfccl_plan_parts_allowed(args->type, args->sendbuf == DFCCL_IN_PLACE,
                                                      args->counts, comm->size);

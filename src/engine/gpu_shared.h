@@ -116,6 +116,9 @@ enum {
     DFCCL_GPU_C_START,           /* from there to its first primitive beginning */
     DFCCL_GPU_C_SEND,            /* the send (LL, one-shot) */
     DFCCL_GPU_C_RECEIVE,         /* the receive that found everything (LL, one-shot) */
+    DFCCL_GPU_C_FIRST,           /* LL: of that, until thread 0's first line load was back */
+    DFCCL_GPU_C_LINES,           /* LL: until thread 0 had handled its lines */
+    DFCCL_GPU_C_POLLS,           /* LL: and how often it loaded one again (a count) */
     DFCCL_GPU_C_RETRY,           /* LL: between attempts, summed */
     DFCCL_GPU_C_ATTEMPTS,        /* LL: receive attempts (a count, not cycles) */
     DFCCL_GPU_C_COMPLETE,        /* the completion entry, up to its fence */
@@ -304,6 +307,7 @@ typedef struct dfccl_gpu_env {
     uint64_t direct_chunk_bytes;     /* direct: bytes a channel moves per turn */
     uint32_t poll_max_ns;            /* longest nap between passes that moved nothing */
     uint32_t trace;                  /* 1: stamp the steps into completion entries */
+    uint64_t ll_wait_ns;             /* an LL receive attempt's longest poll for its lines */
 } dfccl_gpu_env_t;
 
 #endif

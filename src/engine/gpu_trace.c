@@ -77,7 +77,8 @@ void gpu_trace_flush(dfccl_gpu_t *g)
                 " %.2f drained %.2f gap %.2f kernel: admitted %s first-move %s sent %s last-move %s"
                 " received %s finished %s us; moving: slowest channel %.2f, mean %.2f us over %d (%s);"
                 " clocks: post %llu seen %llu; cycles: poll %u issue %u copy %u admit %u start %u"
-                " send %u receive %u retry %u attempts %u complete %u total %u\n",
+                " send %u receive %u first %u lines %u polls %u retry %u attempts %u complete %u"
+                " total %u\n",
                 r->rank, r->size, (unsigned long long)r->comm_key,
                 dfccl_coll_type_name((dfccl_coll_type_t)r->type), (unsigned long long)r->seq,
                 (unsigned long long)r->bytes, gpu_trace_algo(r->algo),
@@ -93,7 +94,9 @@ void gpu_trace_flush(dfccl_gpu_t *g)
                 gpu_trace_algo(r->algo_run), (unsigned long long)r->posted_ns,
                 (unsigned long long)seen, r->cyc[DFCCL_GPU_C_POLL], r->cyc[DFCCL_GPU_C_ISSUE],
                 r->cyc[DFCCL_GPU_C_COPY], r->cyc[DFCCL_GPU_C_ADMIT], r->cyc[DFCCL_GPU_C_START],
-                r->cyc[DFCCL_GPU_C_SEND], r->cyc[DFCCL_GPU_C_RECEIVE], r->cyc[DFCCL_GPU_C_RETRY],
+                r->cyc[DFCCL_GPU_C_SEND], r->cyc[DFCCL_GPU_C_RECEIVE], r->cyc[DFCCL_GPU_C_FIRST],
+                r->cyc[DFCCL_GPU_C_LINES],
+                r->cyc[DFCCL_GPU_C_POLLS], r->cyc[DFCCL_GPU_C_RETRY],
                 r->cyc[DFCCL_GPU_C_ATTEMPTS], r->cyc[DFCCL_GPU_C_COMPLETE], r->cyc[DFCCL_GPU_C_TOTAL]);
     }
     fflush(stderr);

@@ -92,10 +92,20 @@ typedef struct gpu_shared {
     uint32_t      nsteps;
     dfccl_slice_t slice;
     uint4         head[GPU_DESC_HEAD_VECS];   /* CMD_ADMIT: the submission's first fields */
+    uint64_t      admit_k;      /* and, admitted, its one-shot number */
+    int           admit_broken; /* and whether its communicator had failed */
     struct {                    /* CMD_LL */
         uint64_t start, deadline;   /* the receive waits for lines until deadline */
+        int      send;              /* the first attempt: send, then receive */
+        int      fill;              /* ctx is not this task's: fill it first */
+        uint32_t comm;              /* the task's communicator and one-shot number */
+        uint64_t k;
         int      ok;                /* every line was there */
         int      lagging;           /* else: a rank whose line was missing */
+        long long first_clk;        /* trace: thread 0's first line load was back (clock64), */
+        long long done_clk;         /* it had handled its lines, */
+        uint32_t polls;             /* and loaded one again this often */
+        gpu_ll_ctx_t ctx;           /* kept across attempts */
     } ll;
     struct {                    /* CMD_DIRECT_MOVE: the chunk's inputs and outputs */
         char    *ins[DFCCL_GPU_MAX_RANKS];
@@ -120,11 +130,14 @@ typedef struct gpu_sched {
     int      express;         /* the command is set: no pass of the scheduler */
     ulonglong2 ctrl;          /* the control words as last read, */
     uint64_t ctrl_ns;         /* and when */
+    ulonglong2 next;          /* block 0: the first 16 bytes of the next ticket's entry,
+                                 read with them (ticket, nparts, nsteps) */
     uint64_t quit_check_ns;   /* block 0: when it last asked gpu_should_quit */
     /* trace: clock64 when the submission was seen; cycles of the control
      * read, of the read that saw it, and of the admission until the task */
     long long clk_seen;
     uint32_t ctrl_cyc, seen_cyc, issue_cyc, copy_cyc;
+    int      mirror_due;      /* block 0: admitted, sq_mirror not yet raised */
 } gpu_sched_t;
 
 /* Block 0 reads the control words over the bus (1.3 us per read on an
@@ -175,12 +188,18 @@ __device__ static inline const dfccl_gpu_desc_t *gpu_desc_src(const dfccl_gpu_en
 }
 
 /* The control words; block 0 with collectives in hand reuses a read younger
- * than GPU_CTRL_MAX_AGE_NS (the other blocks read device memory). */
+ * than GPU_CTRL_MAX_AGE_NS (the other blocks read device memory). Block 0
+ * reads the first 16 bytes of the next ticket's entry in the same trip: a
+ * published entry's plan length tells how much of it admission must copy
+ * (all of it when that read came too early). Copying 33 of its 163 vectors
+ * for LL made the copy 2.0 us on average instead of 2.4 (90th percentile
+ * 2.5 instead of 3.6; contrib/results/2026-11-30-gpu-kernel-parts.md). */
 __device__ static inline ulonglong2 gpu_ctrl_poll(const dfccl_gpu_env_t *env, gpu_sched_t *s,
-                                                  uint64_t now, int busy)
+                                                  uint64_t now, int busy, uint64_t admitted)
 {
     if (blockIdx.x != 0 || !busy || now - s->ctrl_ns >= GPU_CTRL_MAX_AGE_NS) {
         long long c0 = env->trace ? clock64() : 0;
+        if (blockIdx.x == 0) s->next = gpu_host_load16(&env->descs[admitted % DFCCL_GPU_SQ_DEPTH]);
         s->ctrl = gpu_ctrl_read(env);
         s->ctrl_ns = now;
         if (env->trace) s->ctrl_cyc = (uint32_t)(clock64() - c0);
@@ -308,14 +327,15 @@ __device__ static int gpu_takes_part(const dfccl_gpu_env_t *env, uint64_t ticket
  * a trip each). Returns 0 when the copy shows the slot was reused
  * meanwhile (not ours after all). */
 __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_block_t *blk, int slot,
-                                       const dfccl_gpu_desc_t *d, uint64_t ticket,
-                                       const gpu_sched_t *s)
+                                       gpu_shared_t *sh, uint64_t ticket, const gpu_sched_t *s)
 {
+    const dfccl_gpu_desc_t *d = (const dfccl_gpu_desc_t *)sh->head;
     dfccl_gpu_task_t *t = gpu_task(env, slot);
     dfccl_gpu_comm_dev_t *c = &env->comms[d->comm_index];
     dfccl_exec_t *x = &t->exec;
 
     if (*(const uint64_t *)&d->ticket != ticket) return 0;   /* our copy: no need for volatile */
+    sh->admit_broken = c->broken;   /* for gpu_express, loaded beside small_count */
     t->algo = d->algo;
     t->type = d->type;
     t->comm_index = d->comm_index;
@@ -368,6 +388,7 @@ __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_blo
         t->phase = blockIdx.x == 0 ? DIRECT_PUBLISH : DIRECT_TABLE;
     } else {
         t->small_k = ++c->small_count;   /* admitted in order on a communicator */
+        sh->admit_k = t->small_k;
     }
     uint32_t i = blk->nactive;
     while (i > 0 && dfccl_sched_before(&t->key, &gpu_task(env, blk->active[i - 1])->key)) {
@@ -387,14 +408,15 @@ __device__ static inline dfccl_sched_budgets_t gpu_budgets(const dfccl_gpu_env_t
     return b;
 }
 
-/* Thread 0: the collective at index i of the active list gets the block. */
+/* Thread 0: the collective at index i of the active list, whose adapted
+ * budget is budget_ns, gets the block. */
 __device__ static void gpu_turn_begin(const dfccl_gpu_env_t *env, gpu_sched_t *s, int i,
-                                      const dfccl_gpu_task_t *t)
+                                      uint64_t budget_ns)
 {
     dfccl_sched_budgets_t b = gpu_budgets(env);
 
     s->turn = i;
-    s->turn_budget = dfccl_sched_turn_budget(&b, t->budget_ns, s->first_of_pass);
+    s->turn_budget = dfccl_sched_turn_budget(&b, budget_ns, s->first_of_pass);
     s->first_of_pass = 0;
     s->turn_blocked_since = 0;
     s->turn_moved = 0;
@@ -423,9 +445,11 @@ __device__ static inline int gpu_turn_gives_way(const dfccl_gpu_env_t *env,
 /* Thread 0: an LL attempt. Whether it moves only all threads can tell (each
  * polls its own lines), so the command runs and gpu_ll_after decides. Its
  * wait for lines ends with the turn's budget, and after at most
- * GPU_CTRL_MAX_AGE_NS, when a waiting turn looks for new work anyway. */
+ * env->ll_wait_ns (config gpu_ll_wait_ns), when the scheduler looks for new
+ * work. */
 __device__ static void gpu_ll_prepare(const dfccl_gpu_env_t *env, dfccl_gpu_task_t *t, int slot,
-                                      gpu_shared_t *sh, const gpu_sched_t *s)
+                                      gpu_shared_t *sh, const gpu_sched_t *s, int send,
+                                      uint32_t comm, uint64_t k)
 {
     uint64_t now = gpu_now_ns(), left = s->turn_budget;
 
@@ -433,14 +457,18 @@ __device__ static void gpu_ll_prepare(const dfccl_gpu_env_t *env, dfccl_gpu_task
         uint64_t spent = now - s->turn_blocked_since;
         left = spent < left ? left - spent : 0;
     }
-    if (left > GPU_CTRL_MAX_AGE_NS) left = GPU_CTRL_MAX_AGE_NS;
+    if (left > env->ll_wait_ns) left = env->ll_wait_ns;
     sh->cmd = CMD_LL;
     sh->slot = slot;
     sh->ll.start = now;
     sh->ll.deadline = now + left;
+    sh->ll.send = send;
+    sh->ll.comm = comm;
+    sh->ll.k = k;
+    sh->ll.fill = sh->ll.ctx.task != t || sh->ll.ctx.k != sh->ll.k;
     sh->ll.ok = 0;
     sh->ll.lagging = -1;
-    if (env->trace && t->phase == 0) {
+    if (env->trace && sh->ll.send) {
         t->t[DFCCL_GPU_T_FIRST_MOVE] = now;
         t->cyc[DFCCL_GPU_C_START] = (uint32_t)(clock64() - (long long)t->clk[1]);
     }
@@ -459,7 +487,7 @@ __device__ static int gpu_try_move(const dfccl_gpu_env_t *env, dfccl_gpu_task_t 
     } else if (t->algo == DFCCL_GPU_ALGO_DIRECT) {
         if (!gpu_direct_try(env, t, slot, c, sh, &s->wait_peer)) return 0;
     } else if (t->algo == DFCCL_GPU_ALGO_LL) {
-        gpu_ll_prepare(env, t, slot, sh, s);
+        gpu_ll_prepare(env, t, slot, sh, s, t->phase == 0, t->comm_index, t->small_k);
         return 2;
     } else {
         if (!gpu_oneshot_ready(t, c, &s->wait_peer)) return 0;
@@ -514,7 +542,7 @@ __device__ static void gpu_ll_after(const dfccl_gpu_env_t *env, dfccl_gpu_block_
 {
     uint64_t now = gpu_now_ns();
 
-    if (t->phase == 0 || sh->ll.ok) {   /* the send went out, or the receive */
+    if (sh->ll.send || sh->ll.ok) {   /* the send went out, or the receive */
         t->phase = sh->ll.ok ? 2 : 1;
         gpu_turn_moved(s, t, blk, now);
     }
@@ -529,7 +557,7 @@ __device__ static void gpu_ll_after(const dfccl_gpu_env_t *env, dfccl_gpu_block_
     t->exec.waiting = DFCCL_WAIT_RECV;
     s->wait_peer = (uint32_t)sh->ll.lagging;
     if (s->turn_blocked_since == 0) s->turn_blocked_since = sh->ll.start;
-    if (gpu_turn_gives_way(env, blk, s, now, gpu_ctrl_poll(env, s, now, 1)))
+    if (gpu_turn_gives_way(env, blk, s, now, gpu_ctrl_poll(env, s, now, 1, blk->admitted)))
         gpu_end_turn(env, blk, s, now);
 }
 
@@ -586,13 +614,13 @@ __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_
                 return;
             }
             if (s->turn_blocked_since == 0) s->turn_blocked_since = now;
-            if (gpu_turn_gives_way(env, blk, s, now, gpu_ctrl_poll(env, s, now, 1)))
+            if (gpu_turn_gives_way(env, blk, s, now, gpu_ctrl_poll(env, s, now, 1, blk->admitted)))
                 gpu_end_turn(env, blk, s, now);
             else
                 __nanosleep(64);
             continue;
         }
-        ulonglong2 ctrl = gpu_ctrl_poll(env, s, now, blk->nactive != 0);
+        ulonglong2 ctrl = gpu_ctrl_poll(env, s, now, blk->nactive != 0, blk->admitted);
         if (ctrl.y >= env->launch_id ||
             (blockIdx.x != 0 && env->state->quit_launch == env->launch_id)) {
             if (ctrl.y >= env->launch_id) env->state->quit_launch = env->launch_id;   /* everyone */
@@ -611,8 +639,12 @@ __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_
                 /* block 0 takes part in every collective, and the host
                  * rewrites a slot only after block 0 admitted its ticket:
                  * no need to look first (one read of host memory less);
-                 * the copy takes the whole plan */
-                sh->nsteps = DFCCL_GPU_MAX_STEPS;
+                 * the copy takes the plan as long as the entry's head,
+                 * read with the control words, says (LL and one-shot
+                 * have none), or the whole plan when that read was of an
+                 * older ticket */
+                uint32_t n = (uint32_t)(s->next.y >> 32);
+                sh->nsteps = s->next.x == ticket && n <= DFCCL_GPU_MAX_STEPS ? n : DFCCL_GPU_MAX_STEPS;
             } else if (!gpu_takes_part(env, ticket, &sh->nsteps)) {
                 /* block 0 takes part in everything: only others get here */
                 blk->admitted = ticket + 1;
@@ -633,7 +665,7 @@ __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_
                 gpu_finish(env, blk, s->pos, DFCCL_ERR_TIMEOUT, &g);
                 continue;
             }
-            gpu_turn_begin(env, s, s->pos, t);
+            gpu_turn_begin(env, s, s->pos, t->budget_ns);
             continue;
         }
         /* a pass without progress: back off a little; block 0 decides for
@@ -724,7 +756,9 @@ __device__ static int gpu_direct_continue(const dfccl_gpu_env_t *env, dfccl_gpu_
 /* Thread 0, right after an admission: an LL collective that is all the
  * block has starts at once, without a pass of the scheduler, which would
  * pick it anyway when no newer submission is known (the control words as
- * last read) and its communicator has not failed. */
+ * last read) and its communicator has not failed. What it needs comes
+ * from the admission, in shared memory: reading back the task in global
+ * memory would cost a trip per field. */
 __device__ static int gpu_express(const dfccl_gpu_env_t *env, dfccl_gpu_block_t *blk,
                                   gpu_shared_t *sh, gpu_sched_t *s)
 {
@@ -733,12 +767,12 @@ __device__ static int gpu_express(const dfccl_gpu_env_t *env, dfccl_gpu_block_t 
 
     if (blk->nactive != 1 || s->turn >= 0 || d->algo != DFCCL_GPU_ALGO_LL ||
         blk->active[0] != (uint16_t)sh->slot || s->ctrl.x > blk->admitted ||
-        s->ctrl.y >= env->launch_id || env->comms[d->comm_index].broken)
+        s->ctrl.y >= env->launch_id || sh->admit_broken)
         return 0;
     t = gpu_task(env, sh->slot);
     s->pos = 0;
-    gpu_turn_begin(env, s, 0, t);   /* t->budget_ns: admission set the default */
-    gpu_ll_prepare(env, t, sh->slot, sh, s);
+    gpu_turn_begin(env, s, 0, env->budget_ns);   /* as admission set it */
+    gpu_ll_prepare(env, t, sh->slot, sh, s, 1, d->comm_index, sh->admit_k);
     return 1;
 }
 
@@ -763,11 +797,14 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
         s.seen_ns = 0;
         s.express = 0;
         s.ctrl = make_ulonglong2(0, 0);
+        s.next = make_ulonglong2(UINT64_MAX, 0);
         s.ctrl_ns = now - GPU_CTRL_MAX_AGE_NS;   /* read at once */
         s.quit_check_ns = now;
         s.clk_seen = 0;
         s.ctrl_cyc = s.seen_cyc = s.issue_cyc = s.copy_cyc = 0;
+        s.mirror_due = 0;
         gpu_block_publish(&env, blk);   /* block 0's quit decision sees the fresh start */
+        sh.ll.ctx.task = NULL;
     }
     for (;;) {
         uint64_t cmd_ns = 0;   /* thread 0, trace: when the command began */
@@ -802,15 +839,18 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
             gpu_oneshot_recv(t, &env.comms[t->comm_index]);
             break;
         case CMD_LL: {
-            const dfccl_gpu_comm_dev_t *c = &env.comms[t->comm_index];
             int ok;
             long long clk_recv = clk_cmd;   /* thread 0, trace: the receive began */
             if (env.trace && threadIdx.x == 0) {
                 t->cyc[DFCCL_GPU_C_ATTEMPTS]++;
-                if (t->phase != 0) t->cyc[DFCCL_GPU_C_RETRY] += (uint32_t)(clk_cmd - (long long)t->clk[1]);
+                if (!sh.ll.send) t->cyc[DFCCL_GPU_C_RETRY] += (uint32_t)(clk_cmd - (long long)t->clk[1]);
             }
-            if (t->phase == 0) {
-                gpu_ll_send(t, c);
+            if (sh.ll.fill) {
+                gpu_ll_fill(&sh.ll.ctx, t, &env.comms[sh.ll.comm], sh.ll.k);
+                __syncthreads();
+            }
+            if (sh.ll.send) {
+                gpu_ll_send(&sh.ll.ctx);
                 __syncthreads();   /* in place: everything read before outputs are written */
                 if (env.trace && threadIdx.x == 0) {
                     t->t[DFCCL_GPU_T_SENT] = gpu_now_ns();
@@ -818,7 +858,8 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
                     t->cyc[DFCCL_GPU_C_SEND] = (uint32_t)(clk_recv - clk_cmd);
                 }
             }
-            ok = gpu_ll_recv(t, c, sh.ll.deadline, &sh.ll.lagging);
+            ok = gpu_ll_recv(&sh.ll.ctx, sh.ll.deadline, &sh.ll.lagging, &sh.ll.first_clk,
+                             &sh.ll.done_clk, &sh.ll.polls);
             if (threadIdx.x == 0) {
                 sh.ll.ok = ok;
                 if (env.trace) {
@@ -826,6 +867,9 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
                     if (ok) {
                         t->t[DFCCL_GPU_T_RECEIVED] = gpu_now_ns();
                         t->cyc[DFCCL_GPU_C_RECEIVE] = (uint32_t)(c1 - clk_recv);
+                        t->cyc[DFCCL_GPU_C_FIRST] = (uint32_t)(sh.ll.first_clk - clk_recv);
+                        t->cyc[DFCCL_GPU_C_LINES] = (uint32_t)(sh.ll.done_clk - clk_recv);
+                        t->cyc[DFCCL_GPU_C_POLLS] = sh.ll.polls;
                     }
                     t->clk[1] = (uint64_t)c1;   /* a retry's wait counts from here */
                 }
@@ -859,12 +903,13 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
                     s.issue_cyc = (uint32_t)(clk_cmd - s.clk_seen);
                     s.copy_cyc = (uint32_t)(clk_end - clk_cmd);
                 }
+                /* a new collective in the slot: not the LL context's */
+                if (sh.ll.ctx.task == t) sh.ll.ctx.task = NULL;
                 /* another block finding a newer ticket there lagged behind
                  * a reused slot: not its collective. Block 0 takes part in
                  * all and never lags: a mismatch would be a copy read too
                  * early, so it copies again on the next pass */
-                if (gpu_admit_finish(&env, blk, sh.slot, (const dfccl_gpu_desc_t *)sh.head,
-                                     blk->admitted, &s)) {
+                if (gpu_admit_finish(&env, blk, sh.slot, &sh, blk->admitted, &s)) {
                     if (env.trace) {
                         long long c = clock64();
                         t->cyc[DFCCL_GPU_C_ADMIT] = (uint32_t)(c - clk_end);
@@ -875,10 +920,7 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
                     blk->admitted++;
                 }
                 gpu_block_publish(&env, blk);
-                if (blockIdx.x == 0) {
-                    __threadfence();   /* the copies before the mirror */
-                    env.state->sq_mirror = blk->admitted;
-                }
+                s.mirror_due = blockIdx.x == 0;
                 s.express = gpu_express(&env, blk, &sh, &s);
                 break;
             case CMD_RING_SLICE:
@@ -907,6 +949,15 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
                 break;
             default:
                 break;
+            }
+            /* block 0 raises the mirror for the other blocks after the
+             * admission, or, when an LL collective starts at once, after
+             * its first attempt: it takes no other block, and the fence
+             * before the mirror would delay its send */
+            if (s.mirror_due && !s.express) {
+                __threadfence();   /* the copies before the mirror */
+                env.state->sq_mirror = blk->admitted;
+                s.mirror_due = 0;
             }
         }
     }

@@ -29,12 +29,14 @@ __device__ static inline uint4 *gpu_ll_slot(const dfccl_gpu_comm_dev_t *c, int o
                      (set + (size_t)from) * DFCCL_GPU_LL_SLOT_BYTES);
 }
 
-/* One line in one 16-byte access; volatile, as other processes write it. */
+/* One line in one 16-byte access; volatile, as other processes write it.
+ * Neither access clobbers "memory": the data travel in the line itself, and
+ * a clobber after each load made the compiler read the context's fields
+ * again before the next one. */
 __device__ static inline void gpu_ll_store(uint4 *line, uint64_t v, uint32_t flag)
 {
     asm volatile("st.volatile.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(line),
-                 "r"((uint32_t)v), "r"(flag), "r"((uint32_t)(v >> 32)), "r"(flag)
-                 : "memory");
+                 "r"((uint32_t)v), "r"(flag), "r"((uint32_t)(v >> 32)), "r"(flag));
 }
 
 __device__ static inline uint4 gpu_ll_load(const uint4 *line)
@@ -42,8 +44,7 @@ __device__ static inline uint4 gpu_ll_load(const uint4 *line)
     uint4 l;
     asm volatile("ld.volatile.v4.u32 {%0, %1, %2, %3}, [%4];"
                  : "=r"(l.x), "=r"(l.y), "=r"(l.z), "=r"(l.w)
-                 : "l"(line)
-                 : "memory");
+                 : "l"(line));
     return l;
 }
 
@@ -67,6 +68,48 @@ __device__ static inline void gpu_ll_scatter(char *p, uint64_t v, size_t n)
     for (size_t b = 0; b < n; b++) p[b] = (char)(v >> (8 * b));
 }
 
+/* acc OP v, element by element over one line's 8 data bytes: in registers
+ * for the common (type, op) pairs, with the engine's own operators (so
+ * results are those of every other path); the others through the engine's
+ * reducer, which works in local memory. Elements past ne, in a line that
+ * is not full, are zeros on both sides and are never written out. */
+#define GPU_LL_LANES(T, U, R)                                                    \
+    {                                                                            \
+        union { uint64_t w; T e[8 / sizeof(T)]; } x, y;                          \
+        x.w = acc;                                                               \
+        y.w = v;                                                                 \
+        _Pragma("unroll") for (unsigned j = 0; j < 8 / sizeof(T); j++)           \
+            x.e[j] = R(T, U, x.e[j], y.e[j]);                                    \
+        return x.w;                                                              \
+    }
+#define GPU_LL_TYPE(DT, T, U)                                                    \
+    case DT:                                                                     \
+        switch (op) {                                                            \
+        case DFCCL_OP_SUM: GPU_LL_LANES(T, U, DFCCL_R_SUM)                        \
+        case DFCCL_OP_PROD: GPU_LL_LANES(T, U, DFCCL_R_PROD)                      \
+        case DFCCL_OP_MIN: GPU_LL_LANES(T, U, DFCCL_R_MIN)                        \
+        case DFCCL_OP_MAX: GPU_LL_LANES(T, U, DFCCL_R_MAX)                        \
+        default: break;                                                          \
+        }                                                                        \
+        break;
+
+__device__ static inline uint64_t gpu_ll_combine(uint64_t acc, uint64_t v, size_t ne,
+                                                 dfccl_dtype_t dtype, dfccl_op_t op)
+{
+    switch (dtype) {
+    GPU_LL_TYPE(DFCCL_FLOAT, float, float)
+    GPU_LL_TYPE(DFCCL_DOUBLE, double, double)
+    GPU_LL_TYPE(DFCCL_INT32, int32_t, uint32_t)
+    GPU_LL_TYPE(DFCCL_INT64, int64_t, uint64_t)
+    default:
+        break;
+    }
+    dfccl_reduce_strided(&acc, &acc, &v, ne, 0, 1, dtype, op);
+    return acc;
+}
+#undef GPU_LL_TYPE
+#undef GPU_LL_LANES
+
 /* Lines that carry `bytes`: at least one, so that every collective reaches
  * every peer. A rank starts one-shot k + 1 (into the slot set of k - 1) once
  * it holds every peer's line of k, which each peer wrote only after it had
@@ -83,36 +126,93 @@ __device__ static inline size_t gpu_ll_len(size_t i, size_t bytes)
     return at >= bytes ? 0 : bytes - at < GPU_LL_DATA ? bytes - at : GPU_LL_DATA;
 }
 
-/* All threads: our contribution, line by line, into every inbox (ours too,
- * so that the receive reads all inputs alike and in-place inputs are kept). */
-__device__ static void gpu_ll_send(const dfccl_gpu_task_t *t, const dfccl_gpu_comm_dev_t *c)
-{
-    int me = c->rank, n = c->size;
-    uint32_t flag = (uint32_t)t->small_k;
-    size_t bytes;
+/*
+ * What an LL collective's commands read, in shared memory: filled once by
+ * all threads in parallel (each a peer's entries), then every attempt reads
+ * only shared memory, its data and its lines. Read through the task and the
+ * communicator in global memory instead, one field after another, the
+ * addresses made a chain of dependent loads, each about 0.2 us on an H200;
+ * with the context here an attempt after the first no longer reads them
+ * (contrib/results/2026-11-30-gpu-kernel-parts.md).
+ */
+typedef struct gpu_ll_ctx {
+    const dfccl_gpu_task_t *task;     /* filled for this task (NULL: for none) */
+    uint64_t      k;                  /* and its one-shot number */
+    int           me, n, type;
+    uint32_t      flag;
+    size_t        esize;
+    dfccl_dtype_t dtype;
+    dfccl_op_t    op;
+    char         *out;                /* the output buffer */
+    size_t        out_bytes;          /* our result (allgather: each rank's part) */
+    const char   *inbox;              /* our inbox's lines of k: rank p's at p slots on */
+    const char   *src[DFCCL_GPU_MAX_RANKS];        /* what we send rank p */
+    size_t        src_bytes[DFCCL_GPU_MAX_RANKS];
+    uint4        *to[DFCCL_GPU_MAX_RANKS];         /* our lines in rank p's inbox */
+} gpu_ll_ctx_t;
 
-    if (t->type != DFCCL_COLL_REDUCE_SCATTER) {
-        const char *from = gpu_oneshot_source(t, me, 0, &bytes);
-        for (size_t i = threadIdx.x; i < gpu_ll_lines(bytes); i += blockDim.x) {
-            uint64_t v = gpu_ll_gather(from + i * GPU_LL_DATA, gpu_ll_len(i, bytes));
-            for (int p = 0; p < n; p++) gpu_ll_store(gpu_ll_slot(c, p, me, t->small_k) + i, v, flag);
-        }
-        return;
+/* All threads: the context of task t's one-shot k on communicator c;
+ * thread p fills peer p's entries. A __syncthreads must follow. */
+__device__ static void gpu_ll_fill(gpu_ll_ctx_t *x, const dfccl_gpu_task_t *t,
+                                   const dfccl_gpu_comm_dev_t *c, uint64_t k)
+{
+    int me = c->rank, n = c->size, p = (int)threadIdx.x;
+
+    if (p < n) {
+        size_t bytes;
+        x->src[p] = gpu_oneshot_source(t, me, p, &bytes);
+        x->src_bytes[p] = bytes;
+        x->to[p] = gpu_ll_slot(c, p, me, k);
     }
-    for (int p = 0; p < n; p++) {
-        const char *from = gpu_oneshot_source(t, me, p, &bytes);
-        uint4 *to = gpu_ll_slot(c, p, me, t->small_k);
-        for (size_t i = threadIdx.x; i < gpu_ll_lines(bytes); i += blockDim.x)
-            gpu_ll_store(to + i, gpu_ll_gather(from + i * GPU_LL_DATA, gpu_ll_len(i, bytes)), flag);
+    if (threadIdx.x == 0) {
+        const dfccl_exec_t *e = &t->exec;
+        size_t count = t->type == DFCCL_COLL_REDUCE_SCATTER ? t->desc.rs_counts[me] : t->desc.count;
+        x->task = t;
+        x->k = k;
+        x->me = me;
+        x->n = n;
+        x->type = (int)t->type;
+        x->flag = (uint32_t)k;
+        x->esize = e->esize;
+        x->dtype = e->dtype;
+        x->op = e->op;
+        x->out = e->recvbuf;
+        x->out_bytes = count * e->esize;
+        x->inbox = (const char *)gpu_ll_slot(c, me, 0, k);
     }
 }
 
-/* One line, polled until its flags say `flag` or the deadline passes. */
-__device__ static inline int gpu_ll_wait(const uint4 *line, uint4 *l, uint32_t flag, uint64_t deadline)
+/* All threads: our contribution, line by line, into every inbox (ours too,
+ * so that the receive reads all inputs alike and in-place inputs are kept). */
+__device__ static void gpu_ll_send(const gpu_ll_ctx_t *x)
+{
+    if (x->type != DFCCL_COLL_REDUCE_SCATTER) {   /* the same lines to everyone */
+        const char *from = x->src[0];
+        size_t bytes = x->src_bytes[0];
+        for (size_t i = threadIdx.x; i < gpu_ll_lines(bytes); i += blockDim.x) {
+            uint64_t v = gpu_ll_gather(from + i * GPU_LL_DATA, gpu_ll_len(i, bytes));
+            for (int p = 0; p < x->n; p++) gpu_ll_store(x->to[p] + i, v, x->flag);
+        }
+        return;
+    }
+    for (int p = 0; p < x->n; p++) {
+        const char *from = x->src[p];
+        size_t bytes = x->src_bytes[p];
+        for (size_t i = threadIdx.x; i < gpu_ll_lines(bytes); i += blockDim.x)
+            gpu_ll_store(x->to[p] + i, gpu_ll_gather(from + i * GPU_LL_DATA, gpu_ll_len(i, bytes)),
+                         x->flag);
+    }
+}
+
+/* One line, polled until its flags say `flag` or the deadline passes;
+ * *polls counts the loads after the first. */
+__device__ static inline int gpu_ll_wait(const uint4 *line, uint4 *l, uint32_t flag, uint64_t deadline,
+                                         uint32_t *polls)
 {
     while (l->y != flag || l->w != flag) {
         if (gpu_now_ns() >= deadline) return 0;
         *l = gpu_ll_load(line);
+        ++*polls;
     }
     return 1;
 }
@@ -125,37 +225,38 @@ __device__ static inline int gpu_ll_wait(const uint4 *line, uint4 *l, uint32_t f
  * order, reduced (or, for allgather, copied) into the output. Returns 0 when
  * some line was not there by the deadline (*lagging: whose).
  */
-__device__ static int gpu_ll_line(const dfccl_gpu_task_t *t, const dfccl_gpu_comm_dev_t *c,
-                                  size_t i, size_t bytes, uint64_t deadline, int *lagging)
+__device__ static int gpu_ll_line(const gpu_ll_ctx_t *x, size_t i, uint64_t deadline, int *lagging,
+                                  uint32_t *polls, long long *first)
 {
-    int me = c->rank, n = c->size, gather = t->type == DFCCL_COLL_ALLGATHER;
-    uint32_t flag = (uint32_t)t->small_k;
-    size_t at = i * GPU_LL_DATA, len = gpu_ll_len(i, bytes), ne = len / t->exec.esize;
-    char *out = t->exec.recvbuf + at;
+    int n = x->n, gather = x->type == DFCCL_COLL_ALLGATHER;
+    size_t bytes = x->out_bytes, at = i * GPU_LL_DATA, len = gpu_ll_len(i, bytes), ne = len / x->esize;
     uint64_t acc = 0;
 
     for (int base = 0; base < n; base += GPU_LL_BATCH) {
         uint4 l[GPU_LL_BATCH];
         _Pragma("unroll") for (int j = 0; j < GPU_LL_BATCH; j++)
-            if (base + j < n) l[j] = gpu_ll_load(gpu_ll_slot(c, me, base + j, t->small_k) + i);
+            if (base + j < n)
+                l[j] = gpu_ll_load((const uint4 *)(x->inbox + (size_t)(base + j) * DFCCL_GPU_LL_SLOT_BYTES) + i);
         _Pragma("unroll") for (int j = 0; j < GPU_LL_BATCH; j++) {
             int p = base + j;
             if (p >= n) break;
-            if (!gpu_ll_wait(gpu_ll_slot(c, me, p, t->small_k) + i, &l[j], flag, deadline)) {
+            if (!gpu_ll_wait((const uint4 *)(x->inbox + (size_t)p * DFCCL_GPU_LL_SLOT_BYTES) + i, &l[j],
+                             x->flag, deadline, polls)) {
                 *lagging = p;
                 return 0;
             }
+            if (p == 0 && *first == 0) *first = clock64();   /* trace: the first line's load is back */
             uint64_t v = (uint64_t)l[j].x | (uint64_t)l[j].z << 32;
             if (gather) {
-                gpu_ll_scatter(t->exec.recvbuf + (size_t)p * bytes + at, v, len);
+                gpu_ll_scatter(x->out + (size_t)p * bytes + at, v, len);
             } else if (p == 0) {
                 acc = v;
             } else {
-                dfccl_reduce_strided(&acc, &acc, &v, ne, 0, 1, t->exec.dtype, t->exec.op);
+                acc = gpu_ll_combine(acc, v, ne, x->dtype, x->op);
             }
         }
     }
-    if (!gather) gpu_ll_scatter(out, acc, len);
+    if (!gather) gpu_ll_scatter(x->out + at, acc, len);
     return 1;
 }
 
@@ -164,17 +265,25 @@ __device__ static int gpu_ll_line(const dfccl_gpu_task_t *t, const dfccl_gpu_com
  * its own lines until the deadline. Returns to every thread whether all
  * were there; if not, *lagging names a rank one was missing from. Outputs
  * of an attempt that comes too early are written again by the next (the
- * inputs are in the inbox, so in place is safe).
+ * inputs are in the inbox, so in place is safe). For the trace, thread 0
+ * leaves in *first its clock64 when the load of its first line was back (it
+ * waits for it there), in *done when its own lines were handled, and in
+ * *polls how often it loaded one again.
  */
-__device__ static int gpu_ll_recv(const dfccl_gpu_task_t *t, const dfccl_gpu_comm_dev_t *c,
-                                  uint64_t deadline, int *lagging)
+__device__ static int gpu_ll_recv(const gpu_ll_ctx_t *x, uint64_t deadline, int *lagging,
+                                  long long *first, long long *done, uint32_t *polls)
 {
-    size_t count = t->type == DFCCL_COLL_REDUCE_SCATTER ? t->desc.rs_counts[c->rank] : t->desc.count;
-    size_t bytes = count * t->exec.esize;
     int ok = 1, who = -1;
+    uint32_t again = 0;
+    long long back = 0;
 
-    for (size_t i = threadIdx.x; ok && i < gpu_ll_lines(bytes); i += blockDim.x)
-        ok = gpu_ll_line(t, c, i, bytes, deadline, &who);
+    for (size_t i = threadIdx.x; ok && i < gpu_ll_lines(x->out_bytes); i += blockDim.x)
+        ok = gpu_ll_line(x, i, deadline, &who, &again, &back);
+    if (threadIdx.x == 0) {
+        *first = back;
+        *done = clock64();
+        *polls = again;
+    }
     if (!ok) atomicMax(lagging, who);   /* shared: one of them, without a race */
     return __syncthreads_and(ok);
 }

@@ -32,7 +32,7 @@ line = ("dfccl gpu trace: rank %d of 3 comm 0x7 allreduce #%d %d B %s: published
 # the kernel's cycles at 2 GHz (total: the kernel's time from seen to
 # finished); poll grows by 2 per call, so its median tells which calls count
 cycles = ("; cycles: poll %d issue 520 copy 3000 admit 1000 start 400 send 1200 receive 2400"
-          " retry 0 attempts %d complete 600 total %d")
+          " first 1600 lines 2000 polls 3 retry 0 attempts %d complete 600 total %d")
 for i in range(12):
     for r in range(3):
         if (r == 0 and i in (3, 5, 7)) or (r == 2 and i == 9):
@@ -44,6 +44,14 @@ for i in range(12):
         print(line % (r, seq, 8, "ll", 18.0, first, "%.2f" % (first + 1), last, "%.2f" % (first + 3),
                       finished, "ll", 1000000000 + i * 20000 + r * 1000, 5000000000 + i * 20000 + r * 1000)
               + cycles % (2600 + 2 * i, 1 if r == 1 else 2, round(finished * 2000)))
+# 64 B: the cycles of an older trace (fewer parts), and a line cut inside
+# them by another process's output, which must not count
+old = ("; cycles: poll 2000 issue 520 copy 3000 admit 1000 start 400 send 1200 receive 2400 retry 0"
+       " attempts 1 complete 600 total %d")
+for i in range(6):
+    tail = old % 24000 if i != 4 else (old % 24000).replace("attempts 1", "attempts 9")[:-16]
+    print(line % (0, 200 + i, 64, "ll", 18.0, 5.0, "6.00", 5.0, "8.00", 12.0, "ll",
+                  3000000000 + i * 20000, 7000000000 + i * 20000) + tail)
 for i in range(4):
     for r in range(3):
         print(line % (r, 100 + i, 1048576, "ring", 40.0, 5.0, "none", 30.0, "none", 35.0 - r * 0.5, "ring",
@@ -57,10 +65,12 @@ grep -Eq '^3 +1 +allreduce +8 ll +10 +2\.00 \( +2\.00\) +18\.00 \( 18\.00\) +1\.
     "$work/summary.txt" || fail "rank 1's LL row is not as written"
 grep -Eq '^3 +0 +allreduce +8 ll +7 .* 8\.00 \( +4\.00\) +9\.00 \( +1\.00\) +10\.00 \( +1\.00\) +11\.00 \( +1\.00\) +14\.00 \( +3\.00\)$' \
     "$work/summary.txt" || fail "rank 0's LL row is not as written"
-grep -A2 -E '^3 +1 +allreduce +8 ll ' "$work/summary.txt" | grep -qxE ' +kernel parts, ns at 2000 MHz: poll 1306 issue 260 copy 1500 admit 500 start 200 send 600 receive 1200 retry 0 attempts 1\.00 complete 300' ||
+grep -A2 -E '^3 +1 +allreduce +8 ll ' "$work/summary.txt" | grep -qxE ' +kernel parts, ns at 2000 MHz: poll 1306 issue 260 copy 1500 admit 500 start 200 send 600 receive 1200 first 800 lines 1000 polls 3\.00 retry 0 attempts 1\.00 complete 300' ||
     fail "rank 1's kernel parts (calls 2-11 at 2 GHz, poll the median of 2604..2622 cycles) are not as written"
 grep -A2 -E '^3 +0 +allreduce +8 ll ' "$work/summary.txt" | grep -q 'kernel parts, ns at 2000 MHz: poll 1308 .* attempts 2\.00 ' ||
     fail "rank 0's kernel parts are not as written"
+grep -A2 -E '^3 +0 +allreduce +64 ll ' "$work/summary.txt" | grep -qxE ' +kernel parts, ns at 2000 MHz: poll 1000 issue 260 copy 1500 admit 500 start 200 send 600 receive 1200 retry 0 attempts 1\.00 complete 300' ||
+    fail "the 64 B group's older cycles (fewer parts, one line cut) are not as written"
 grep -A2 -E '^3 +2 +allreduce +1048576 ring' "$work/summary.txt" | grep -q 'kernel parts' &&
     fail "the ring group, traced without cycles, shows kernel parts"
 grep -Eq '^3 +2 +allreduce +1048576 ring +2 .* 5\.00 \( +1\.00\) +none +30\.00 \( 25\.00\) +none +34\.00 \( +4\.00\)$' \

@@ -108,6 +108,8 @@ typedef struct dfccl_config {
                                     16384 */
     size_t   gpu_stage_keep_bytes;   /* idle staging memory kept for reuse; beyond it freed */
     uint32_t gpu_poll_max_ns;    /* longest nap of a daemon block between passes that moved nothing */
+    uint32_t gpu_ll_wait_ns;     /* longest an LL receive attempt polls for its lines before the
+                                    scheduler looks for new work (within the turn's budget) */
     int      gpu_trace;          /* 1: one line per GPU collective with its steps' times (stderr) */
     int      gpu_fence_system;   /* 1: system-scope fences for peers on the same GPU too */
 } dfccl_config_t;

@@ -72,6 +72,7 @@ static int dfccl_register(void)
     c->gpu_direct_chunk_bytes = defaults.gpu_direct_chunk_bytes;
     c->gpu_stage_keep_bytes = defaults.gpu_stage_keep_bytes;
     c->gpu_poll_max_ns = defaults.gpu_poll_max_ns;
+    c->gpu_ll_wait_ns = defaults.gpu_ll_wait_ns;
     c->gpu_trace = defaults.gpu_trace != 0;
     c->gpu_fence_system = defaults.gpu_fence_system != 0;
 
@@ -210,6 +211,13 @@ static int dfccl_register(void)
         " Smaller: new work and late peers seen sooner, more polling of host memory; 0: no naps",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
         &c->gpu_poll_max_ns);
+    (void)mca_base_component_var_register(v, "gpu_ll_wait_ns",
+        "Longest time, in nanoseconds, that one receive attempt of an LL collective (the"
+        " smallest, gpu_ll_bytes) polls for its peers' lines before the daemon's scheduler looks"
+        " for new work; the turn's budget (budget_ns) bounds it too. Smaller: new work seen"
+        " sooner while an LL collective waits; larger: fewer retries when ranks arrive apart",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
+        &c->gpu_ll_wait_ns);
     (void)mca_base_component_var_register(v, "gpu_trace",
         "Print one line per GPU collective to stderr with the microseconds from its post to each"
         " of its steps (published, seen and admitted by the daemon kernel, first and last move,"
@@ -296,6 +304,7 @@ int mca_coll_dfccl_context_get(dfccl_context_t **context_p)
         config.gpu_ll_bytes = c->gpu_ll_bytes;
         config.gpu_stage_keep_bytes = c->gpu_stage_keep_bytes;
         config.gpu_poll_max_ns = c->gpu_poll_max_ns;
+        config.gpu_ll_wait_ns = c->gpu_ll_wait_ns;
         config.gpu_trace = c->gpu_trace;
         config.gpu_fence_system = c->gpu_fence_system;
         opal_free_list_init(&c->requests, sizeof(mca_coll_dfccl_request_t),
