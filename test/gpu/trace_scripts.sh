@@ -13,8 +13,9 @@
 # comes before its send: each step's share must count from the latest
 # earlier step reached before it. The LL lines carry the kernel's cycle counts
 # (2 GHz), the ring lines none (an older trace): the summary converts the
-# former with the rate their totals give and prints no parts for the latter.
-# Needs no GPU.
+# former with the rate their totals give and prints no parts for the latter;
+# a 64 B group carries an older set of parts, one line of it cut inside
+# them, which must not count. Needs no GPU.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 contrib=$here/../../contrib
