@@ -3,7 +3,7 @@
 
 Reads 'dfccl gpu trace:' lines (coll_dfccl_gpu_trace 1) from the files given
 (or stdin). Ranks on one node share the host's monotonic clock and ranks on
-one GPU the kernel's, and each line ends with both readings ("clocks: post
+one GPU the kernel's, and each line carries both readings ("clocks: post
 NS seen NS"), so the same collective (matched by the kernel's clock: the
 records that finished nearest to each other) can be compared across ranks:
 who posted last, whose kernel made its first move (where an LL or one-shot

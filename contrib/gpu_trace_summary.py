@@ -121,15 +121,14 @@ def print_cycles(recs):
     """Medians of the kernel's cycle counts in ns (the COUNTS: their means), at the rate their totals
     over the kernel's time give (the global clock's interval from seeing the
     collective to finishing it), over the lines that carry them."""
-    recs = [r for r in recs if r is not None]
+    # a total that wrapped or spans a relaunch (clock64 of another SM) gives
+    # an impossible rate: such lines do not count
+    recs = [r for r in recs if r is not None and r[0] > 0 and 300 <= r[1]["total"] / r[0] <= 5000]
     if not recs:
         return
     names = max({tuple(c) for _, c in recs}, key=len)   # a group's lines share a format
     recs = [r for r in recs if tuple(r[1]) == names]
-    total_us = sum(finished for finished, _ in recs)
-    if total_us <= 0:
-        return
-    mhz = sum(c["total"] for _, c in recs) / total_us
+    mhz = sum(c["total"] for _, c in recs) / sum(finished for finished, _ in recs)
     parts = ["%s %.2f" % (name, statistics.mean(c[name] for _, c in recs)) if name in COUNTS
              else "%s %.0f" % (name, statistics.median(c[name] for _, c in recs) / (mhz / 1e3))
              for name in recs[0][1] if name != "total"]

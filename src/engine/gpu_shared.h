@@ -109,7 +109,8 @@ enum {
  * parts of the kernel's work on a collective, for the latency trace: the
  * global clock ticks in microseconds, too coarse for them. */
 enum {
-    DFCCL_GPU_C_POLL,            /* the read of the control words that saw it */
+    DFCCL_GPU_C_POLL,            /* the read of the control words that saw it (the last
+                                    one made: while busy, block 0 reuses a recent read) */
     DFCCL_GPU_C_ISSUE,           /* from seeing it to the admission's copy beginning */
     DFCCL_GPU_C_COPY,            /* the copy of the submission (all threads) */
     DFCCL_GPU_C_ADMIT,           /* thread 0 filling the task */

@@ -596,6 +596,7 @@ __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_
     sh->cmd = CMD_NONE;
     for (;;) {
         uint64_t now = gpu_now_ns();
+        long long clk_now = env->trace ? clock64() : 0;   /* beside now: the totals' rate */
 
         if (s->turn >= 0) {
             int slot = blk->active[s->turn];
@@ -632,7 +633,7 @@ __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_
             blk->busy_ns = now;
             s->seen_ns = now;
             if (env->trace) {
-                s->clk_seen = clock64();
+                s->clk_seen = clk_now;   /* as seen_ns: before the control read */
                 s->seen_cyc = s->ctrl_cyc;
             }
             if (blockIdx.x == 0) {

@@ -215,7 +215,8 @@ static int dfccl_register(void)
         "Longest time, in nanoseconds, that one receive attempt of an LL collective (the"
         " smallest, gpu_ll_bytes) polls for its peers' lines before the daemon's scheduler looks"
         " for new work; the turn's budget (budget_ns) bounds it too. Smaller: new work seen"
-        " sooner while an LL collective waits; larger: fewer retries when ranks arrive apart",
+        " sooner while an LL collective waits; larger: fewer retries when ranks arrive apart;"
+        " 0: one look at the lines per attempt",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
         &c->gpu_ll_wait_ns);
     (void)mca_base_component_var_register(v, "gpu_trace",
