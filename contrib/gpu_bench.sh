@@ -56,14 +56,23 @@ fi
 } > "$out/env.txt"
 
 failures=0
+# A signal to this script (^C, an outer timeout) stops the running job too:
+# timeout puts mpirun in a process group of its own, which the signal would
+# miss, leaving the job on the GPU for up to the run limit.
+job=
+trap 'echo "$0: interrupted by a signal; mpirun stopped" >&2
+      [ -n "$job" ] && kill -TERM "$job" 2>/dev/null && wait "$job"; exit 130' TERM INT HUP
 # run NAME NP MPIRUN-AND-PERF-ARGS...: one mpirun, bounded in time, its exit status logged.
 run() {
-    local name=$1 np=$2
+    local name=$1 np=$2 rc
     shift 2
     echo "== $name (np $np)"
     timeout -k 10 "$limit" mpirun -np "$np" --oversubscribe --allow-run-as-root "$@" \
-        > "$out/$name.txt" 2>&1
-    local rc=$?
+        < /dev/null > "$out/$name.txt" 2>&1 &
+    job=$!
+    wait "$job"
+    rc=$?
+    job=
     echo "$name rc=$rc" >> "$out/status.txt"
     grep -E '^dfccl_perf: [0-9]+ passed' "$out/$name.txt" || tail -5 "$out/$name.txt"
     [ "$rc" -eq 0 ] || { echo "   FAILED (exit $rc$([ "$rc" -eq 124 ] && echo ", over ${limit}s"))"; failures=$((failures + 1)); }
