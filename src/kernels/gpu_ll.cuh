@@ -137,9 +137,8 @@ __device__ static inline size_t gpu_ll_len(size_t i, size_t bytes)
  */
 typedef struct gpu_ll_ctx {
     const dfccl_gpu_task_t *task;     /* filled for this task (NULL: for none) */
-    uint64_t      k;                  /* and its one-shot number */
-    int           me, n, type;
-    uint32_t      flag;
+    uint64_t      k;                  /* and its one-shot number (its lines' flag: k mod 2^32) */
+    int           n, type;
     size_t        esize;
     dfccl_dtype_t dtype;
     dfccl_op_t    op;
@@ -169,10 +168,8 @@ __device__ static void gpu_ll_fill(gpu_ll_ctx_t *x, const dfccl_gpu_task_t *t,
         size_t count = t->type == DFCCL_COLL_REDUCE_SCATTER ? t->desc.rs_counts[me] : t->desc.count;
         x->task = t;
         x->k = k;
-        x->me = me;
         x->n = n;
         x->type = (int)t->type;
-        x->flag = (uint32_t)k;
         x->esize = e->esize;
         x->dtype = e->dtype;
         x->op = e->op;
@@ -191,7 +188,7 @@ __device__ static void gpu_ll_send(const gpu_ll_ctx_t *x)
         size_t bytes = x->src_bytes[0];
         for (size_t i = threadIdx.x; i < gpu_ll_lines(bytes); i += blockDim.x) {
             uint64_t v = gpu_ll_gather(from + i * GPU_LL_DATA, gpu_ll_len(i, bytes));
-            for (int p = 0; p < x->n; p++) gpu_ll_store(x->to[p] + i, v, x->flag);
+            for (int p = 0; p < x->n; p++) gpu_ll_store(x->to[p] + i, v, (uint32_t)x->k);
         }
         return;
     }
@@ -200,7 +197,7 @@ __device__ static void gpu_ll_send(const gpu_ll_ctx_t *x)
         size_t bytes = x->src_bytes[p];
         for (size_t i = threadIdx.x; i < gpu_ll_lines(bytes); i += blockDim.x)
             gpu_ll_store(x->to[p] + i, gpu_ll_gather(from + i * GPU_LL_DATA, gpu_ll_len(i, bytes)),
-                         x->flag);
+                         (uint32_t)x->k);
     }
 }
 
@@ -241,7 +238,7 @@ __device__ static int gpu_ll_line(const gpu_ll_ctx_t *x, size_t i, uint64_t dead
             int p = base + j;
             if (p >= n) break;
             if (!gpu_ll_wait((const uint4 *)(x->inbox + (size_t)p * DFCCL_GPU_LL_SLOT_BYTES) + i, &l[j],
-                             x->flag, deadline, polls)) {
+                             (uint32_t)x->k, deadline, polls)) {
                 *lagging = p;
                 return 0;
             }
