@@ -148,6 +148,10 @@ void dfccl_config_init(dfccl_config_t *config)
      * (contrib/results/2026-11-30-gpu-kernel-parts.md). New work meanwhile
      * waits at most this long, less than a turn's head budget. */
     config->gpu_ll_wait_ns = 16000;
+    /* An idle kernel reads each LL submission's summary with the control
+     * words and sends at once: the admission's copy over the bus (about
+     * 2 us) and filling the task come after the send instead of before. */
+    config->gpu_ll_early_send = 1;
     config->gpu_trace = 0;
     /* Ranks on one GPU order their inbox traffic with GPU-scope fences
      * (see gpu_oneshot.cuh); 1 takes system scope, as across GPUs. */

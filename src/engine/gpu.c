@@ -184,6 +184,28 @@ static void gpu_job_complete(dfccl_gpu_t *g, gpu_job_t *job, dfccl_status_t stat
     gpu_job_free(job);
 }
 
+/* The slot's LL head (gpu_shared.h) for ticket: every word tagged, also for
+ * collectives that do not use it, so that no older record can pass for the
+ * ticket's. */
+static void gpu_ll_head_write(dfccl_gpu_t *g, const gpu_job_t *job, uint64_t ticket, int slot)
+{
+    const dfccl_gpu_desc_t *d = &job->desc;
+    const dfccl_comm_t *comm = job->coll->comm;
+    uint64_t v[DFCCL_GPU_LLH_WORDS], tag = (uint32_t)ticket;
+
+    v[DFCCL_GPU_LLH_COMM] = d->comm_index;
+    v[DFCCL_GPU_LLH_KIND] = (uint64_t)d->type | (uint64_t)d->dtype << 8 | (uint64_t)d->op << 16 |
+                            (uint64_t)d->algo << 24;
+    v[DFCCL_GPU_LLH_COUNT] = (uint32_t)d->count;   /* LL: at most 16384 bytes */
+    v[DFCCL_GPU_LLH_SHAPE] = (uint64_t)(d->esize & 0xff) | (uint64_t)(comm->rank & 0xff) << 8 |
+                             (uint64_t)(comm->size & 0xffff) << 16;
+    v[DFCCL_GPU_LLH_IN_LO] = (uint32_t)(uintptr_t)job->in;
+    v[DFCCL_GPU_LLH_IN_HI] = (uint64_t)(uintptr_t)job->in >> 32;
+    v[DFCCL_GPU_LLH_OUT_LO] = (uint32_t)(uintptr_t)d->recvbuf;
+    v[DFCCL_GPU_LLH_OUT_HI] = (uint64_t)(uintptr_t)d->recvbuf >> 32;
+    for (int w = 0; w < DFCCL_GPU_LLH_WORDS; w++) g->ll_heads[slot].w[w] = v[w] << 32 | tag;
+}
+
 /* Writes a job into its submission slot and publishes it; lock held. */
 static void gpu_job_submit(dfccl_gpu_t *g, gpu_job_t *job)
 {
@@ -199,6 +221,7 @@ static void gpu_job_submit(dfccl_gpu_t *g, gpu_job_t *job)
     memcpy((char *)d + sizeof(d->ticket), (char *)&job->desc + sizeof(d->ticket),
            head - sizeof(d->ticket));
     memcpy(d->steps, job->desc.steps, job->desc.nsteps * sizeof(dfccl_step_t));
+    gpu_ll_head_write(g, job, ticket, slot);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     d->ticket = ticket;
     __atomic_store_n(&g->ctrl->sq_tail, ticket + 1, __ATOMIC_SEQ_CST);
@@ -459,6 +482,7 @@ static void gpu_release_resources(dfccl_gpu_t *g)
     if (g->env.comms) cudaFree(g->env.comms);
     if (g->ctrl) cudaFreeHost(g->ctrl);
     if (g->descs) cudaFreeHost(g->descs);
+    if (g->ll_heads) cudaFreeHost(g->ll_heads);
     if (g->cq) cudaFreeHost(g->cq);
     if (g->direct_req) cudaFreeHost(g->direct_req);
     if (g->direct_reply) cudaFreeHost(g->direct_reply);
@@ -535,6 +559,8 @@ static dfccl_status_t gpu_create(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
             cudaSuccess ||
         (e = cudaHostAlloc((void **)&g->descs, sizeof(*g->descs) * DFCCL_GPU_SQ_DEPTH,
                            cudaHostAllocMapped)) != cudaSuccess ||
+        (e = cudaHostAlloc((void **)&g->ll_heads, sizeof(*g->ll_heads) * DFCCL_GPU_SQ_DEPTH,
+                           cudaHostAllocMapped)) != cudaSuccess ||
         (e = cudaHostAlloc((void **)&g->cq, sizeof(*g->cq) * DFCCL_GPU_SQ_DEPTH,
                            cudaHostAllocMapped)) != cudaSuccess ||
         (e = cudaHostAlloc((void **)&g->direct_req, sizeof(*g->direct_req) * DFCCL_GPU_SQ_DEPTH,
@@ -549,6 +575,8 @@ static dfccl_status_t gpu_create(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
     memset(g->ctrl, 0, sizeof(*g->ctrl));
     memset(g->descs, 0, sizeof(*g->descs) * DFCCL_GPU_SQ_DEPTH);
     for (int s = 0; s < DFCCL_GPU_SQ_DEPTH; s++) g->descs[s].ticket = UINT64_MAX;
+    /* tags of ticket 0 in slot 0, but of no LL collective (kind 0) */
+    memset((void *)g->ll_heads, 0, sizeof(*g->ll_heads) * DFCCL_GPU_SQ_DEPTH);
     memset(g->cq, 0, sizeof(*g->cq) * DFCCL_GPU_SQ_DEPTH);
     memset(g->direct_req, 0, sizeof(*g->direct_req) * DFCCL_GPU_SQ_DEPTH);
     memset(g->direct_reply, 0, sizeof(*g->direct_reply) * DFCCL_GPU_SQ_DEPTH);
@@ -560,6 +588,8 @@ static dfccl_status_t gpu_create(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
     g->env.ctrl = dev;
     if ((e = cudaHostGetDevicePointer(&dev, g->descs, 0)) != cudaSuccess) goto err_cuda;
     g->env.descs = dev;
+    if ((e = cudaHostGetDevicePointer(&dev, g->ll_heads, 0)) != cudaSuccess) goto err_cuda;
+    g->env.ll_heads = dev;
     if ((e = cudaHostGetDevicePointer(&dev, g->cq, 0)) != cudaSuccess) goto err_cuda;
     g->env.cq = dev;
     if ((e = cudaHostGetDevicePointer(&dev, g->direct_req, 0)) != cudaSuccess) goto err_cuda;
@@ -593,6 +623,7 @@ static dfccl_status_t gpu_create(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
     g->env.poll_max_ns = cfg->gpu_poll_max_ns;
     g->env.trace = cfg->gpu_trace != 0;
     g->env.ll_wait_ns = cfg->gpu_ll_wait_ns;
+    g->env.ll_early_send = cfg->gpu_ll_early_send != 0;
     if (g->env.trace) gpu_trace_start(g);
     pthread_mutex_init(&g->lock, NULL);
     pthread_mutex_init(&g->drain_lock, NULL);

@@ -73,6 +73,7 @@ typedef struct dfccl_gpu {
     cudaEvent_t           exited;
     dfccl_gpu_ctrl_t     *ctrl;         /* pinned, mapped */
     dfccl_gpu_desc_t     *descs;
+    dfccl_gpu_ll_head_t  *ll_heads;
     dfccl_gpu_cqe_t      *cq;
     dfccl_gpu_direct_req_t   *direct_req;     /* pinned, mapped */
     dfccl_gpu_direct_reply_t *direct_reply;

@@ -143,6 +143,31 @@ typedef struct dfccl_gpu_cqe {
     uint32_t          cyc[DFCCL_GPU_C_COUNT];
 } dfccl_gpu_cqe_t;
 
+/*
+ * What an LL allreduce or allgather's send needs, written by the host beside
+ * each submission (pinned, mapped; one per slot): block 0 reads it with the
+ * control words while it has nothing in hand and sends the collective's
+ * lines before its admission copy, which costs a second trip over the bus
+ * (config gpu_ll_early_send). Each 8-byte word is one store, a value in the
+ * high half and the ticket's low 32 bits in the low half, as LL lines carry
+ * their flags: a record whose eight tags all match the ticket is that
+ * ticket's, read in any order.
+ */
+enum {
+    DFCCL_GPU_LLH_COMM,          /* communicator index */
+    DFCCL_GPU_LLH_KIND,          /* type | dtype << 8 | op << 16 | algo << 24 */
+    DFCCL_GPU_LLH_COUNT,         /* elements (ALLGATHER: per rank) */
+    DFCCL_GPU_LLH_SHAPE,         /* esize | rank << 8 | size << 16 */
+    DFCCL_GPU_LLH_IN_LO,         /* our contribution (the output's part when in place) */
+    DFCCL_GPU_LLH_IN_HI,
+    DFCCL_GPU_LLH_OUT_LO,        /* the output buffer */
+    DFCCL_GPU_LLH_OUT_HI,
+    DFCCL_GPU_LLH_WORDS
+};
+typedef struct __attribute__((aligned(64))) dfccl_gpu_ll_head {
+    volatile uint64_t w[DFCCL_GPU_LLH_WORDS];
+} dfccl_gpu_ll_head_t;
+
 /* Host-written control words (pinned, mapped), read together in one load;
  * and the kernel's word that it is leaving. */
 typedef struct __attribute__((aligned(16))) dfccl_gpu_ctrl {
@@ -295,6 +320,7 @@ typedef struct dfccl_gpu_state {
 typedef struct dfccl_gpu_env {
     dfccl_gpu_ctrl_t     *ctrl;      /* mapped host memory */
     dfccl_gpu_desc_t     *descs;     /* mapped host memory */
+    dfccl_gpu_ll_head_t  *ll_heads;  /* mapped host memory, one per descs entry */
     dfccl_gpu_cqe_t      *cq;        /* mapped host memory */
     dfccl_gpu_direct_req_t   *direct_req;     /* mapped host memory */
     dfccl_gpu_direct_reply_t *direct_reply;   /* mapped host memory */
@@ -309,6 +335,8 @@ typedef struct dfccl_gpu_env {
     uint32_t poll_max_ns;            /* longest nap between passes that moved nothing */
     uint32_t trace;                  /* 1: stamp the steps into completion entries */
     uint64_t ll_wait_ns;             /* an LL receive attempt's longest poll for its lines */
+    uint32_t ll_early_send;          /* 1: an idle kernel sends LL lines from ll_heads */
+    uint32_t pad2;
 } dfccl_gpu_env_t;
 
 #endif

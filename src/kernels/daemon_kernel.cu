@@ -66,6 +66,7 @@ __device__ static inline uint64_t gpu_now_ns(void)
 #include "gpu_direct_move.cuh"
 #include "gpu_oneshot.cuh"
 #include "gpu_ll.cuh"
+#include "gpu_ll_early.cuh"
 
 /* ---- the scheduler (thread 0) --------------------------------------------- */
 
@@ -94,6 +95,12 @@ typedef struct gpu_shared {
     uint4         head[GPU_DESC_HEAD_VECS];   /* CMD_ADMIT: the submission's first fields */
     uint64_t      admit_k;      /* and, admitted, its one-shot number */
     int           admit_broken; /* and whether its communicator had failed */
+    gpu_ll_early_t early;       /* CMD_ADMIT: an LL send ahead of the copy */
+    /* block 0 with nothing in hand: warp 1 reads the LL summary of ticket
+     * llh_ticket (set by thread 0 between commands; UINT64_MAX: none)
+     * while thread 0 reads the control words */
+    uint64_t      llh_ticket;
+    uint4         llh[GPU_LLH_VECS];
     struct {                    /* CMD_LL */
         uint64_t start, deadline;   /* the receive waits for lines until deadline */
         int      send;              /* the first attempt: send, then receive */
@@ -199,8 +206,16 @@ __device__ static inline ulonglong2 gpu_ctrl_poll(const dfccl_gpu_env_t *env, gp
 {
     if (blockIdx.x != 0 || !busy || now - s->ctrl_ns >= GPU_CTRL_MAX_AGE_NS) {
         long long c0 = env->trace ? clock64() : 0;
-        if (blockIdx.x == 0) s->next = gpu_host_load16(&env->descs[admitted % DFCCL_GPU_SQ_DEPTH]);
-        s->ctrl = gpu_ctrl_read(env);
+        if (blockIdx.x == 0) {
+            /* both loads, then the stores: s is behind a generic pointer,
+             * and a store to it between two loads would make the second
+             * wait for the first (a trip over the bus each) */
+            ulonglong2 next = gpu_host_load16(&env->descs[admitted % DFCCL_GPU_SQ_DEPTH]);
+            s->ctrl = gpu_host_load16(env->ctrl);
+            s->next = next;
+        } else {
+            s->ctrl = gpu_ctrl_read(env);
+        }
         s->ctrl_ns = now;
         if (env->trace) s->ctrl_cyc = (uint32_t)(clock64() - c0);
     }
@@ -221,14 +236,16 @@ __device__ static int gpu_runnable(const dfccl_gpu_env_t *env, const dfccl_gpu_b
 }
 
 /* The channel's part of a collective is over: the last channel completes it
- * (a collective of one channel at once, without the channels' counters). */
+ * (a collective of one channel at once, without the channels' counters).
+ * parts: its channels where the caller knows them (LL: 1; the task's copy
+ * is a trip away, before the completion's own), else 0. */
 __device__ static void gpu_finish(const dfccl_gpu_env_t *env, dfccl_gpu_block_t *blk, int idx,
-                                  int32_t status, const dfccl_gpu_diag_t *diag)
+                                  int32_t status, const dfccl_gpu_diag_t *diag, uint32_t parts)
 {
     int slot = blk->active[idx];
     dfccl_gpu_state_t *st = env->state;
     const dfccl_gpu_task_t *t = gpu_task(env, slot);
-    uint32_t nparts = t->nparts;
+    uint32_t nparts = parts ? parts : t->nparts;
     int32_t worst = status;
     const volatile uint64_t *why = (const volatile uint64_t *)diag;
     long long c0 = env->trace ? clock64() : 0;
@@ -333,9 +350,14 @@ __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_blo
     dfccl_gpu_task_t *t = gpu_task(env, slot);
     dfccl_gpu_comm_dev_t *c = &env->comms[d->comm_index];
     dfccl_exec_t *x = &t->exec;
+    /* the communicator's words in one trip, before the task's stores: a
+     * load after a store through another pointer waits for the loads
+     * before it (only block 0 counts one-shots) */
+    int broken = c->broken;
+    uint64_t small = c->small_count;
 
     if (*(const uint64_t *)&d->ticket != ticket) return 0;   /* our copy: no need for volatile */
-    sh->admit_broken = c->broken;   /* for gpu_express, loaded beside small_count */
+    sh->admit_broken = broken;   /* for gpu_express */
     t->algo = d->algo;
     t->type = d->type;
     t->comm_index = d->comm_index;
@@ -387,8 +409,21 @@ __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_blo
         t->direct_k = ++c->direct_count[blockIdx.x];
         t->phase = blockIdx.x == 0 ? DIRECT_PUBLISH : DIRECT_TABLE;
     } else {
-        t->small_k = ++c->small_count;   /* admitted in order on a communicator */
+        t->small_k = c->small_count = small + 1;   /* admitted in order on a communicator */
         sh->admit_k = t->small_k;
+        if (sh->early.go && sh->early.sent) {
+            if (t->small_k == sh->early.k) {
+                t->phase = 1;   /* its lines went out */
+                if (env->trace) {
+                    t->t[DFCCL_GPU_T_FIRST_MOVE] = sh->early.begin_ns;
+                    t->t[DFCCL_GPU_T_SENT] = sh->early.sent_ns;
+                    t->cyc[DFCCL_GPU_C_SEND] = (uint32_t)(sh->early.clk_sent - s->clk_seen) - s->issue_cyc;
+                }
+            } else {
+                sh->early.sent = 0;   /* cannot be (see gpu_ll_early.cuh): the attempt sends */
+                sh->ll.ctx.task = NULL;
+            }
+        }
     }
     uint32_t i = blk->nactive;
     while (i > 0 && dfccl_sched_before(&t->key, &gpu_task(env, blk->active[i - 1])->key)) {
@@ -525,7 +560,7 @@ __device__ static void gpu_end_turn(const dfccl_gpu_env_t *env, dfccl_gpu_block_
             dfccl_gpu_diag_t g;
             gpu_diag_fill(t, &env->comms[t->comm_index], s->wait_peer, now - t->blocked_since, &g);
             env->comms[t->comm_index].broken = 1;
-            gpu_finish(env, blk, s->turn, DFCCL_ERR_TIMEOUT, &g);
+            gpu_finish(env, blk, s->turn, DFCCL_ERR_TIMEOUT, &g, 0);
             s->pos = s->turn;  /* the list moved up by one */
             s->turn = -1;
             return;
@@ -549,7 +584,7 @@ __device__ static void gpu_ll_after(const dfccl_gpu_env_t *env, dfccl_gpu_block_
     if (sh->ll.ok) {
         t->exec.waiting = DFCCL_WAIT_NONE;
         if (env->trace) t->t[DFCCL_GPU_T_LAST_MOVE] = sh->ll.start;
-        gpu_finish(env, blk, s->turn, DFCCL_OK, NULL);
+        gpu_finish(env, blk, s->turn, DFCCL_OK, NULL, 1);   /* LL: channel 0 alone */
         s->turn = -1;
         s->pos = 0;
         return;
@@ -602,7 +637,7 @@ __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_
             int slot = blk->active[s->turn];
             dfccl_gpu_task_t *t = gpu_task(env, slot);
             if (gpu_task_done(t)) {
-                gpu_finish(env, blk, s->turn, DFCCL_OK, NULL);
+                gpu_finish(env, blk, s->turn, DFCCL_OK, NULL, 0);
                 s->turn = -1;
                 s->pos = 0;
                 blk->busy_ns = now;
@@ -646,11 +681,17 @@ __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_
                  * older ticket */
                 uint32_t n = (uint32_t)(s->next.y >> 32);
                 sh->nsteps = s->next.x == ticket && n <= DFCCL_GPU_MAX_STEPS ? n : DFCCL_GPU_MAX_STEPS;
+                /* nothing else in hand: an LL collective's lines may go
+                 * first (gpu_ll_early.cuh), if warp 1 read its summary */
+                sh->early.maybe = blk->nactive == 0 && env->ll_early_send && sh->llh_ticket == ticket;
+                sh->early.ticket = ticket;
             } else if (!gpu_takes_part(env, ticket, &sh->nsteps)) {
                 /* block 0 takes part in everything: only others get here */
                 blk->admitted = ticket + 1;
                 continue;
             }
+            if (blockIdx.x != 0) sh->early.maybe = 0;
+            sh->early.go = 0;
             sh->cmd = CMD_ADMIT;
             sh->slot = (int)(ticket % DFCCL_GPU_SQ_DEPTH);
             return;
@@ -663,7 +704,7 @@ __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_
                 dfccl_gpu_diag_t g = {};
                 g.channel = blockIdx.x;
                 g.waiting = 0xffffffffu;   /* failed because an earlier one did */
-                gpu_finish(env, blk, s->pos, DFCCL_ERR_TIMEOUT, &g);
+                gpu_finish(env, blk, s->pos, DFCCL_ERR_TIMEOUT, &g, 0);
                 continue;
             }
             gpu_turn_begin(env, s, s->pos, t->budget_ns);
@@ -694,19 +735,37 @@ __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_
     }
 }
 
+/* 16-byte vectors admission copies of an entry whose plan has nsteps steps. */
+__device__ static inline uint32_t gpu_admit_vecs(uint32_t nsteps)
+{
+    return (uint32_t)((offsetof(dfccl_gpu_desc_t, steps) + nsteps * sizeof(dfccl_step_t) + 15) / 16);
+}
+
+/* All threads: the first vector each copies, loaded ahead, so that its trip
+ * over the bus overlaps an LL send made before gpu_admit_copy. */
+__device__ static inline uint4 gpu_admit_copy_first(const dfccl_gpu_env_t *env, int slot,
+                                                    uint32_t nsteps)
+{
+    uint4 v = make_uint4(0, 0, 0, 0);
+
+    if (threadIdx.x < gpu_admit_vecs(nsteps))
+        v = __ldcv((const uint4 *)gpu_desc_src(env, slot) + threadIdx.x);
+    return v;
+}
+
 /* All threads: the submission into device memory, in one parallel pass over
  * the bus (the header, the reduce-scatter counts and the plan's steps); its
- * first fields also into head (shared). */
+ * first fields also into head (shared). first: gpu_admit_copy_first's. */
 __device__ static void gpu_admit_copy(const dfccl_gpu_env_t *env, int slot, uint32_t nsteps,
-                                      uint4 *head)
+                                      uint4 *head, uint4 first)
 {
     const uint4 *from = (const uint4 *)gpu_desc_src(env, slot);
     uint4 *to = (uint4 *)&gpu_task(env, slot)->desc;
     uint4 *mirror = (uint4 *)&env->state->descs[slot];
-    uint32_t n = (uint32_t)((offsetof(dfccl_gpu_desc_t, steps) + nsteps * sizeof(dfccl_step_t) + 15) / 16);
+    uint32_t n = gpu_admit_vecs(nsteps);
 
     for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
-        uint4 v = __ldcv(from + i);
+        uint4 v = i == threadIdx.x ? first : __ldcv(from + i);
         to[i] = v;
         if (i < GPU_DESC_HEAD_VECS) head[i] = v;
         if (blockIdx.x == 0) mirror[i] = v;
@@ -773,7 +832,8 @@ __device__ static int gpu_express(const dfccl_gpu_env_t *env, dfccl_gpu_block_t 
     t = gpu_task(env, sh->slot);
     s->pos = 0;
     gpu_turn_begin(env, s, 0, env->budget_ns);   /* as admission set it */
-    gpu_ll_prepare(env, t, sh->slot, sh, s, 1, d->comm_index, sh->admit_k);
+    gpu_ll_prepare(env, t, sh->slot, sh, s, !(sh->early.go && sh->early.sent), d->comm_index,
+                   sh->admit_k);
     return 1;
 }
 
@@ -806,10 +866,16 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
         s.mirror_due = 0;
         gpu_block_publish(&env, blk);   /* block 0's quit decision sees the fresh start */
         sh.ll.ctx.task = NULL;
+        sh.early.maybe = sh.early.go = 0;
+        sh.llh_ticket = blockIdx.x == 0 && env.ll_early_send ? blk->admitted : UINT64_MAX;
     }
     for (;;) {
         uint64_t cmd_ns = 0;   /* thread 0, trace: when the command began */
         long long clk_cmd = 0, clk_end = 0;   /* and clock64 then, and at its end */
+        if (blockIdx.x == 0 && env.ll_early_send) {
+            __syncthreads();   /* thread 0 set llh_ticket */
+            gpu_ll_head_fetch(&env, sh.llh_ticket, sh.llh);
+        }
         if (threadIdx.x == 0) {
             if (s.express) s.express = 0;   /* the command is set */
             else gpu_schedule(&env, blk, &sh, &s);
@@ -827,9 +893,16 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
         if (env.trace && threadIdx.x == 0) clk_cmd = clock64();
         dfccl_gpu_task_t *t = cmd >= CMD_ADMIT ? gpu_task(&env, sh.slot) : NULL;
         switch (cmd) {
-        case CMD_ADMIT:
-            gpu_admit_copy(&env, sh.slot, sh.nsteps, sh.head);
+        case CMD_ADMIT: {
+            uint4 first = gpu_admit_copy_first(&env, sh.slot, sh.nsteps);
+            if (sh.early.maybe) {   /* warp 1 read the LL summary beside the control words */
+                if (threadIdx.x == 0) sh.early.go = gpu_ll_head_take(sh.llh, sh.early.ticket, &sh.early);
+                __syncthreads();
+                if (sh.early.go) gpu_ll_early_send(&env, &sh.early, &sh.ll.ctx, t);
+            }
+            gpu_admit_copy(&env, sh.slot, sh.nsteps, sh.head, first);
             break;
+        }
         case CMD_RING_SLICE:
             gpu_slice_move(&t->exec, &sh.slice);
             break;
@@ -843,8 +916,12 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
             int ok;
             long long clk_recv = clk_cmd;   /* thread 0, trace: the receive began */
             if (env.trace && threadIdx.x == 0) {
-                t->cyc[DFCCL_GPU_C_ATTEMPTS]++;
-                if (!sh.ll.send) t->cyc[DFCCL_GPU_C_RETRY] += (uint32_t)(clk_cmd - (long long)t->clk[1]);
+                uint32_t since = (uint32_t)(clk_cmd - (long long)t->clk[1]);
+                /* sent early: the first attempt only receives */
+                if (++t->cyc[DFCCL_GPU_C_ATTEMPTS] == 1 && !sh.ll.send)
+                    t->cyc[DFCCL_GPU_C_START] = since;
+                else if (!sh.ll.send)
+                    t->cyc[DFCCL_GPU_C_RETRY] += since;
             }
             if (sh.ll.fill) {
                 gpu_ll_fill(&sh.ll.ctx, t, &env.comms[sh.ll.comm], sh.ll.k);
@@ -902,10 +979,12 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
             case CMD_ADMIT:
                 if (env.trace) {
                     s.issue_cyc = (uint32_t)(clk_cmd - s.clk_seen);
-                    s.copy_cyc = (uint32_t)(clk_end - clk_cmd);
+                    long long copy_from = sh.early.go && sh.early.sent ? sh.early.clk_sent : clk_cmd;
+                    s.copy_cyc = (uint32_t)(clk_end - copy_from);
                 }
-                /* a new collective in the slot: not the LL context's */
-                if (sh.ll.ctx.task == t) sh.ll.ctx.task = NULL;
+                /* a new collective in the slot: not the LL context's,
+                 * unless the early send just filled it */
+                if (sh.ll.ctx.task == t && !(sh.early.go && sh.early.sent)) sh.ll.ctx.task = NULL;
                 /* another block finding a newer ticket there lagged behind
                  * a reused slot: not its collective. Block 0 takes part in
                  * all and never lags: a mismatch would be a copy read too
@@ -960,6 +1039,8 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
                 env.state->sq_mirror = blk->admitted;
                 s.mirror_due = 0;
             }
+            if (blockIdx.x == 0 && env.ll_early_send)
+                sh.llh_ticket = blk->nactive == 0 && !s.express ? blk->admitted : UINT64_MAX;
         }
     }
 }

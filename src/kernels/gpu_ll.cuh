@@ -20,13 +20,12 @@
 
 #define GPU_LL_DATA 8   /* data bytes per line */
 
-/* Lines of `from` in owner's inbox for one-shot k (two sets, by parity). */
-__device__ static inline uint4 *gpu_ll_slot(const dfccl_gpu_comm_dev_t *c, int owner, int from,
-                                            uint64_t k)
+/* Where rank `from`'s lines of one-shot k lie in an inbox (two sets, by
+ * parity) of a communicator of n ranks; the inbox starts at `inbox`. */
+__device__ static inline uint4 *gpu_ll_lines_at(const char *inbox, int n, int from, uint64_t k)
 {
-    size_t set = (size_t)(k & 1) * (size_t)c->size;
-    return (uint4 *)(c->inbox[owner] + DFCCL_GPU_INBOX_LL_OFFSET(c->size) +
-                     (set + (size_t)from) * DFCCL_GPU_LL_SLOT_BYTES);
+    return (uint4 *)(inbox + DFCCL_GPU_INBOX_LL_OFFSET(n) +
+                     ((size_t)(k & 1) * (size_t)n + (size_t)from) * DFCCL_GPU_LL_SLOT_BYTES);
 }
 
 /* One line in one 16-byte access; volatile, as other processes write it.
@@ -151,31 +150,50 @@ typedef struct gpu_ll_ctx {
 } gpu_ll_ctx_t;
 
 /* All threads: the context of task t's one-shot k on communicator c;
- * thread p fills peer p's entries. A __syncthreads must follow. */
+ * thread p fills peer p's entries. A __syncthreads must follow. Every
+ * load comes before the first store: the compiler cannot tell the context
+ * (shared) from the task (global) behind generic pointers, so a store
+ * between two loads would make the second wait for the first, a trip to
+ * memory each. */
 __device__ static void gpu_ll_fill(gpu_ll_ctx_t *x, const dfccl_gpu_task_t *t,
                                    const dfccl_gpu_comm_dev_t *c, uint64_t k)
 {
-    int me = c->rank, n = c->size, p = (int)threadIdx.x;
+    const dfccl_exec_t *e = &t->exec;
+    int me = c->rank, n = c->size, p = (int)threadIdx.x, type = 0;
+    const char *src = NULL, *inbox = NULL;
+    char *out = NULL;
+    size_t bytes = 0, count = 0, esize = 0;
+    dfccl_dtype_t dtype = DFCCL_FLOAT;
+    dfccl_op_t op = DFCCL_OP_SUM;
 
     if (p < n) {
-        size_t bytes;
-        x->src[p] = gpu_oneshot_source(t, me, p, &bytes);
-        x->src_bytes[p] = bytes;
-        x->to[p] = gpu_ll_slot(c, p, me, k);
+        src = gpu_oneshot_source(t, me, p, &bytes);
+        inbox = c->inbox[p];
     }
-    if (threadIdx.x == 0) {
-        const dfccl_exec_t *e = &t->exec;
-        size_t count = t->type == DFCCL_COLL_REDUCE_SCATTER ? t->desc.rs_counts[me] : t->desc.count;
+    if (p == 0) {
+        type = (int)t->type;
+        count = type == DFCCL_COLL_REDUCE_SCATTER ? t->desc.rs_counts[me] : t->desc.count;
+        esize = e->esize;
+        dtype = e->dtype;
+        op = e->op;
+        out = e->recvbuf;
+    }
+    if (p < n) {
+        x->src[p] = src;
+        x->src_bytes[p] = bytes;
+        x->to[p] = gpu_ll_lines_at(inbox, n, me, k);
+        if (p == me) x->inbox = (const char *)gpu_ll_lines_at(inbox, n, 0, k);
+    }
+    if (p == 0) {
         x->task = t;
         x->k = k;
         x->n = n;
-        x->type = (int)t->type;
-        x->esize = e->esize;
-        x->dtype = e->dtype;
-        x->op = e->op;
-        x->out = e->recvbuf;
-        x->out_bytes = count * e->esize;
-        x->inbox = (const char *)gpu_ll_slot(c, me, 0, k);
+        x->type = type;
+        x->esize = esize;
+        x->dtype = dtype;
+        x->op = op;
+        x->out = out;
+        x->out_bytes = count * esize;
     }
 }
 

@@ -11,7 +11,7 @@ for p in priority enable verbose host_buffers slot_bytes fifo_slots timeout pree
          default_priority budget_head_ns budget_ns budget_min_ns budget_max_ns \
          gpu_channels gpu_threads gpu_slot_bytes gpu_fifo_slots gpu_idle_quit_ns \
          gpu_stuck_quit_ns gpu_sync_legacy_stream gpu_direct_bytes \
-         gpu_direct_chunk_bytes gpu_ll_bytes gpu gpu_stage_keep_bytes gpu_poll_max_ns gpu_ll_wait_ns gpu_trace \
+         gpu_direct_chunk_bytes gpu_ll_bytes gpu gpu_stage_keep_bytes gpu_poll_max_ns gpu_ll_wait_ns gpu_ll_early_send gpu_trace \
          gpu_fence_system; do
   total=$((total + 1))
   echo "$params" | grep -q "\"coll_dfccl_$p\"" || { echo "parameter coll_dfccl_$p missing"; failed=$((failed + 1)); }

@@ -110,6 +110,8 @@ typedef struct dfccl_config {
     uint32_t gpu_poll_max_ns;    /* longest nap of a daemon block between passes that moved nothing */
     uint32_t gpu_ll_wait_ns;     /* longest an LL receive attempt polls for its lines before the
                                     scheduler looks for new work (within the turn's budget) */
+    int      gpu_ll_early_send;  /* 1: an LL allreduce or allgather reaching an idle daemon
+                                    kernel sends its lines before its admission copy */
     int      gpu_trace;          /* 1: one line per GPU collective with its steps' times (stderr) */
     int      gpu_fence_system;   /* 1: system-scope fences for peers on the same GPU too */
 } dfccl_config_t;

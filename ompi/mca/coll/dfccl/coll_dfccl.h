@@ -59,6 +59,7 @@ typedef struct mca_coll_dfccl_component_t {
     size_t       gpu_stage_keep_bytes;
     unsigned int gpu_poll_max_ns;
     unsigned int gpu_ll_wait_ns;
+    bool         gpu_ll_early_send;
     bool         gpu_trace;
     bool         gpu_fence_system;
 

@@ -73,6 +73,7 @@ static int dfccl_register(void)
     c->gpu_stage_keep_bytes = defaults.gpu_stage_keep_bytes;
     c->gpu_poll_max_ns = defaults.gpu_poll_max_ns;
     c->gpu_ll_wait_ns = defaults.gpu_ll_wait_ns;
+    c->gpu_ll_early_send = defaults.gpu_ll_early_send != 0;
     c->gpu_trace = defaults.gpu_trace != 0;
     c->gpu_fence_system = defaults.gpu_fence_system != 0;
 
@@ -219,6 +220,13 @@ static int dfccl_register(void)
         " 0: one look at the lines per attempt",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
         &c->gpu_ll_wait_ns);
+    (void)mca_base_component_var_register(v, "gpu_ll_early_send",
+        "An LL allreduce or allgather (gpu_ll_bytes) that reaches a GPU daemon kernel with"
+        " nothing in hand sends its lines at once, from a tagged summary the kernel reads with"
+        " the control words, and copies its submission afterwards (one trip over the bus less"
+        " before the send); false: the send follows the copy",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
+        &c->gpu_ll_early_send);
     (void)mca_base_component_var_register(v, "gpu_trace",
         "Print one line per GPU collective to stderr with the microseconds from its post to each"
         " of its steps (published, seen and admitted by the daemon kernel, first and last move,"
@@ -306,6 +314,7 @@ int mca_coll_dfccl_context_get(dfccl_context_t **context_p)
         config.gpu_stage_keep_bytes = c->gpu_stage_keep_bytes;
         config.gpu_poll_max_ns = c->gpu_poll_max_ns;
         config.gpu_ll_wait_ns = c->gpu_ll_wait_ns;
+        config.gpu_ll_early_send = c->gpu_ll_early_send;
         config.gpu_trace = c->gpu_trace;
         config.gpu_fence_system = c->gpu_fence_system;
         opal_free_list_init(&c->requests, sizeof(mca_coll_dfccl_request_t),

@@ -1,0 +1,139 @@
+/*
+ * gpu_ll_early.cuh - an LL allreduce or allgather that reaches an idle daemon
+ * kernel sends its lines before its admission copy.
+ * Included once, by daemon_kernel.cu, after gpu_ll.cuh.
+ *
+ * Admission copies the submission from host memory, a trip over the bus of
+ * about 2 us, then fills the task; only then did the LL send begin. The
+ * host also writes a summary of each submission (dfccl_gpu_ll_head_t: the
+ * communicator, the buffers, the count), every 8-byte word tagged with the
+ * ticket. Block 0, with nothing in hand, reads it in the same trip as the
+ * control words; when all tags match, the admission command sends the lines
+ * first and copies afterwards, while the peers' lines are on their way.
+ *
+ * The send is the one the LL attempt would make (gpu_ll_send), as the
+ * one-shot number admission will give it: only block 0 admits one-shots and
+ * counts them, in this command, so that number is the communicator's count
+ * plus one. Sending it again (an admission that must copy again, a launch
+ * that ends first) writes the same lines. A communicator that failed gets
+ * nothing: its collectives fail at the scheduler.
+ */
+#ifndef DFCCL_GPU_LL_EARLY_CUH
+#define DFCCL_GPU_LL_EARLY_CUH
+
+#define GPU_LLH_VECS (sizeof(dfccl_gpu_ll_head_t) / 16)
+
+typedef struct gpu_ll_early {
+    int         maybe;         /* block 0 with nothing in hand admits ticket: look at the summary */
+    int         go;            /* it is ticket's: send before the copy */
+    uint64_t    ticket;
+    int         sent;          /* the lines went out (the communicator had not failed) */
+    uint32_t    comm, type, dtype, op;
+    uint32_t    count, esize, rank, size;
+    const char *in;
+    char       *out;
+    uint64_t    k;             /* the one-shot number they went out as */
+    uint64_t    begin_ns;      /* trace: when the send began, */
+    uint64_t    sent_ns;       /* when it was done, */
+    long long   clk_sent;      /* and clock64 then (thread 0) */
+} gpu_ll_early_t;
+
+/* Warp 1 of block 0 (threads 32 on, one vector each): ticket's summary
+ * into rec (shared), unless ticket is UINT64_MAX. Thread 0 reads the
+ * control words meanwhile: one thread's loads from host memory measured
+ * about 0.5 us longer per load, so the summary's four would delay the look
+ * for new work. */
+__device__ static inline void gpu_ll_head_fetch(const dfccl_gpu_env_t *env, uint64_t ticket,
+                                                uint4 *rec)
+{
+    unsigned j = threadIdx.x - 32;
+
+    if (ticket != UINT64_MAX && threadIdx.x >= 32 && j < GPU_LLH_VECS)
+        rec[j] = __ldcv((const uint4 *)&env->ll_heads[ticket % DFCCL_GPU_SQ_DEPTH] + j);
+}
+
+/* Thread 0: is the summary read (rec) ticket's, of an LL allreduce or
+ * allgather with sane fields? Then e holds it. */
+__device__ static int gpu_ll_head_take(const uint4 *rec, uint64_t ticket, gpu_ll_early_t *e)
+{
+    const uint64_t *w = (const uint64_t *)rec;
+    uint32_t v[DFCCL_GPU_LLH_WORDS];
+
+    for (int j = 0; j < DFCCL_GPU_LLH_WORDS; j++) {
+        if ((uint32_t)w[j] != (uint32_t)ticket) return 0;
+        v[j] = (uint32_t)(w[j] >> 32);
+    }
+    e->type = v[DFCCL_GPU_LLH_KIND] & 0xff;
+    e->dtype = (v[DFCCL_GPU_LLH_KIND] >> 8) & 0xff;
+    e->op = (v[DFCCL_GPU_LLH_KIND] >> 16) & 0xff;
+    e->comm = v[DFCCL_GPU_LLH_COMM];
+    e->count = v[DFCCL_GPU_LLH_COUNT];
+    e->esize = v[DFCCL_GPU_LLH_SHAPE] & 0xff;
+    e->rank = (v[DFCCL_GPU_LLH_SHAPE] >> 8) & 0xff;
+    e->size = v[DFCCL_GPU_LLH_SHAPE] >> 16;
+    e->in = (const char *)((uint64_t)v[DFCCL_GPU_LLH_IN_HI] << 32 | v[DFCCL_GPU_LLH_IN_LO]);
+    e->out = (char *)((uint64_t)v[DFCCL_GPU_LLH_OUT_HI] << 32 | v[DFCCL_GPU_LLH_OUT_LO]);
+    return v[DFCCL_GPU_LLH_KIND] >> 24 == DFCCL_GPU_ALGO_LL &&
+           (e->type == DFCCL_COLL_ALLREDUCE || e->type == DFCCL_COLL_ALLGATHER) &&
+           e->comm < DFCCL_GPU_MAX_COMMS && e->size >= 1 && e->size <= DFCCL_GPU_MAX_RANKS &&
+           e->rank < e->size && e->esize >= 1 &&
+           (uint64_t)e->count * e->esize <= DFCCL_GPU_LL_MAX_BYTES;
+}
+
+/*
+ * All threads: the lines of the summarised collective into every inbox, and
+ * the LL context for its receive (task t, the slot's). One trip to memory
+ * for the communicator's fields and the first line of each thread's data
+ * together, then the stores. Leaves e->sent for every thread.
+ */
+__device__ static void gpu_ll_early_send(const dfccl_gpu_env_t *env, gpu_ll_early_t *e,
+                                         gpu_ll_ctx_t *x, const dfccl_gpu_task_t *t)
+{
+    const dfccl_gpu_comm_dev_t *c = &env->comms[e->comm];
+    int n = (int)e->size, me = (int)e->rank, p = (int)threadIdx.x, broken = 0;
+    size_t bytes = (size_t)e->count * e->esize, lines = gpu_ll_lines(bytes);
+    const char *in = e->in, *inbox = NULL;
+    uint64_t first = 0, k = 0;
+
+    /* the loads, all before any store (see gpu_ll_fill) */
+    if (p < n) inbox = c->inbox[p];
+    if ((size_t)p < lines) first = gpu_ll_gather(in + (size_t)p * GPU_LL_DATA, gpu_ll_len((size_t)p, bytes));
+    if (p == 0) {
+        k = c->small_count + 1;
+        broken = c->broken;
+    }
+    if (p == 0) {
+        if (env->trace) e->begin_ns = gpu_now_ns();
+        e->k = k;
+        e->sent = !broken;
+        x->task = broken ? NULL : t;
+        x->k = k;
+        x->n = n;
+        x->type = (int)e->type;
+        x->esize = e->esize;
+        x->dtype = (dfccl_dtype_t)e->dtype;
+        x->op = (dfccl_op_t)e->op;
+        x->out = e->out;
+        x->out_bytes = bytes;
+    }
+    __syncthreads();
+    if (!e->sent) return;
+    k = e->k;
+    if (p < n) {
+        x->src[p] = in;
+        x->src_bytes[p] = bytes;
+        x->to[p] = gpu_ll_lines_at(inbox, n, me, k);
+        if (p == me) x->inbox = (const char *)gpu_ll_lines_at(inbox, n, 0, k);
+    }
+    __syncthreads();
+    for (size_t i = (size_t)p; i < lines; i += blockDim.x) {
+        uint64_t v = i == (size_t)p ? first : gpu_ll_gather(in + i * GPU_LL_DATA, gpu_ll_len(i, bytes));
+        for (int q = 0; q < n; q++) gpu_ll_store(x->to[q] + i, v, (uint32_t)k);
+    }
+    if (env->trace && p == 0) {
+        e->sent_ns = gpu_now_ns();
+        e->clk_sent = clock64();
+    }
+}
+
+#endif
