@@ -813,6 +813,28 @@ __device__ static int gpu_direct_continue(const dfccl_gpu_env_t *env, dfccl_gpu_
     return 1;
 }
 
+/* Thread 0, right after admitting an LL collective that was sent and
+ * received within its admission command (gpu_ll_early.cuh): complete it. */
+__device__ static void gpu_ll_early_complete(const dfccl_gpu_env_t *env, dfccl_gpu_block_t *blk,
+                                             const gpu_shared_t *sh, dfccl_gpu_task_t *t)
+{
+    int idx = 0;
+
+    while (idx + 1 < (int)blk->nactive && blk->active[idx] != (uint16_t)sh->slot) idx++;
+    t->phase = 2;
+    blk->busy_ns = gpu_now_ns();
+    if (env->trace) {
+        t->t[DFCCL_GPU_T_LAST_MOVE] = sh->early.sent_ns;
+        t->t[DFCCL_GPU_T_RECEIVED] = sh->early.received_ns;
+        t->cyc[DFCCL_GPU_C_ATTEMPTS] = 1;
+        t->cyc[DFCCL_GPU_C_RECEIVE] = (uint32_t)(sh->early.clk_received - sh->early.clk_sent);
+        t->cyc[DFCCL_GPU_C_FIRST] = (uint32_t)(sh->ll.first_clk - sh->early.clk_sent);
+        t->cyc[DFCCL_GPU_C_LINES] = (uint32_t)(sh->ll.done_clk - sh->early.clk_sent);
+        t->cyc[DFCCL_GPU_C_POLLS] = sh->ll.polls;
+    }
+    gpu_finish(env, blk, idx, DFCCL_OK, NULL, 1);   /* LL: channel 0 alone */
+}
+
 /* Thread 0, right after an admission: an LL collective that is all the
  * block has starts at once, without a pass of the scheduler, which would
  * pick it anyway when no newer submission is known (the control words as
@@ -896,9 +918,30 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
         case CMD_ADMIT: {
             uint4 first = gpu_admit_copy_first(&env, sh.slot, sh.nsteps);
             if (sh.early.maybe) {   /* warp 1 read the LL summary beside the control words */
-                if (threadIdx.x == 0) sh.early.go = gpu_ll_head_take(sh.llh, sh.early.ticket, &sh.early);
+                if (threadIdx.x == 0) {
+                    sh.early.go = gpu_ll_head_take(sh.llh, sh.early.ticket, &sh.early);
+                    sh.early.received = 0;
+                    /* the receive's wait: as the express attempt's would be */
+                    sh.early.deadline = gpu_now_ns() + (env.ll_wait_ns < env.budget_head_ns
+                                                        ? env.ll_wait_ns : env.budget_head_ns);
+                    sh.ll.lagging = -1;
+                }
                 __syncthreads();
-                if (sh.early.go) gpu_ll_early_send(&env, &sh.early, &sh.ll.ctx, t);
+                if (sh.early.go) {
+                    gpu_ll_early_send(&env, &sh.early, &sh.ll.ctx, t);
+                    /* and its receive, while the copy's loads are under way */
+                    if (sh.early.sent) {
+                        int ok = gpu_ll_recv(&sh.ll.ctx, sh.early.deadline, &sh.ll.lagging,
+                                             &sh.ll.first_clk, &sh.ll.done_clk, &sh.ll.polls);
+                        if (threadIdx.x == 0) {
+                            sh.early.received = ok;
+                            if (env.trace) {
+                                sh.early.received_ns = gpu_now_ns();
+                                sh.early.clk_received = clock64();
+                            }
+                        }
+                    }
+                }
             }
             gpu_admit_copy(&env, sh.slot, sh.nsteps, sh.head, first);
             break;
@@ -979,7 +1022,9 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
             case CMD_ADMIT:
                 if (env.trace) {
                     s.issue_cyc = (uint32_t)(clk_cmd - s.clk_seen);
-                    long long copy_from = sh.early.go && sh.early.sent ? sh.early.clk_sent : clk_cmd;
+                    long long copy_from = !(sh.early.go && sh.early.sent) ? clk_cmd
+                                          : env.trace && sh.early.received ? sh.early.clk_received
+                                          : sh.early.clk_sent;
                     s.copy_cyc = (uint32_t)(clk_end - copy_from);
                 }
                 /* a new collective in the slot: not the LL context's,
@@ -996,6 +1041,10 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
                         t->clk[1] = (uint64_t)c;
                     }
                     blk->admitted++;
+                    if (sh.early.go && sh.early.sent && sh.early.received) {
+                        gpu_ll_early_complete(&env, blk, &sh, t);
+                        s.relax_ns = 32;
+                    }
                 } else if (blockIdx.x != 0) {
                     blk->admitted++;
                 }

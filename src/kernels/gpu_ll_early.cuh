@@ -33,9 +33,13 @@ typedef struct gpu_ll_early {
     const char *in;
     char       *out;
     uint64_t    k;             /* the one-shot number they went out as */
+    uint64_t    deadline;      /* the receive in the same command waits until then, */
+    int         received;      /* and found every line */
     uint64_t    begin_ns;      /* trace: when the send began, */
     uint64_t    sent_ns;       /* when it was done, */
-    long long   clk_sent;      /* and clock64 then (thread 0) */
+    uint64_t    received_ns;   /* and the receive; */
+    long long   clk_sent;      /* clock64 then (thread 0) */
+    long long   clk_received;
 } gpu_ll_early_t;
 
 /* Warp 1 of block 0 (threads 32 on, one vector each): ticket's summary
