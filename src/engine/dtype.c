@@ -149,8 +149,9 @@ void dfccl_config_init(dfccl_config_t *config)
      * waits at most this long, less than a turn's head budget. */
     config->gpu_ll_wait_ns = 16000;
     /* An idle kernel reads each LL submission's summary with the control
-     * words and sends at once: the admission's copy over the bus (about
-     * 2 us) and filling the task come after the send instead of before. */
+     * words and sends and receives within the admission, while the copy of
+     * the entry crosses the bus: 8 B at 4 ranks 15.8-16.8 us instead of
+     * 18.0-19.1, side by side (contrib/results/2026-11-30-gpu-ll-early-send.md). */
     config->gpu_ll_early_send = 1;
     config->gpu_trace = 0;
     /* Ranks on one GPU order their inbox traffic with GPU-scope fences

@@ -191,6 +191,8 @@ typedef struct dfccl_gpu_comm_dev {
     uint32_t       pad;
     uint64_t       key;
     uint64_t       small_count;   /* one-shot collectives started (block 0) */
+    uint64_t       ll_early_k;    /* the one-shot whose lines an early send last sent
+                                     (block 0; gpu_ll_early.cuh) */
     uint64_t       direct_count[DFCCL_GPU_MAX_CHANNELS];   /* direct ones, per channel */
     dfccl_fifo_t   recv_fifo[DFCCL_GPU_MAX_CHANNELS];   /* from rank - 1, in our memory */
     dfccl_fifo_t   send_fifo[DFCCL_GPU_MAX_CHANNELS];   /* to rank + 1, in its memory */

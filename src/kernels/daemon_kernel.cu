@@ -94,7 +94,8 @@ typedef struct gpu_shared {
     dfccl_slice_t slice;
     uint4         head[GPU_DESC_HEAD_VECS];   /* CMD_ADMIT: the submission's first fields */
     uint64_t      admit_k;      /* and, admitted, its one-shot number */
-    int           admit_broken; /* and whether its communicator had failed */
+    int           admit_broken; /* and whether its communicator had failed, */
+    int           admit_sent;   /* and whether its LL lines are out already */
     gpu_ll_early_t early;       /* CMD_ADMIT: an LL send ahead of the copy */
     /* block 0 with nothing in hand: warp 1 reads the LL summary of ticket
      * llh_ticket (set by thread 0 between commands; UINT64_MAX: none)
@@ -354,10 +355,11 @@ __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_blo
      * load after a store through another pointer waits for the loads
      * before it (only block 0 counts one-shots) */
     int broken = c->broken;
-    uint64_t small = c->small_count;
+    uint64_t small = c->small_count, early_k = c->ll_early_k;
 
     if (*(const uint64_t *)&d->ticket != ticket) return 0;   /* our copy: no need for volatile */
     sh->admit_broken = broken;   /* for gpu_express */
+    sh->admit_sent = 0;
     t->algo = d->algo;
     t->type = d->type;
     t->comm_index = d->comm_index;
@@ -411,13 +413,21 @@ __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_blo
     } else {
         t->small_k = c->small_count = small + 1;   /* admitted in order on a communicator */
         sh->admit_k = t->small_k;
+        /* an early send in an earlier launch, whose admission did not
+         * finish: its lines are out (gpu_ll_early.cuh) */
+        if (t->algo == DFCCL_GPU_ALGO_LL && early_k == t->small_k) {
+            t->phase = 1;
+            sh->admit_sent = 1;
+        }
         if (sh->early.go && sh->early.sent) {
             if (t->small_k == sh->early.k) {
                 t->phase = 1;   /* its lines went out */
+                sh->admit_sent = 1;
                 if (env->trace) {
                     t->t[DFCCL_GPU_T_FIRST_MOVE] = sh->early.begin_ns;
                     t->t[DFCCL_GPU_T_SENT] = sh->early.sent_ns;
                     t->cyc[DFCCL_GPU_C_SEND] = (uint32_t)(sh->early.clk_sent - s->clk_seen) - s->issue_cyc;
+                    t->cyc[DFCCL_GPU_C_ATTEMPTS] = 1;   /* its receive, in the admission */
                 }
             } else {
                 sh->early.sent = 0;   /* cannot be (see gpu_ll_early.cuh): the attempt sends */
@@ -826,7 +836,6 @@ __device__ static void gpu_ll_early_complete(const dfccl_gpu_env_t *env, dfccl_g
     if (env->trace) {
         t->t[DFCCL_GPU_T_LAST_MOVE] = sh->early.sent_ns;
         t->t[DFCCL_GPU_T_RECEIVED] = sh->early.received_ns;
-        t->cyc[DFCCL_GPU_C_ATTEMPTS] = 1;
         t->cyc[DFCCL_GPU_C_RECEIVE] = (uint32_t)(sh->early.clk_received - sh->early.clk_sent);
         t->cyc[DFCCL_GPU_C_FIRST] = (uint32_t)(sh->ll.first_clk - sh->early.clk_sent);
         t->cyc[DFCCL_GPU_C_LINES] = (uint32_t)(sh->ll.done_clk - sh->early.clk_sent);
@@ -854,8 +863,7 @@ __device__ static int gpu_express(const dfccl_gpu_env_t *env, dfccl_gpu_block_t 
     t = gpu_task(env, sh->slot);
     s->pos = 0;
     gpu_turn_begin(env, s, 0, env->budget_ns);   /* as admission set it */
-    gpu_ll_prepare(env, t, sh->slot, sh, s, !(sh->early.go && sh->early.sent), d->comm_index,
-                   sh->admit_k);
+    gpu_ll_prepare(env, t, sh->slot, sh, s, !sh->admit_sent, d->comm_index, sh->admit_k);
     return 1;
 }
 
@@ -1022,9 +1030,8 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
             case CMD_ADMIT:
                 if (env.trace) {
                     s.issue_cyc = (uint32_t)(clk_cmd - s.clk_seen);
-                    long long copy_from = !(sh.early.go && sh.early.sent) ? clk_cmd
-                                          : env.trace && sh.early.received ? sh.early.clk_received
-                                          : sh.early.clk_sent;
+                    /* sent early: the copy's stores followed the receive */
+                    long long copy_from = sh.early.go && sh.early.sent ? sh.early.clk_received : clk_cmd;
                     s.copy_cyc = (uint32_t)(clk_end - copy_from);
                 }
                 /* a new collective in the slot: not the LL context's,

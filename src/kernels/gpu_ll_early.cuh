@@ -1,22 +1,31 @@
 /*
  * gpu_ll_early.cuh - an LL allreduce or allgather that reaches an idle daemon
- * kernel sends its lines before its admission copy.
+ * kernel is sent and received within its admission command.
  * Included once, by daemon_kernel.cu, after gpu_ll.cuh.
  *
  * Admission copies the submission from host memory, a trip over the bus of
  * about 2 us, then fills the task; only then did the LL send begin. The
  * host also writes a summary of each submission (dfccl_gpu_ll_head_t: the
  * communicator, the buffers, the count), every 8-byte word tagged with the
- * ticket. Block 0, with nothing in hand, reads it in the same trip as the
- * control words; when all tags match, the admission command sends the lines
- * first and copies afterwards, while the peers' lines are on their way.
+ * ticket. While block 0 has nothing in hand, its warp 1 reads the summary in
+ * the same trip as thread 0's read of the control words; when all tags
+ * match, the admission command sends the lines, polls for the peers' (up to
+ * gpu_ll_wait_ns), and only then stores the copy, whose loads went out
+ * first. Admission completes a collective whose lines were all there
+ * (gpu_ll_early_complete); otherwise its attempts only receive. An 8 B
+ * allreduce at 4 ranks: 2.2-2.4 us less (contrib/results/
+ * 2026-11-30-gpu-ll-early-send.md).
  *
  * The send is the one the LL attempt would make (gpu_ll_send), as the
  * one-shot number admission will give it: only block 0 admits one-shots and
  * counts them, in this command, so that number is the communicator's count
- * plus one. Sending it again (an admission that must copy again, a launch
- * that ends first) writes the same lines. A communicator that failed gets
- * nothing: its collectives fail at the scheduler.
+ * plus one. The communicator records that number (ll_early_k) in device
+ * memory, which outlives the command and the launch: should the same
+ * collective be admitted again (an admission that must copy again; a launch
+ * that ends before the admission), neither this send nor the attempt's sends
+ * again, since an in-place allreduce's input may already hold its result.
+ * A receive reads only the inboxes and may run again. A communicator that
+ * failed gets nothing: its collectives fail at the scheduler.
  */
 #ifndef DFCCL_GPU_LL_EARLY_CUH
 #define DFCCL_GPU_LL_EARLY_CUH
@@ -27,7 +36,8 @@ typedef struct gpu_ll_early {
     int         maybe;         /* block 0 with nothing in hand admits ticket: look at the summary */
     int         go;            /* it is ticket's: send before the copy */
     uint64_t    ticket;
-    int         sent;          /* the lines went out (the communicator had not failed) */
+    int         sent;          /* the lines went out (the communicator had not failed), */
+    int         again;         /* before this command already */
     uint32_t    comm, type, dtype, op;
     uint32_t    count, esize, rank, size;
     const char *in;
@@ -93,11 +103,11 @@ __device__ static int gpu_ll_head_take(const uint4 *rec, uint64_t ticket, gpu_ll
 __device__ static void gpu_ll_early_send(const dfccl_gpu_env_t *env, gpu_ll_early_t *e,
                                          gpu_ll_ctx_t *x, const dfccl_gpu_task_t *t)
 {
-    const dfccl_gpu_comm_dev_t *c = &env->comms[e->comm];
+    dfccl_gpu_comm_dev_t *c = &env->comms[e->comm];
     int n = (int)e->size, me = (int)e->rank, p = (int)threadIdx.x, broken = 0;
     size_t bytes = (size_t)e->count * e->esize, lines = gpu_ll_lines(bytes);
     const char *in = e->in, *inbox = NULL;
-    uint64_t first = 0, k = 0;
+    uint64_t first = 0, k = 0, already = 0;
 
     /* the loads, all before any store (see gpu_ll_fill) */
     if (p < n) inbox = c->inbox[p];
@@ -105,11 +115,13 @@ __device__ static void gpu_ll_early_send(const dfccl_gpu_env_t *env, gpu_ll_earl
     if (p == 0) {
         k = c->small_count + 1;
         broken = c->broken;
+        already = c->ll_early_k;
     }
     if (p == 0) {
         if (env->trace) e->begin_ns = gpu_now_ns();
         e->k = k;
         e->sent = !broken;
+        e->again = already == k;   /* its lines went out before: not again */
         x->task = broken ? NULL : t;
         x->k = k;
         x->n = n;
@@ -130,10 +142,11 @@ __device__ static void gpu_ll_early_send(const dfccl_gpu_env_t *env, gpu_ll_earl
         if (p == me) x->inbox = (const char *)gpu_ll_lines_at(inbox, n, 0, k);
     }
     __syncthreads();
-    for (size_t i = (size_t)p; i < lines; i += blockDim.x) {
+    for (size_t i = (size_t)p; !e->again && i < lines; i += blockDim.x) {
         uint64_t v = i == (size_t)p ? first : gpu_ll_gather(in + i * GPU_LL_DATA, gpu_ll_len(i, bytes));
         for (int q = 0; q < n; q++) gpu_ll_store(x->to[q] + i, v, (uint32_t)k);
     }
+    if (p == 0) c->ll_early_k = k;
     if (env->trace && p == 0) {
         e->sent_ns = gpu_now_ns();
         e->clk_sent = clock64();

@@ -222,9 +222,9 @@ static int dfccl_register(void)
         &c->gpu_ll_wait_ns);
     (void)mca_base_component_var_register(v, "gpu_ll_early_send",
         "An LL allreduce or allgather (gpu_ll_bytes) that reaches a GPU daemon kernel with"
-        " nothing in hand sends its lines at once, from a tagged summary the kernel reads with"
-        " the control words, and copies its submission afterwards (one trip over the bus less"
-        " before the send); false: the send follows the copy",
+        " nothing in hand is sent, from a tagged summary the kernel reads with the control words,"
+        " and received (up to gpu_ll_wait_ns) within its admission, while the copy of its"
+        " submission crosses the bus; false: send and receive follow the copy",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
         &c->gpu_ll_early_send);
     (void)mca_base_component_var_register(v, "gpu_trace",
