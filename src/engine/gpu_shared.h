@@ -146,9 +146,9 @@ typedef struct dfccl_gpu_cqe {
 /*
  * What an LL allreduce or allgather's send needs, written by the host beside
  * each submission (pinned, mapped; one per slot): block 0 reads it with the
- * control words while it has nothing in hand and sends the collective's
- * lines before its admission copy, which costs a second trip over the bus
- * (config gpu_ll_early_send). Each 8-byte word is one store, a value in the
+ * control words while it has nothing in hand, and sends and receives the
+ * collective within its admission, before the copy of the entry (a second
+ * trip over the bus) is stored (config gpu_ll_early_send). Each 8-byte word is one store, a value in the
  * high half and the ticket's low 32 bits in the low half, as LL lines carry
  * their flags: a record whose eight tags all match the ticket is that
  * ticket's, read in any order.

@@ -413,16 +413,14 @@ __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_blo
     } else {
         t->small_k = c->small_count = small + 1;   /* admitted in order on a communicator */
         sh->admit_k = t->small_k;
-        /* an early send in an earlier launch, whose admission did not
-         * finish: its lines are out (gpu_ll_early.cuh) */
+        /* sent early, in this command or before an admission that did
+         * not finish: its lines are out (gpu_ll_early.cuh) */
         if (t->algo == DFCCL_GPU_ALGO_LL && early_k == t->small_k) {
             t->phase = 1;
             sh->admit_sent = 1;
         }
         if (sh->early.go && sh->early.sent) {
             if (t->small_k == sh->early.k) {
-                t->phase = 1;   /* its lines went out */
-                sh->admit_sent = 1;
                 if (env->trace) {
                     t->t[DFCCL_GPU_T_FIRST_MOVE] = sh->early.begin_ns;
                     t->t[DFCCL_GPU_T_SENT] = sh->early.sent_ns;
@@ -979,7 +977,7 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
                 __syncthreads();
             }
             if (sh.ll.send) {
-                gpu_ll_send(&sh.ll.ctx);
+                gpu_ll_send(&sh.ll.ctx, NULL);
                 __syncthreads();   /* in place: everything read before outputs are written */
                 if (env.trace && threadIdx.x == 0) {
                     t->t[DFCCL_GPU_T_SENT] = gpu_now_ns();

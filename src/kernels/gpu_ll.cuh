@@ -149,6 +149,33 @@ typedef struct gpu_ll_ctx {
     uint4        *to[DFCCL_GPU_MAX_RANKS];         /* our lines in rank p's inbox */
 } gpu_ll_ctx_t;
 
+/* Thread 0: the context's fields for the whole collective. */
+__device__ static inline void gpu_ll_ctx_set(gpu_ll_ctx_t *x, const dfccl_gpu_task_t *t, uint64_t k,
+                                             int n, int type, size_t esize, dfccl_dtype_t dtype,
+                                             dfccl_op_t op, char *out, size_t out_bytes)
+{
+    x->task = t;
+    x->k = k;
+    x->n = n;
+    x->type = type;
+    x->esize = esize;
+    x->dtype = dtype;
+    x->op = op;
+    x->out = out;
+    x->out_bytes = out_bytes;
+}
+
+/* Thread p (< n): peer p's entries of one-shot k, whose inbox starts at
+ * `inbox`; rank me's thread also our own inbox's lines. */
+__device__ static inline void gpu_ll_ctx_peer(gpu_ll_ctx_t *x, int p, int me, int n, uint64_t k,
+                                              const char *inbox, const char *src, size_t bytes)
+{
+    x->src[p] = src;
+    x->src_bytes[p] = bytes;
+    x->to[p] = gpu_ll_lines_at(inbox, n, me, k);
+    if (p == me) x->inbox = (const char *)gpu_ll_lines_at(inbox, n, 0, k);
+}
+
 /* All threads: the context of task t's one-shot k on communicator c;
  * thread p fills peer p's entries. A __syncthreads must follow. Every
  * load comes before the first store: the compiler cannot tell the context
@@ -178,34 +205,22 @@ __device__ static void gpu_ll_fill(gpu_ll_ctx_t *x, const dfccl_gpu_task_t *t,
         op = e->op;
         out = e->recvbuf;
     }
-    if (p < n) {
-        x->src[p] = src;
-        x->src_bytes[p] = bytes;
-        x->to[p] = gpu_ll_lines_at(inbox, n, me, k);
-        if (p == me) x->inbox = (const char *)gpu_ll_lines_at(inbox, n, 0, k);
-    }
-    if (p == 0) {
-        x->task = t;
-        x->k = k;
-        x->n = n;
-        x->type = type;
-        x->esize = esize;
-        x->dtype = dtype;
-        x->op = op;
-        x->out = out;
-        x->out_bytes = count * esize;
-    }
+    if (p < n) gpu_ll_ctx_peer(x, p, me, n, k, inbox, src, bytes);
+    if (p == 0) gpu_ll_ctx_set(x, t, k, n, type, esize, dtype, op, out, count * esize);
 }
 
 /* All threads: our contribution, line by line, into every inbox (ours too,
- * so that the receive reads all inputs alike and in-place inputs are kept). */
-__device__ static void gpu_ll_send(const gpu_ll_ctx_t *x)
+ * so that the receive reads all inputs alike and in-place inputs are kept).
+ * first (or NULL): the data of each thread's first line, already gathered
+ * (allreduce and allgather). */
+__device__ static void gpu_ll_send(const gpu_ll_ctx_t *x, const uint64_t *first)
 {
     if (x->type != DFCCL_COLL_REDUCE_SCATTER) {   /* the same lines to everyone */
         const char *from = x->src[0];
         size_t bytes = x->src_bytes[0];
         for (size_t i = threadIdx.x; i < gpu_ll_lines(bytes); i += blockDim.x) {
-            uint64_t v = gpu_ll_gather(from + i * GPU_LL_DATA, gpu_ll_len(i, bytes));
+            uint64_t v = first && i == threadIdx.x ? *first
+                                                   : gpu_ll_gather(from + i * GPU_LL_DATA, gpu_ll_len(i, bytes));
             for (int p = 0; p < x->n; p++) gpu_ll_store(x->to[p] + i, v, (uint32_t)x->k);
         }
         return;

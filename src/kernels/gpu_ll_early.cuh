@@ -122,30 +122,15 @@ __device__ static void gpu_ll_early_send(const dfccl_gpu_env_t *env, gpu_ll_earl
         e->k = k;
         e->sent = !broken;
         e->again = already == k;   /* its lines went out before: not again */
-        x->task = broken ? NULL : t;
-        x->k = k;
-        x->n = n;
-        x->type = (int)e->type;
-        x->esize = e->esize;
-        x->dtype = (dfccl_dtype_t)e->dtype;
-        x->op = (dfccl_op_t)e->op;
-        x->out = e->out;
-        x->out_bytes = bytes;
+        gpu_ll_ctx_set(x, broken ? NULL : t, k, n, (int)e->type, e->esize, (dfccl_dtype_t)e->dtype,
+                       (dfccl_op_t)e->op, e->out, bytes);
     }
     __syncthreads();
     if (!e->sent) return;
     k = e->k;
-    if (p < n) {
-        x->src[p] = in;
-        x->src_bytes[p] = bytes;
-        x->to[p] = gpu_ll_lines_at(inbox, n, me, k);
-        if (p == me) x->inbox = (const char *)gpu_ll_lines_at(inbox, n, 0, k);
-    }
+    if (p < n) gpu_ll_ctx_peer(x, p, me, n, k, inbox, in, bytes);
     __syncthreads();
-    for (size_t i = (size_t)p; !e->again && i < lines; i += blockDim.x) {
-        uint64_t v = i == (size_t)p ? first : gpu_ll_gather(in + i * GPU_LL_DATA, gpu_ll_len(i, bytes));
-        for (int q = 0; q < n; q++) gpu_ll_store(x->to[q] + i, v, (uint32_t)k);
-    }
+    if (!e->again) gpu_ll_send(x, (size_t)p < lines ? &first : NULL);
     if (p == 0) c->ll_early_k = k;
     if (env->trace && p == 0) {
         e->sent_ns = gpu_now_ns();
