@@ -20,7 +20,7 @@ KERNEL = ["admitted", "first-move", "sent", "last-move", "received", "finished"]
 OPTIONAL = {"sent", "received"}   # LL and one-shot only ("none" otherwise)
 CYCLES = re.compile(r"; cycles: (.*)$")
 PARTS = ["poll", "issue", "copy", "admit", "start", "send", "receive", "first", "lines", "polls", "retry",
-         "attempts", "complete", "total"]
+         "attempts", "complete", "take", "load", "fill", "store", "total"]
 COUNTS = {"polls", "attempts"}   # counts, not cycles: their means are printed
 LINE = re.compile(r"dfccl gpu trace: rank (\d+) of (\d+) comm \S+ (\S+) #\d+ (\d+) B (\S+): (.*?) us(?:;|$)")
 

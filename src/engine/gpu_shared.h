@@ -122,6 +122,11 @@ enum {
     DFCCL_GPU_C_POLLS,           /* LL: and how often it loaded one again (a count) */
     DFCCL_GPU_C_RETRY,           /* LL: between attempts, summed */
     DFCCL_GPU_C_ATTEMPTS,        /* LL: receive attempts (a count, not cycles) */
+    DFCCL_GPU_C_TAKE,            /* LL sent early (gpu_ll_early.cuh), parts of its send:
+                                    from the command's beginning to the summary taken, */
+    DFCCL_GPU_C_LOAD,            /* the communicator's words and the data loaded, */
+    DFCCL_GPU_C_FILL,            /* the LL context filled, */
+    DFCCL_GPU_C_STORE,           /* the lines stored */
     DFCCL_GPU_C_COMPLETE,        /* the completion entry, up to its fence */
     DFCCL_GPU_C_TOTAL,           /* from seeing it to its completion entry (the clock's
                                     rate: this over the global clock's interval) */

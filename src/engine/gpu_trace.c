@@ -78,7 +78,7 @@ void gpu_trace_flush(dfccl_gpu_t *g)
                 " received %s finished %s us; moving: slowest channel %.2f, mean %.2f us over %d (%s);"
                 " clocks: post %llu seen %llu; cycles: poll %u issue %u copy %u admit %u start %u"
                 " send %u receive %u first %u lines %u polls %u retry %u attempts %u complete %u"
-                " total %u\n",
+                " take %u load %u fill %u store %u total %u\n",
                 r->rank, r->size, (unsigned long long)r->comm_key,
                 dfccl_coll_type_name((dfccl_coll_type_t)r->type), (unsigned long long)r->seq,
                 (unsigned long long)r->bytes, gpu_trace_algo(r->algo),
@@ -97,7 +97,9 @@ void gpu_trace_flush(dfccl_gpu_t *g)
                 r->cyc[DFCCL_GPU_C_SEND], r->cyc[DFCCL_GPU_C_RECEIVE], r->cyc[DFCCL_GPU_C_FIRST],
                 r->cyc[DFCCL_GPU_C_LINES],
                 r->cyc[DFCCL_GPU_C_POLLS], r->cyc[DFCCL_GPU_C_RETRY],
-                r->cyc[DFCCL_GPU_C_ATTEMPTS], r->cyc[DFCCL_GPU_C_COMPLETE], r->cyc[DFCCL_GPU_C_TOTAL]);
+                r->cyc[DFCCL_GPU_C_ATTEMPTS], r->cyc[DFCCL_GPU_C_COMPLETE], r->cyc[DFCCL_GPU_C_TAKE],
+                r->cyc[DFCCL_GPU_C_LOAD], r->cyc[DFCCL_GPU_C_FILL], r->cyc[DFCCL_GPU_C_STORE],
+                r->cyc[DFCCL_GPU_C_TOTAL]);
     }
     fflush(stderr);
     g->trace_n = 0;

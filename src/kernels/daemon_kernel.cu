@@ -353,9 +353,14 @@ __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_blo
     dfccl_exec_t *x = &t->exec;
     /* the communicator's words in one trip, before the task's stores: a
      * load after a store through another pointer waits for the loads
-     * before it (only block 0 counts one-shots) */
-    int broken = c->broken;
-    uint64_t small = c->small_count, early_k = c->ll_early_k;
+     * before it (only block 0 counts one-shots). Sent early in this
+     * command: the send read them (broken: it would not have sent) and set
+     * ll_early_k, and nothing else changed the count since, so the trip
+     * after the receive is saved. */
+    int early = sh->early.go && sh->early.sent && sh->early.comm == d->comm_index;
+    int broken = early ? 0 : c->broken;
+    uint64_t small = early ? sh->early.k - 1 : c->small_count;
+    uint64_t early_k = early ? sh->early.k : c->ll_early_k;
 
     if (*(const uint64_t *)&d->ticket != ticket) return 0;   /* our copy: no need for volatile */
     sh->admit_broken = broken;   /* for gpu_express */
@@ -425,6 +430,11 @@ __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_blo
                     t->t[DFCCL_GPU_T_FIRST_MOVE] = sh->early.begin_ns;
                     t->t[DFCCL_GPU_T_SENT] = sh->early.sent_ns;
                     t->cyc[DFCCL_GPU_C_SEND] = (uint32_t)(sh->early.clk_sent - s->clk_seen) - s->issue_cyc;
+                    /* the send's parts, from the command's beginning */
+                    t->cyc[DFCCL_GPU_C_TAKE] = (uint32_t)(sh->early.clk_took - s->clk_seen) - s->issue_cyc;
+                    t->cyc[DFCCL_GPU_C_LOAD] = (uint32_t)(sh->early.clk_loaded - sh->early.clk_took);
+                    t->cyc[DFCCL_GPU_C_FILL] = (uint32_t)(sh->early.clk_filled - sh->early.clk_loaded);
+                    t->cyc[DFCCL_GPU_C_STORE] = (uint32_t)(sh->early.clk_sent - sh->early.clk_filled);
                     t->cyc[DFCCL_GPU_C_ATTEMPTS] = 1;   /* its receive, in the admission */
                 }
             } else {
@@ -749,15 +759,26 @@ __device__ static inline uint32_t gpu_admit_vecs(uint32_t nsteps)
     return (uint32_t)((offsetof(dfccl_gpu_desc_t, steps) + nsteps * sizeof(dfccl_step_t) + 15) / 16);
 }
 
+/* The admission copy's vector for this thread: the last threads take the
+ * first vectors. A thread's later loads wait behind its load from host
+ * memory (about 1.3 us over the bus); the LL send and receive work from
+ * the first threads on, so the copy's trip delays neither (measured:
+ * contrib/results/2026-11-30-gpu-copy-lanes.md). */
+__device__ static inline uint32_t gpu_admit_lane(void)
+{
+    return blockDim.x - 1 - threadIdx.x;
+}
+
 /* All threads: the first vector each copies, loaded ahead, so that its trip
  * over the bus overlaps an LL send made before gpu_admit_copy. */
 __device__ static inline uint4 gpu_admit_copy_first(const dfccl_gpu_env_t *env, int slot,
                                                     uint32_t nsteps)
 {
     uint4 v = make_uint4(0, 0, 0, 0);
+    uint32_t lane = gpu_admit_lane();
 
-    if (threadIdx.x < gpu_admit_vecs(nsteps))
-        v = __ldcv((const uint4 *)gpu_desc_src(env, slot) + threadIdx.x);
+    if (lane < gpu_admit_vecs(nsteps))
+        v = __ldcv((const uint4 *)gpu_desc_src(env, slot) + lane);
     return v;
 }
 
@@ -770,10 +791,10 @@ __device__ static void gpu_admit_copy(const dfccl_gpu_env_t *env, int slot, uint
     const uint4 *from = (const uint4 *)gpu_desc_src(env, slot);
     uint4 *to = (uint4 *)&gpu_task(env, slot)->desc;
     uint4 *mirror = (uint4 *)&env->state->descs[slot];
-    uint32_t n = gpu_admit_vecs(nsteps);
+    uint32_t n = gpu_admit_vecs(nsteps), lane = gpu_admit_lane();
 
-    for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
-        uint4 v = i == threadIdx.x ? first : __ldcv(from + i);
+    for (uint32_t i = lane; i < n; i += blockDim.x) {
+        uint4 v = i == lane ? first : __ldcv(from + i);
         to[i] = v;
         if (i < GPU_DESC_HEAD_VECS) head[i] = v;
         if (blockIdx.x == 0) mirror[i] = v;
@@ -933,6 +954,7 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
                     sh.ll.lagging = -1;
                 }
                 __syncthreads();
+                if (env.trace && threadIdx.x == 0) sh.early.clk_took = clock64();
                 if (sh.early.go) {
                     gpu_ll_early_send(&env, &sh.early, &sh.ll.ctx, t);
                     /* and its receive, while the copy's loads are under way */

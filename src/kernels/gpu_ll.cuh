@@ -92,6 +92,15 @@ __device__ static inline void gpu_ll_scatter(char *p, uint64_t v, size_t n)
         }                                                                        \
         break;
 
+/* The other (type, op) pairs: out of line, so that the engine's whole reducer
+ * is not inlined into every receive, between the LL path's instructions. */
+__device__ static __noinline__ uint64_t gpu_ll_combine_other(uint64_t acc, uint64_t v, size_t ne,
+                                                            dfccl_dtype_t dtype, dfccl_op_t op)
+{
+    dfccl_reduce_strided(&acc, &acc, &v, ne, 0, 1, dtype, op);
+    return acc;
+}
+
 __device__ static inline uint64_t gpu_ll_combine(uint64_t acc, uint64_t v, size_t ne,
                                                  dfccl_dtype_t dtype, dfccl_op_t op)
 {
@@ -103,8 +112,7 @@ __device__ static inline uint64_t gpu_ll_combine(uint64_t acc, uint64_t v, size_
     default:
         break;
     }
-    dfccl_reduce_strided(&acc, &acc, &v, ne, 0, 1, dtype, op);
-    return acc;
+    return gpu_ll_combine_other(acc, v, ne, dtype, op);
 }
 #undef GPU_LL_TYPE
 #undef GPU_LL_LANES

@@ -48,8 +48,11 @@ typedef struct gpu_ll_early {
     uint64_t    begin_ns;      /* trace: when the send began, */
     uint64_t    sent_ns;       /* when it was done, */
     uint64_t    received_ns;   /* and the receive; */
-    long long   clk_sent;      /* clock64 then (thread 0) */
-    long long   clk_received;
+    long long   clk_took;      /* clock64 (thread 0): the summary taken, all threads told, */
+    long long   clk_loaded;    /* the communicator's words and the data loaded, */
+    long long   clk_filled;    /* the LL context filled, */
+    long long   clk_sent;      /* the lines stored, */
+    long long   clk_received;  /* the receive done */
 } gpu_ll_early_t;
 
 /* Warp 1 of block 0 (threads 32 on, one vector each): ticket's summary
@@ -126,10 +129,12 @@ __device__ static void gpu_ll_early_send(const dfccl_gpu_env_t *env, gpu_ll_earl
                        (dfccl_op_t)e->op, e->out, bytes);
     }
     __syncthreads();
+    if (env->trace && p == 0) e->clk_loaded = clock64();
     if (!e->sent) return;
     k = e->k;
     if (p < n) gpu_ll_ctx_peer(x, p, me, n, k, inbox, in, bytes);
     __syncthreads();
+    if (env->trace && p == 0) e->clk_filled = clock64();
     if (!e->again) gpu_ll_send(x, (size_t)p < lines ? &first : NULL);
     if (p == 0) c->ll_early_k = k;
     if (env->trace && p == 0) {

@@ -187,10 +187,14 @@ GPU_VEC_REDUCE(DFCCL_BYTE, uint8_t, uint8_t, BOR, DFCCL_R_BOR)
 GPU_VEC_REDUCE(DFCCL_BYTE, uint8_t, uint8_t, BXOR, DFCCL_R_BXOR)
 
 /* Returns 0 for a (type, op) the engine does not carry (never submitted).
- * PREFIX: gpu_vec (n 16-byte vectors) or gpu_sca (n elements, dst only). */
+ * PREFIX: gpu_vec (n 16-byte vectors) or gpu_sca (n elements, dst only).
+ * The dispatchers stay out of line (__noinline__): their (type, op) bodies
+ * are nine tenths of the kernel's code; inlined, they split the scheduler
+ * and LL path into pieces megabytes apart and took ptxas 3.5 times as long
+ * (contrib/results/2026-11-30-gpu-copy-lanes.md). */
 #define GPU_DEFINE_DISPATCH(NAME, PREFIX, PT, QT)                                         \
-__device__ static int NAME(PT in, PT src, QT dst, QT out, size_t n, dfccl_dtype_t dtype,    \
-                           dfccl_op_t op)                                                  \
+__device__ static __noinline__ int NAME(PT in, PT src, QT dst, QT out, size_t n,           \
+                                        dfccl_dtype_t dtype, dfccl_op_t op)                \
 {                                                                                          \
     GPU_DISPATCH_BODY(PREFIX)                                                              \
 }
@@ -246,8 +250,9 @@ GPU_DEFINE_DISPATCH(gpu_sca_reduce, gpu_sca, const void *, void *)
 /* Over nin inputs into nout outputs: n 16-byte vectors (gpu_vecn), or n
  * elements from byte `at` on (gpu_scan). */
 #define GPU_DEFINE_DISPATCH_N(NAME, PREFIX)                                                \
-__device__ static int NAME(char *const *ins, int nin, char *const *outs, int nout, size_t at, \
-                           size_t n, dfccl_dtype_t dtype, dfccl_op_t op)                   \
+__device__ static __noinline__ int NAME(char *const *ins, int nin, char *const *outs,      \
+                                        int nout, size_t at, size_t n, dfccl_dtype_t dtype, \
+                                        dfccl_op_t op)                                     \
 {                                                                                          \
     GPU_DISPATCH_BODY(PREFIX)                                                              \
 }
@@ -281,7 +286,7 @@ __device__ static void gpu_reduce(char *dst, char *out, const char *in, const ch
 }
 
 /* One ring slice: exactly what exec_host.c does on the host. */
-__device__ static void gpu_slice_move(const dfccl_exec_t *x, const dfccl_slice_t *s)
+__device__ static __noinline__ void gpu_slice_move(const dfccl_exec_t *x, const dfccl_slice_t *s)
 {
     size_t bytes = s->count * x->esize;
 

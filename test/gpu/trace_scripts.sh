@@ -33,7 +33,8 @@ line = ("dfccl gpu trace: rank %d of 3 comm 0x7 allreduce #%d %d B %s: published
 # the kernel's cycles at 2 GHz (total: the kernel's time from seen to
 # finished); poll grows by 2 per call, so its median tells which calls count
 cycles = ("; cycles: poll %d issue 520 copy 3000 admit 1000 start 400 send 1200 receive 2400"
-          " first 1600 lines 2000 polls 3 retry 0 attempts %d complete 600 total %d")
+          " first 1600 lines 2000 polls 3 retry 0 attempts %d complete 600 take 200 load 800 fill 120"
+          " store 400 total %d")
 for i in range(12):
     for r in range(3):
         if (r == 0 and i in (3, 5, 7)) or (r == 2 and i == 9):
@@ -66,7 +67,7 @@ grep -Eq '^3 +1 +allreduce +8 ll +10 +2\.00 \( +2\.00\) +18\.00 \( 18\.00\) +1\.
     "$work/summary.txt" || fail "rank 1's LL row is not as written"
 grep -Eq '^3 +0 +allreduce +8 ll +7 .* 8\.00 \( +4\.00\) +9\.00 \( +1\.00\) +10\.00 \( +1\.00\) +11\.00 \( +1\.00\) +14\.00 \( +3\.00\)$' \
     "$work/summary.txt" || fail "rank 0's LL row is not as written"
-grep -A2 -E '^3 +1 +allreduce +8 ll ' "$work/summary.txt" | grep -qxE ' +kernel parts, ns at 2000 MHz: poll 1306 issue 260 copy 1500 admit 500 start 200 send 600 receive 1200 first 800 lines 1000 polls 3\.00 retry 0 attempts 1\.00 complete 300' ||
+grep -A2 -E '^3 +1 +allreduce +8 ll ' "$work/summary.txt" | grep -qxE ' +kernel parts, ns at 2000 MHz: poll 1306 issue 260 copy 1500 admit 500 start 200 send 600 receive 1200 first 800 lines 1000 polls 3\.00 retry 0 attempts 1\.00 complete 300 take 100 load 400 fill 60 store 200' ||
     fail "rank 1's kernel parts (calls 2-11 at 2 GHz, poll the median of 2604..2622 cycles) are not as written"
 grep -A2 -E '^3 +0 +allreduce +8 ll ' "$work/summary.txt" | grep -q 'kernel parts, ns at 2000 MHz: poll 1308 .* attempts 2\.00 ' ||
     fail "rank 0's kernel parts are not as written"
