@@ -424,23 +424,23 @@ __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_blo
             t->phase = 1;
             sh->admit_sent = 1;
         }
-        if (sh->early.go && sh->early.sent) {
-            if (t->small_k == sh->early.k) {
-                if (env->trace) {
-                    t->t[DFCCL_GPU_T_FIRST_MOVE] = sh->early.begin_ns;
-                    t->t[DFCCL_GPU_T_SENT] = sh->early.sent_ns;
-                    t->cyc[DFCCL_GPU_C_SEND] = (uint32_t)(sh->early.clk_sent - s->clk_seen) - s->issue_cyc;
-                    /* the send's parts, from the command's beginning */
-                    t->cyc[DFCCL_GPU_C_TAKE] = (uint32_t)(sh->early.clk_took - s->clk_seen) - s->issue_cyc;
-                    t->cyc[DFCCL_GPU_C_LOAD] = (uint32_t)(sh->early.clk_loaded - sh->early.clk_took);
-                    t->cyc[DFCCL_GPU_C_FILL] = (uint32_t)(sh->early.clk_filled - sh->early.clk_loaded);
-                    t->cyc[DFCCL_GPU_C_STORE] = (uint32_t)(sh->early.clk_sent - sh->early.clk_filled);
-                    t->cyc[DFCCL_GPU_C_ATTEMPTS] = 1;   /* its receive, in the admission */
-                }
-            } else {
-                sh->early.sent = 0;   /* cannot be (see gpu_ll_early.cuh): the attempt sends */
-                sh->ll.ctx.task = NULL;
+        if (early) {   /* small_k is the send's number (small above) */
+            if (env->trace) {
+                t->t[DFCCL_GPU_T_FIRST_MOVE] = sh->early.begin_ns;
+                t->t[DFCCL_GPU_T_SENT] = sh->early.sent_ns;
+                t->cyc[DFCCL_GPU_C_SEND] = (uint32_t)(sh->early.clk_sent - s->clk_seen) - s->issue_cyc;
+                /* the send's parts, from the command's beginning */
+                t->cyc[DFCCL_GPU_C_TAKE] = (uint32_t)(sh->early.clk_took - s->clk_seen) - s->issue_cyc;
+                t->cyc[DFCCL_GPU_C_LOAD] = (uint32_t)(sh->early.clk_loaded - sh->early.clk_took);
+                t->cyc[DFCCL_GPU_C_FILL] = (uint32_t)(sh->early.clk_filled - sh->early.clk_loaded);
+                t->cyc[DFCCL_GPU_C_STORE] = (uint32_t)(sh->early.clk_sent - sh->early.clk_filled);
+                t->cyc[DFCCL_GPU_C_ATTEMPTS] = 1;   /* its receive, in the admission */
             }
+        } else if (sh->early.go && sh->early.sent) {
+            /* sent for another communicator's summary: cannot be (see
+             * gpu_ll_early.cuh); the attempt sends */
+            sh->early.sent = 0;
+            sh->ll.ctx.task = NULL;
         }
     }
     uint32_t i = blk->nactive;
