@@ -250,37 +250,47 @@ static void gpu_backlog_flush(dfccl_gpu_t *g)
     }
 }
 
+/* The next entry of block b's completion ring, once its marker is there. */
+static dfccl_gpu_cqe_t *gpu_cq_next(dfccl_gpu_t *g, unsigned b)
+{
+    dfccl_gpu_cqe_t *e = &g->cq[b * DFCCL_GPU_SQ_DEPTH + g->cq_head[b] % DFCCL_GPU_SQ_DEPTH];
+    return __atomic_load_n(&e->marker, __ATOMIC_ACQUIRE) == g->cq_head[b] + 1 ? e : NULL;
+}
+
 /* Moves completion entries to the engine's completion queue; returns how
  * many. Callers polling for completions drain too (one thread at a time),
- * so a completion does not wait for the proxy thread to be scheduled. */
+ * so a completion does not wait for the proxy thread to be scheduled.
+ * Every block has its own ring; block 0, which completes the small
+ * collectives, is looked at first. */
 static int gpu_drain(dfccl_gpu_t *g)
 {
     int n = 0;
 
     if (pthread_mutex_trylock(&g->drain_lock) != 0) return 0;
-    for (;;) {
-        dfccl_gpu_cqe_t *e = &g->cq[g->cq_head % DFCCL_GPU_SQ_DEPTH];
-        if (__atomic_load_n(&e->marker, __ATOMIC_ACQUIRE) != g->cq_head + 1) break;
-        int slot = (int)e->ticket;
-        dfccl_status_t status = (dfccl_status_t)e->status;
-        if (g->env.trace) gpu_trace_make_room(g);
-        pthread_mutex_lock(&g->lock);
-        gpu_job_t *job = g->slot_job[slot];
-        g->slot_job[slot] = NULL;
-        if (job != NULL) {
-            if (g->env.trace) gpu_trace_record(g, job, e);
-            if (status != DFCCL_OK) {
-                gpu_diagnose(job->coll, &job->desc, &e->diag);
-                job->coll->comm->broken = 1;
+    for (unsigned b = 0; b < g->blocks; b++) {
+        dfccl_gpu_cqe_t *e;
+        while ((e = gpu_cq_next(g, b)) != NULL) {
+            int slot = (int)e->ticket;
+            dfccl_status_t status = (dfccl_status_t)e->status;
+            if (g->env.trace) gpu_trace_make_room(g);
+            pthread_mutex_lock(&g->lock);
+            gpu_job_t *job = (unsigned)slot < DFCCL_GPU_SQ_DEPTH ? g->slot_job[slot] : NULL;
+            if (job != NULL) {
+                g->slot_job[slot] = NULL;
+                if (g->env.trace) gpu_trace_record(g, job, e);
+                if (status != DFCCL_OK) {
+                    gpu_diagnose(job->coll, &job->desc, &e->diag);
+                    job->coll->comm->broken = 1;
+                }
+                gpu_job_complete(g, job, status);
+            } else {
+                dfccl_error("GPU completion for an empty slot %d ignored", slot);
             }
-            gpu_job_complete(g, job, status);
-        } else {
-            dfccl_error("GPU completion for an empty slot %d ignored", slot);
+            gpu_backlog_flush(g);
+            pthread_mutex_unlock(&g->lock);
+            g->cq_head[b]++;
+            n++;
         }
-        gpu_backlog_flush(g);
-        pthread_mutex_unlock(&g->lock);
-        g->cq_head++;
-        n++;
     }
     pthread_mutex_unlock(&g->drain_lock);
     return n;
@@ -561,7 +571,7 @@ static dfccl_status_t gpu_create(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
                            cudaHostAllocMapped)) != cudaSuccess ||
         (e = cudaHostAlloc((void **)&g->ll_heads, sizeof(*g->ll_heads) * DFCCL_GPU_SQ_DEPTH,
                            cudaHostAllocMapped)) != cudaSuccess ||
-        (e = cudaHostAlloc((void **)&g->cq, sizeof(*g->cq) * DFCCL_GPU_SQ_DEPTH,
+        (e = cudaHostAlloc((void **)&g->cq, sizeof(*g->cq) * DFCCL_GPU_SQ_DEPTH * g->blocks,
                            cudaHostAllocMapped)) != cudaSuccess ||
         (e = cudaHostAlloc((void **)&g->direct_req, sizeof(*g->direct_req) * DFCCL_GPU_SQ_DEPTH,
                            cudaHostAllocMapped)) != cudaSuccess ||
@@ -577,7 +587,7 @@ static dfccl_status_t gpu_create(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
     for (int s = 0; s < DFCCL_GPU_SQ_DEPTH; s++) g->descs[s].ticket = UINT64_MAX;
     /* tags of ticket 0 in slot 0, but of no LL collective (kind 0) */
     memset((void *)g->ll_heads, 0, sizeof(*g->ll_heads) * DFCCL_GPU_SQ_DEPTH);
-    memset(g->cq, 0, sizeof(*g->cq) * DFCCL_GPU_SQ_DEPTH);
+    memset(g->cq, 0, sizeof(*g->cq) * DFCCL_GPU_SQ_DEPTH * g->blocks);
     memset(g->direct_req, 0, sizeof(*g->direct_req) * DFCCL_GPU_SQ_DEPTH);
     memset(g->direct_reply, 0, sizeof(*g->direct_reply) * DFCCL_GPU_SQ_DEPTH);
     if ((e = cudaMemsetAsync(g->env.state, 0, sizeof(dfccl_gpu_state_t), g->copy_stream)) !=

@@ -74,7 +74,7 @@ typedef struct dfccl_gpu {
     dfccl_gpu_ctrl_t     *ctrl;         /* pinned, mapped */
     dfccl_gpu_desc_t     *descs;
     dfccl_gpu_ll_head_t  *ll_heads;
-    dfccl_gpu_cqe_t      *cq;
+    dfccl_gpu_cqe_t      *cq;           /* blocks rings of DFCCL_GPU_SQ_DEPTH entries */
     dfccl_gpu_direct_req_t   *direct_req;     /* pinned, mapped */
     dfccl_gpu_direct_reply_t *direct_reply;
     gpu_get_range_fn_t    get_range;    /* NULL: direct collectives fall back to the ring */
@@ -96,7 +96,7 @@ typedef struct dfccl_gpu {
     int                   kernel_running;   /* under lock: launched, not yet seen to exit;
                                                env.launch_id changes under lock too */
     pthread_mutex_t       drain_lock;   /* cq_head: the proxy or a polling caller */
-    uint64_t              cq_head;
+    uint64_t              cq_head[DFCCL_GPU_MAX_CHANNELS];   /* per block's completion ring */
     /* proxy thread only */
     int                   launched;
     uint64_t              launch_ticket, exit_ns, backoff_ns;

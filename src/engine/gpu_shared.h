@@ -7,8 +7,11 @@
  * Submission: the host fills descs[ticket % DFCCL_GPU_SQ_DEPTH] and then
  * publishes ctrl->sq_tail = ticket + 1. Every block of the kernel admits
  * every ticket (each channel runs its part of a collective).
- * Completion: the last channel to finish a collective reserves the next
- * completion entry, fills it and writes its marker last.
+ * Completion: the last channel to finish a collective fills the next entry
+ * of its block's own completion ring (cq + block * DFCCL_GPU_SQ_DEPTH) and
+ * writes its marker last. Only that block writes the ring, so the entry
+ * needs no atomic; the host drains every block's ring. A ring never holds
+ * more than DFCCL_GPU_SQ_DEPTH undrained entries: each collective gets one.
  */
 #ifndef DFCCL_GPU_SHARED_H
 #define DFCCL_GPU_SHARED_H
@@ -300,12 +303,12 @@ typedef struct dfccl_gpu_block {
     volatile uint64_t busy_ns;    /* last admission or movement */
     volatile uint32_t nactive;
     uint32_t pad;
+    uint64_t cq_next;             /* entries written into its completion ring */
     uint16_t active[DFCCL_GPU_SQ_DEPTH];   /* slots, in the global order */
 } dfccl_gpu_block_t;
 
 /* Device-resident state of the daemon kernel. */
 typedef struct dfccl_gpu_state {
-    unsigned long long cq_reserved;          /* completion entries handed out */
     volatile uint64_t  quit_launch;          /* block 0 ends launch number ... for all */
     /* Block 0 alone reads the submission queue in host memory; it copies
      * each entry here and then raises sq_mirror, which the other blocks
@@ -328,7 +331,8 @@ typedef struct dfccl_gpu_env {
     dfccl_gpu_ctrl_t     *ctrl;      /* mapped host memory */
     dfccl_gpu_desc_t     *descs;     /* mapped host memory */
     dfccl_gpu_ll_head_t  *ll_heads;  /* mapped host memory, one per descs entry */
-    dfccl_gpu_cqe_t      *cq;        /* mapped host memory */
+    dfccl_gpu_cqe_t      *cq;        /* mapped host memory: a ring of DFCCL_GPU_SQ_DEPTH
+                                        entries per block */
     dfccl_gpu_direct_req_t   *direct_req;     /* mapped host memory */
     dfccl_gpu_direct_reply_t *direct_reply;   /* mapped host memory */
     dfccl_gpu_state_t    *state;     /* device memory */

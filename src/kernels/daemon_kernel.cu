@@ -236,42 +236,19 @@ __device__ static int gpu_runnable(const dfccl_gpu_env_t *env, const dfccl_gpu_b
     return 1;
 }
 
-/* The channel's part of a collective is over: the last channel completes it
- * (a collective of one channel at once, without the channels' counters).
- * parts: its channels where the caller knows them (LL: 1; the task's copy
- * is a trip away, before the completion's own), else 0. */
-__device__ static void gpu_finish(const dfccl_gpu_env_t *env, dfccl_gpu_block_t *blk, int idx,
-                                  int32_t status, const dfccl_gpu_diag_t *diag, uint32_t parts)
+/* Thread 0: slot's completion entry, in this block's own ring (only this
+ * block writes it: no atomic for the index), its marker last, after a
+ * system fence, so that the host sees the outputs before it. t: the task
+ * whose stamps a trace copies; why: the diagnosis when worst is an error;
+ * c0: clock64 when completing began (trace). */
+__device__ static void gpu_cq_post(const dfccl_gpu_env_t *env, dfccl_gpu_block_t *blk, int slot,
+                                   int32_t worst, const volatile uint64_t *why,
+                                   const dfccl_gpu_task_t *t, uint32_t nparts, long long c0)
 {
-    int slot = blk->active[idx];
     dfccl_gpu_state_t *st = env->state;
-    const dfccl_gpu_task_t *t = gpu_task(env, slot);
-    uint32_t nparts = parts ? parts : t->nparts;
-    int32_t worst = status;
-    const volatile uint64_t *why = (const volatile uint64_t *)diag;
-    long long c0 = env->trace ? clock64() : 0;
+    uint64_t n = blk->cq_next++;
+    dfccl_gpu_cqe_t *e = &env->cq[blockIdx.x * DFCCL_GPU_SQ_DEPTH + n % DFCCL_GPU_SQ_DEPTH];
 
-    for (uint32_t j = (uint32_t)idx; j + 1 < blk->nactive; j++) blk->active[j] = blk->active[j + 1];
-    blk->nactive--;
-    if (nparts > 1) {
-        if (env->trace) {
-            atomicMax(&st->move_max[slot], (unsigned long long)t->move_ns);
-            atomicAdd(&st->move_sum[slot], (unsigned long long)t->move_ns);
-        }
-        if (status != DFCCL_OK) {
-            atomicMin(&st->status[slot], status);
-            if (diag && atomicExch(&st->diag_taken[slot], 1u) == 0) st->diag[slot] = *diag;
-        }
-        __threadfence();
-        if (atomicAdd(&st->done[slot], 1u) + 1 < nparts) return;
-        /* last channel: the other channels' status and diagnosis are read
-         * past L1 after an acquire fence */
-        __threadfence();
-        worst = atomicAdd(&st->status[slot], 0);
-        why = (const volatile uint64_t *)&st->diag[slot];
-    }
-    unsigned long long idx_cq = atomicAdd(&st->cq_reserved, 1ull);
-    dfccl_gpu_cqe_t *e = &env->cq[idx_cq % DFCCL_GPU_SQ_DEPTH];
     e->ticket = (uint64_t)slot;
     e->status = worst;
     if (worst != DFCCL_OK) {   /* the diagnosis crosses the bus only when needed */
@@ -291,13 +268,56 @@ __device__ static void gpu_finish(const dfccl_gpu_env_t *env, dfccl_gpu_block_t 
         st->move_max[slot] = 0;
         st->move_sum[slot] = 0;
     }
+    __threadfence_system();
+    e->marker = n + 1;
+}
+
+/* Thread 0: takes entry idx out of the block's active list. */
+__device__ static void gpu_active_remove(dfccl_gpu_block_t *blk, int idx)
+{
+    for (uint32_t j = (uint32_t)idx; j + 1 < blk->nactive; j++) blk->active[j] = blk->active[j + 1];
+    blk->nactive--;
+}
+
+/* The channel's part of a collective is over: the last channel completes it
+ * (a collective of one channel at once, without the channels' counters).
+ * parts: its channels where the caller knows them (LL: 1; the task's copy
+ * is a trip away, before the completion's own), else 0. */
+__device__ static void gpu_finish(const dfccl_gpu_env_t *env, dfccl_gpu_block_t *blk, int idx,
+                                  int32_t status, const dfccl_gpu_diag_t *diag, uint32_t parts)
+{
+    int slot = blk->active[idx];
+    dfccl_gpu_state_t *st = env->state;
+    const dfccl_gpu_task_t *t = gpu_task(env, slot);
+    uint32_t nparts = parts ? parts : t->nparts;
+    int32_t worst = status;
+    const volatile uint64_t *why = (const volatile uint64_t *)diag;
+    long long c0 = env->trace ? clock64() : 0;
+
+    gpu_active_remove(blk, idx);
     if (nparts > 1) {
+        if (env->trace) {
+            atomicMax(&st->move_max[slot], (unsigned long long)t->move_ns);
+            atomicAdd(&st->move_sum[slot], (unsigned long long)t->move_ns);
+        }
+        if (status != DFCCL_OK) {
+            atomicMin(&st->status[slot], status);
+            if (diag && atomicExch(&st->diag_taken[slot], 1u) == 0) st->diag[slot] = *diag;
+        }
+        __threadfence();
+        if (atomicAdd(&st->done[slot], 1u) + 1 < nparts) return;
+        /* last channel: the other channels' status and diagnosis are read
+         * past L1 after an acquire fence */
+        __threadfence();
+        worst = atomicAdd(&st->status[slot], 0);
+        why = (const volatile uint64_t *)&st->diag[slot];
+        /* the slot's counters ready for its next collective: read above,
+         * and no other channel touches them again for this one */
         st->done[slot] = 0;
         st->status[slot] = DFCCL_OK;
         st->diag_taken[slot] = 0;
     }
-    __threadfence_system();
-    e->marker = idx_cq + 1;
+    gpu_cq_post(env, blk, slot, worst, why, t, nparts, c0);
 }
 
 __device__ static void gpu_diag_fill(const dfccl_gpu_task_t *t, const dfccl_gpu_comm_dev_t *c,
@@ -339,13 +359,59 @@ __device__ static int gpu_takes_part(const dfccl_gpu_env_t *env, uint64_t ticket
     return v.x == ticket && blockIdx.x < (uint32_t)v.y;
 }
 
+/* Thread 0, trace: the stamps of an admission into the task (its
+ * completion entry copies them). */
+__device__ static void gpu_admit_stamp(dfccl_gpu_task_t *t, const gpu_sched_t *s)
+{
+    t->t[DFCCL_GPU_T_SEEN] = s->seen_ns;
+    t->t[DFCCL_GPU_T_ADMITTED] = gpu_now_ns();
+    t->t[DFCCL_GPU_T_FIRST_MOVE] = 0;
+    t->t[DFCCL_GPU_T_SENT] = 0;
+    t->t[DFCCL_GPU_T_LAST_MOVE] = 0;
+    t->t[DFCCL_GPU_T_RECEIVED] = 0;
+    t->move_ns = 0;
+    t->clk[0] = (uint64_t)s->clk_seen;
+    for (int k = 0; k < DFCCL_GPU_C_COUNT; k++) t->cyc[k] = 0;
+    t->cyc[DFCCL_GPU_C_POLL] = s->seen_cyc;
+    t->cyc[DFCCL_GPU_C_ISSUE] = s->issue_cyc;
+    t->cyc[DFCCL_GPU_C_COPY] = s->copy_cyc;
+}
+
+/* Thread 0, trace: the parts of an LL send made early (gpu_ll_early.cuh),
+ * counted from the admission command's beginning, and of its receive when
+ * that found every line. */
+__device__ static void gpu_ll_early_stamp(dfccl_gpu_task_t *t, const gpu_shared_t *sh,
+                                          const gpu_sched_t *s)
+{
+    const gpu_ll_early_t *e = &sh->early;
+
+    t->t[DFCCL_GPU_T_FIRST_MOVE] = e->begin_ns;
+    t->t[DFCCL_GPU_T_SENT] = e->sent_ns;
+    t->cyc[DFCCL_GPU_C_SEND] = (uint32_t)(e->clk_sent - s->clk_seen) - s->issue_cyc;
+    t->cyc[DFCCL_GPU_C_TAKE] = (uint32_t)(e->clk_took - s->clk_seen) - s->issue_cyc;
+    t->cyc[DFCCL_GPU_C_LOAD] = (uint32_t)(e->clk_loaded - e->clk_took);
+    t->cyc[DFCCL_GPU_C_FILL] = (uint32_t)(e->clk_filled - e->clk_loaded);
+    t->cyc[DFCCL_GPU_C_STORE] = (uint32_t)(e->clk_sent - e->clk_filled);
+    t->cyc[DFCCL_GPU_C_ATTEMPTS] = 1;   /* its receive, in the admission */
+    if (!e->received) return;
+    t->t[DFCCL_GPU_T_LAST_MOVE] = e->sent_ns;
+    t->t[DFCCL_GPU_T_RECEIVED] = e->received_ns;
+    t->cyc[DFCCL_GPU_C_RECEIVE] = (uint32_t)(e->clk_received - e->clk_sent);
+    t->cyc[DFCCL_GPU_C_FIRST] = (uint32_t)(sh->ll.first_clk - e->clk_sent);
+    t->cyc[DFCCL_GPU_C_LINES] = (uint32_t)(sh->ll.done_clk - e->clk_sent);
+    t->cyc[DFCCL_GPU_C_POLLS] = sh->ll.polls;
+}
+
 /* Thread 0, after the other threads copied the submission: executor state
  * and a place in the active list, in the global order. d: the copy's first
  * fields in shared memory (read here one by one; global memory would cost
  * a trip each). Returns 0 when the copy shows the slot was reused
- * meanwhile (not ours after all). */
+ * meanwhile (not ours after all). done: its completion entry is out
+ * already (gpu_ll_early_post): the task keeps the communicator's count
+ * only, outside the list. */
 __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_block_t *blk, int slot,
-                                       gpu_shared_t *sh, uint64_t ticket, const gpu_sched_t *s)
+                                       gpu_shared_t *sh, uint64_t ticket, const gpu_sched_t *s,
+                                       int done)
 {
     const dfccl_gpu_desc_t *d = (const dfccl_gpu_desc_t *)sh->head;
     dfccl_gpu_task_t *t = gpu_task(env, slot);
@@ -372,20 +438,7 @@ __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_blo
     t->phase = 0;
     t->budget_ns = env->budget_ns;
     t->blocked_since = 0;
-    if (env->trace) {
-        t->t[DFCCL_GPU_T_SEEN] = s->seen_ns;
-        t->t[DFCCL_GPU_T_ADMITTED] = gpu_now_ns();
-        t->t[DFCCL_GPU_T_FIRST_MOVE] = 0;
-        t->t[DFCCL_GPU_T_SENT] = 0;
-        t->t[DFCCL_GPU_T_LAST_MOVE] = 0;
-        t->t[DFCCL_GPU_T_RECEIVED] = 0;
-        t->move_ns = 0;
-        t->clk[0] = (uint64_t)s->clk_seen;
-        for (int k = 0; k < DFCCL_GPU_C_COUNT; k++) t->cyc[k] = 0;
-        t->cyc[DFCCL_GPU_C_POLL] = s->seen_cyc;
-        t->cyc[DFCCL_GPU_C_ISSUE] = s->issue_cyc;
-        t->cyc[DFCCL_GPU_C_COPY] = s->copy_cyc;
-    }
+    if (env->trace && !done) gpu_admit_stamp(t, s);
     t->key.priority = d->priority;
     t->key.comm_key = d->comm_key;
     t->key.seq = d->seq;
@@ -425,23 +478,17 @@ __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_blo
             sh->admit_sent = 1;
         }
         if (early) {   /* small_k is the send's number (small above) */
-            if (env->trace) {
-                t->t[DFCCL_GPU_T_FIRST_MOVE] = sh->early.begin_ns;
-                t->t[DFCCL_GPU_T_SENT] = sh->early.sent_ns;
-                t->cyc[DFCCL_GPU_C_SEND] = (uint32_t)(sh->early.clk_sent - s->clk_seen) - s->issue_cyc;
-                /* the send's parts, from the command's beginning */
-                t->cyc[DFCCL_GPU_C_TAKE] = (uint32_t)(sh->early.clk_took - s->clk_seen) - s->issue_cyc;
-                t->cyc[DFCCL_GPU_C_LOAD] = (uint32_t)(sh->early.clk_loaded - sh->early.clk_took);
-                t->cyc[DFCCL_GPU_C_FILL] = (uint32_t)(sh->early.clk_filled - sh->early.clk_loaded);
-                t->cyc[DFCCL_GPU_C_STORE] = (uint32_t)(sh->early.clk_sent - sh->early.clk_filled);
-                t->cyc[DFCCL_GPU_C_ATTEMPTS] = 1;   /* its receive, in the admission */
-            }
+            if (env->trace && !done) gpu_ll_early_stamp(t, sh, s);
         } else if (sh->early.go && sh->early.sent) {
             /* sent for another communicator's summary: cannot be (see
              * gpu_ll_early.cuh); the attempt sends */
             sh->early.sent = 0;
             sh->ll.ctx.task = NULL;
         }
+    }
+    if (done) {
+        t->phase = 2;
+        return 1;
     }
     uint32_t i = blk->nactive;
     while (i > 0 && dfccl_sched_before(&t->key, &gpu_task(env, blk->active[i - 1])->key)) {
@@ -817,6 +864,7 @@ __device__ static inline void gpu_block_publish(const dfccl_gpu_env_t *env, cons
 __device__ static void gpu_block_copy(dfccl_gpu_block_t *to, const dfccl_gpu_block_t *from)
 {
     to->admitted = from->admitted;
+    to->cq_next = from->cq_next;
     to->busy_ns = from->busy_ns;
     to->nactive = from->nactive;
     for (uint32_t i = 0; i < from->nactive; i++) to->active[i] = from->active[i];
@@ -842,25 +890,24 @@ __device__ static int gpu_direct_continue(const dfccl_gpu_env_t *env, dfccl_gpu_
     return 1;
 }
 
-/* Thread 0, right after admitting an LL collective that was sent and
- * received within its admission command (gpu_ll_early.cuh): complete it. */
-__device__ static void gpu_ll_early_complete(const dfccl_gpu_env_t *env, dfccl_gpu_block_t *blk,
-                                             const gpu_shared_t *sh, dfccl_gpu_task_t *t)
+/* Thread 0, after an admission command whose LL collective was sent and
+ * received within it (gpu_ll_early.cuh) and whose copy is ticket's: its
+ * completion entry goes out before the admission fills the task, which the
+ * host's answer does not need (the outputs are written; the slot is reused
+ * only after DFCCL_GPU_SQ_DEPTH newer tickets, which this block admits
+ * after this one; the copy's loads were consumed by its stores). */
+__device__ static void gpu_ll_early_post(const dfccl_gpu_env_t *env, dfccl_gpu_block_t *blk,
+                                         const gpu_shared_t *sh, const gpu_sched_t *s,
+                                         dfccl_gpu_task_t *t)
 {
-    int idx = 0;
+    long long c0 = env->trace ? clock64() : 0;
 
-    while (idx + 1 < (int)blk->nactive && blk->active[idx] != (uint16_t)sh->slot) idx++;
-    t->phase = 2;
-    blk->busy_ns = gpu_now_ns();
     if (env->trace) {
-        t->t[DFCCL_GPU_T_LAST_MOVE] = sh->early.sent_ns;
-        t->t[DFCCL_GPU_T_RECEIVED] = sh->early.received_ns;
-        t->cyc[DFCCL_GPU_C_RECEIVE] = (uint32_t)(sh->early.clk_received - sh->early.clk_sent);
-        t->cyc[DFCCL_GPU_C_FIRST] = (uint32_t)(sh->ll.first_clk - sh->early.clk_sent);
-        t->cyc[DFCCL_GPU_C_LINES] = (uint32_t)(sh->ll.done_clk - sh->early.clk_sent);
-        t->cyc[DFCCL_GPU_C_POLLS] = sh->ll.polls;
+        gpu_admit_stamp(t, s);
+        gpu_ll_early_stamp(t, sh, s);
+        t->algo = DFCCL_GPU_ALGO_LL;
     }
-    gpu_finish(env, blk, idx, DFCCL_OK, NULL, 1);   /* LL: channel 0 alone */
+    gpu_cq_post(env, blk, sh->slot, DFCCL_OK, NULL, t, 1, c0);   /* LL: channel 0 alone */
 }
 
 /* Thread 0, right after an admission: an LL collective that is all the
@@ -999,7 +1046,7 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
                 __syncthreads();
             }
             if (sh.ll.send) {
-                gpu_ll_send(&sh.ll.ctx, NULL);
+                gpu_ll_send(&sh.ll.ctx, 0, 0);
                 __syncthreads();   /* in place: everything read before outputs are written */
                 if (env.trace && threadIdx.x == 0) {
                     t->t[DFCCL_GPU_T_SENT] = gpu_now_ns();
@@ -1047,7 +1094,7 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
             if (env.trace) clk_end = clock64();
             if (env.trace && cmd >= CMD_RING_SLICE) t->move_ns += gpu_now_ns() - cmd_ns;
             switch (cmd) {
-            case CMD_ADMIT:
+            case CMD_ADMIT: {
                 if (env.trace) {
                     s.issue_cyc = (uint32_t)(clk_cmd - s.clk_seen);
                     /* sent early: the copy's stores followed the receive */
@@ -1057,19 +1104,24 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
                 /* a new collective in the slot: not the LL context's,
                  * unless the early send just filled it */
                 if (sh.ll.ctx.task == t && !(sh.early.go && sh.early.sent)) sh.ll.ctx.task = NULL;
+                /* sent and received in this command: completed first */
+                const dfccl_gpu_desc_t *copied = (const dfccl_gpu_desc_t *)sh.head;
+                int done = sh.early.go && sh.early.sent && sh.early.received &&
+                           copied->ticket == blk->admitted && copied->comm_index == sh.early.comm;
+                if (done) gpu_ll_early_post(&env, blk, &sh, &s, t);
                 /* another block finding a newer ticket there lagged behind
                  * a reused slot: not its collective. Block 0 takes part in
                  * all and never lags: a mismatch would be a copy read too
                  * early, so it copies again on the next pass */
-                if (gpu_admit_finish(&env, blk, sh.slot, &sh, blk->admitted, &s)) {
-                    if (env.trace) {
+                if (gpu_admit_finish(&env, blk, sh.slot, &sh, blk->admitted, &s, done)) {
+                    if (env.trace && !done) {
                         long long c = clock64();
                         t->cyc[DFCCL_GPU_C_ADMIT] = (uint32_t)(c - clk_end);
                         t->clk[1] = (uint64_t)c;
                     }
                     blk->admitted++;
-                    if (sh.early.go && sh.early.sent && sh.early.received) {
-                        gpu_ll_early_complete(&env, blk, &sh, t);
+                    if (done) {
+                        blk->busy_ns = gpu_now_ns();
                         s.relax_ns = 32;
                     }
                 } else if (blockIdx.x != 0) {
@@ -1079,6 +1131,7 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
                 s.mirror_due = blockIdx.x == 0;
                 s.express = gpu_express(&env, blk, &sh, &s);
                 break;
+            }
             case CMD_RING_SLICE:
                 dfccl_exec_slice_end(&t->exec, &sh.slice);
                 s.relax_ns = 32;

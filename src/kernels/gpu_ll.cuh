@@ -219,16 +219,18 @@ __device__ static void gpu_ll_fill(gpu_ll_ctx_t *x, const dfccl_gpu_task_t *t,
 
 /* All threads: our contribution, line by line, into every inbox (ours too,
  * so that the receive reads all inputs alike and in-place inputs are kept).
- * first (or NULL): the data of each thread's first line, already gathered
- * (allreduce and allgather). */
-__device__ static void gpu_ll_send(const gpu_ll_ctx_t *x, const uint64_t *first)
+ * have_first: first is the data of each thread's first line, already
+ * gathered (allreduce and allgather). By value: a variable whose address
+ * is taken lives in local memory, and storing the gathered line there
+ * made the thread wait for that load before issuing its next ones. */
+__device__ static void gpu_ll_send(const gpu_ll_ctx_t *x, int have_first, uint64_t first)
 {
     if (x->type != DFCCL_COLL_REDUCE_SCATTER) {   /* the same lines to everyone */
         const char *from = x->src[0];
         size_t bytes = x->src_bytes[0];
         for (size_t i = threadIdx.x; i < gpu_ll_lines(bytes); i += blockDim.x) {
-            uint64_t v = first && i == threadIdx.x ? *first
-                                                   : gpu_ll_gather(from + i * GPU_LL_DATA, gpu_ll_len(i, bytes));
+            uint64_t v = have_first && i == threadIdx.x
+                             ? first : gpu_ll_gather(from + i * GPU_LL_DATA, gpu_ll_len(i, bytes));
             for (int p = 0; p < x->n; p++) gpu_ll_store(x->to[p] + i, v, (uint32_t)x->k);
         }
         return;

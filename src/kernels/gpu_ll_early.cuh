@@ -11,8 +11,9 @@
  * the same trip as thread 0's read of the control words; when all tags
  * match, the admission command sends the lines, polls for the peers' (up to
  * gpu_ll_wait_ns), and only then stores the copy, whose loads went out
- * first. Admission completes a collective whose lines were all there
- * (gpu_ll_early_complete); otherwise its attempts only receive. An 8 B
+ * first. A collective whose lines were all there is completed when the
+ * copy is stored, before admission fills its task (gpu_ll_early_post);
+ * otherwise its attempts only receive. An 8 B
  * allreduce at 4 ranks: 2.2-2.4 us less (contrib/results/
  * 2026-11-30-gpu-ll-early-send.md).
  *
@@ -135,7 +136,7 @@ __device__ static void gpu_ll_early_send(const dfccl_gpu_env_t *env, gpu_ll_earl
     if (p < n) gpu_ll_ctx_peer(x, p, me, n, k, inbox, in, bytes);
     __syncthreads();
     if (env->trace && p == 0) e->clk_filled = clock64();
-    if (!e->again) gpu_ll_send(x, (size_t)p < lines ? &first : NULL);
+    if (!e->again) gpu_ll_send(x, (size_t)p < lines, first);
     if (p == 0) c->ll_early_k = k;
     if (env->trace && p == 0) {
         e->sent_ns = gpu_now_ns();
