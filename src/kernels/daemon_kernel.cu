@@ -402,6 +402,14 @@ __device__ static void gpu_ll_early_stamp(dfccl_gpu_task_t *t, const gpu_shared_
     t->cyc[DFCCL_GPU_C_POLLS] = sh->ll.polls;
 }
 
+/* Thread 0: did this admission command send lines early (gpu_ll_early.cuh)
+ * for the copied submission d's communicator? Then the send's number is
+ * the one admission gives it. */
+__device__ static inline int gpu_ll_early_sent_for(const gpu_shared_t *sh, const dfccl_gpu_desc_t *d)
+{
+    return sh->early.go && sh->early.sent && sh->early.comm == d->comm_index;
+}
+
 /* Thread 0, after the other threads copied the submission: executor state
  * and a place in the active list, in the global order. d: the copy's first
  * fields in shared memory (read here one by one; global memory would cost
@@ -423,7 +431,7 @@ __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_blo
      * command: the send read them (broken: it would not have sent) and set
      * ll_early_k, and nothing else changed the count since, so the trip
      * after the receive is saved. */
-    int early = sh->early.go && sh->early.sent && sh->early.comm == d->comm_index;
+    int early = gpu_ll_early_sent_for(sh, d);
     int broken = early ? 0 : c->broken;
     uint64_t small = early ? sh->early.k - 1 : c->small_count;
     uint64_t early_k = early ? sh->early.k : c->ll_early_k;
@@ -1106,8 +1114,8 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
                 if (sh.ll.ctx.task == t && !(sh.early.go && sh.early.sent)) sh.ll.ctx.task = NULL;
                 /* sent and received in this command: completed first */
                 const dfccl_gpu_desc_t *copied = (const dfccl_gpu_desc_t *)sh.head;
-                int done = sh.early.go && sh.early.sent && sh.early.received &&
-                           copied->ticket == blk->admitted && copied->comm_index == sh.early.comm;
+                int done = gpu_ll_early_sent_for(&sh, copied) && sh.early.received &&
+                           copied->ticket == blk->admitted;
                 if (done) gpu_ll_early_post(&env, blk, &sh, &s, t);
                 /* another block finding a newer ticket there lagged behind
                  * a reused slot: not its collective. Block 0 takes part in
