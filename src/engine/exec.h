@@ -37,7 +37,8 @@
 typedef enum {
     DFCCL_WAIT_NONE = 0,
     DFCCL_WAIT_RECV = 1,   /* no data yet from the previous rank */
-    DFCCL_WAIT_SEND = 2    /* no free slot at the next rank */
+    DFCCL_WAIT_SEND = 2,   /* no free slot at the next rank */
+    DFCCL_WAIT_HOST = 3    /* GPU LL: our host has not released the inputs yet */
 } dfccl_wait_t;
 
 /* Dynamic context of one collective on one rank: a few bytes to save. */

@@ -134,6 +134,16 @@ static void gpu_diagnose(const dfccl_coll_t *coll, const dfccl_gpu_desc_t *d,
                     (int)g->peer == comm->rank ? " (this rank's host or channel 0)" : "", g->peer);
         return;
     }
+    if (d->algo == DFCCL_GPU_ALGO_LL && g->waiting == DFCCL_WAIT_HOST) {
+        dfccl_error("rank %d of comm %#llx (size %d, GPU): %s #%llu (%zu x %s, op %s, priority %d)"
+                    " made no progress for %.1f s: this rank's host never released its inputs"
+                    " (its wait for CUDA's legacy default stream did not return)", comm->rank,
+                    (unsigned long long)comm->key, comm->size, dfccl_coll_type_name(coll->type),
+                    (unsigned long long)coll->seq, coll->total_count,
+                    dfccl_dtype_name((dfccl_dtype_t)d->dtype), dfccl_op_name((dfccl_op_t)d->op),
+                    coll->priority, (double)g->blocked_ns / 1e9);
+        return;
+    }
     if (d->algo == DFCCL_GPU_ALGO_ONESHOT || d->algo == DFCCL_GPU_ALGO_LL) {
         dfccl_error("rank %d of comm %#llx (size %d, GPU): %s #%llu (%zu x %s, op %s, priority %d)"
                     " made no progress for %.1f s in its %sone-shot #%llu: waiting for the data of"
@@ -184,6 +194,13 @@ static void gpu_job_complete(dfccl_gpu_t *g, gpu_job_t *job, dfccl_status_t stat
     gpu_job_free(job);
 }
 
+/* The LL summary's KIND word's value, unmarked. */
+static uint64_t gpu_ll_head_kind(const dfccl_gpu_desc_t *d)
+{
+    return (uint64_t)d->type | (uint64_t)d->dtype << 8 | (uint64_t)d->op << 16 |
+           (uint64_t)d->algo << 24;
+}
+
 /* The slot's LL head (gpu_shared.h) for ticket: every word tagged, also for
  * collectives that do not use it, so that no older record can pass for the
  * ticket's. */
@@ -194,8 +211,7 @@ static void gpu_ll_head_write(dfccl_gpu_t *g, const gpu_job_t *job, uint64_t tic
     uint64_t v[DFCCL_GPU_LLH_WORDS], tag = (uint32_t)ticket;
 
     v[DFCCL_GPU_LLH_COMM] = d->comm_index;
-    v[DFCCL_GPU_LLH_KIND] = (uint64_t)d->type | (uint64_t)d->dtype << 8 | (uint64_t)d->op << 16 |
-                            (uint64_t)d->algo << 24;
+    v[DFCCL_GPU_LLH_KIND] = gpu_ll_head_kind(d) | (d->held ? DFCCL_GPU_LLH_HELD : 0);
     v[DFCCL_GPU_LLH_COUNT] = (uint32_t)d->count;   /* LL: at most 16384 bytes */
     v[DFCCL_GPU_LLH_SHAPE] = (uint64_t)(d->esize & 0xff) | (uint64_t)(comm->rank & 0xff) << 8 |
                              (uint64_t)(comm->size & 0xffff) << 16;
@@ -204,6 +220,15 @@ static void gpu_ll_head_write(dfccl_gpu_t *g, const gpu_job_t *job, uint64_t tic
     v[DFCCL_GPU_LLH_OUT_LO] = (uint32_t)(uintptr_t)d->recvbuf;
     v[DFCCL_GPU_LLH_OUT_HI] = (uint64_t)(uintptr_t)d->recvbuf >> 32;
     for (int w = 0; w < DFCCL_GPU_LLH_WORDS; w++) g->ll_heads[slot].w[w] = v[w] << 32 | tag;
+}
+
+/* The host's wait for the legacy default stream returned: ticket's held LL
+ * collective (in slot) may read its inputs. Its summary's KIND word again,
+ * unmarked; lock held. */
+static void gpu_ll_head_release(dfccl_gpu_t *g, const gpu_job_t *job, uint64_t ticket, int slot)
+{
+    __atomic_store_n(&g->ll_heads[slot].w[DFCCL_GPU_LLH_KIND],
+                     gpu_ll_head_kind(&job->desc) << 32 | (uint32_t)ticket, __ATOMIC_SEQ_CST);
 }
 
 /* Writes a job into its submission slot and publishes it; lock held. */
@@ -1034,6 +1059,56 @@ void dfccl_gpu_comm_release(dfccl_comm_t *comm)
 
 /* ---- collectives ---------------------------------------------------------------- */
 
+/* Work the application queued on CUDA's legacy default stream is done
+ * (cudaMemcpy from pageable memory returns before its data landed; the
+ * daemon's stream is not ordered with it). */
+static cudaError_t gpu_legacy_wait(dfccl_gpu_t *g)
+{
+    /* the calling thread may be the progress hook's, its current device another */
+    int previous = gpu_device_enter(g);
+    cudaError_t e = cudaStreamSynchronize(cudaStreamLegacy);
+
+    gpu_device_leave(g, previous);
+    return e;
+}
+
+/* A held collective is in the queue already when its wait fails (an
+ * earlier kernel of the application faulted): everything pending fails,
+ * that one included, as after any failure of the device. */
+static void gpu_legacy_wait_failed(dfccl_gpu_t *g, const dfccl_comm_t *comm, cudaError_t e)
+{
+    dfccl_error("comm %#llx: waiting for the legacy default stream failed",
+                (unsigned long long)comm->key);
+    gpu_break(g, "wait for the legacy default stream", e);
+}
+
+/* Into the submission queue behind the backlog, which enters as far as it
+ * may now. held: only if it enters at once, as an LL collective whose
+ * inputs the host releases later (desc.held); returns whether it entered
+ * (always, unless held). */
+static int gpu_job_enqueue(dfccl_gpu_t *g, gpu_job_t *job, int held)
+{
+    int wake;
+
+    pthread_mutex_lock(&g->lock);
+    if (held && (g->backlog != NULL || g->slot_job[g->next_ticket % DFCCL_GPU_SQ_DEPTH] != NULL ||
+                 !gpu_job_may_enter(g, job))) {
+        pthread_mutex_unlock(&g->lock);
+        return 0;
+    }
+    /* the proxy sleeps while nothing is in flight: wake it for the first */
+    wake = g->in_flight++ == 0;
+    job->next = NULL;
+    job->desc.held = (uint32_t)held;
+    if (g->backlog_tail) g->backlog_tail->next = job;
+    else g->backlog = job;
+    g->backlog_tail = job;
+    gpu_backlog_flush(g);
+    if (wake || !g->kernel_running) pthread_cond_signal(&g->wake);
+    pthread_mutex_unlock(&g->lock);
+    return 1;
+}
+
 dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *args)
 {
     dfccl_comm_t *comm = coll->comm;
@@ -1045,22 +1120,10 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
     dfccl_gpu_desc_t *d;
     unsigned parts;
     uint64_t posted_ns;
-    int wake;
 
     if (!gc->ready || g == NULL) return gc->failed != DFCCL_OK ? gc->failed : DFCCL_ERR_UNSUPPORTED;
     if (g->broken) return DFCCL_ERR_SYSTEM;
     posted_ns = g->env.trace ? dfccl_now_ns() : 0;
-    if (cfg->gpu_sync_legacy_stream) {
-        /* the calling thread may be the progress hook's, its current device another */
-        int previous = gpu_device_enter(g);
-        cudaError_t e = cudaStreamSynchronize(cudaStreamLegacy);
-        gpu_device_leave(g, previous);
-        if (e != cudaSuccess) {
-            dfccl_error("comm %#llx: waiting for the legacy default stream failed: %s",
-                        (unsigned long long)comm->key, gpu_err(e));
-            return DFCCL_ERR_SYSTEM;
-        }
-    }
     job = calloc(1, sizeof(*job));
     if (job == NULL) return DFCCL_ERR_NO_MEMORY;
     job->coll = coll;
@@ -1133,16 +1196,33 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
             gpu_device_leave(g, previous);
         }
     }
-    pthread_mutex_lock(&g->lock);
-    /* the proxy sleeps while nothing is in flight: wake it for the first */
-    wake = g->in_flight++ == 0;
-    /* in order: behind the backlog, which enters as far as it may now */
-    job->next = NULL;
-    if (g->backlog_tail) g->backlog_tail->next = job;
-    else g->backlog = job;
-    g->backlog_tail = job;
-    gpu_backlog_flush(g);
-    if (wake || !g->kernel_running) pthread_cond_signal(&g->wake);
-    pthread_mutex_unlock(&g->lock);
+    if (!cfg->gpu_sync_legacy_stream) {
+        gpu_job_enqueue(g, job, 0);
+        return DFCCL_OK;
+    }
+    /* An LL collective is published first, held, and released once the
+     * wait returned: the kernel's look at the queue, over the bus, overlaps
+     * the wait (gpu_ll_early.cuh). The others wait first. */
+    if (d->algo == DFCCL_GPU_ALGO_LL && gpu_job_enqueue(g, job, 1)) {
+        uint64_t ticket = job->ticket;
+        int slot = (int)(ticket % DFCCL_GPU_SQ_DEPTH);
+        cudaError_t e = gpu_legacy_wait(g);
+
+        pthread_mutex_lock(&g->lock);
+        /* still ours: a failure in the meantime completed it */
+        if (e == cudaSuccess && g->slot_job[slot] == job && job->ticket == ticket)
+            gpu_ll_head_release(g, job, ticket, slot);
+        pthread_mutex_unlock(&g->lock);
+        if (e != cudaSuccess) gpu_legacy_wait_failed(g, comm, e);   /* fails it too */
+        return DFCCL_OK;
+    }
+    cudaError_t e = gpu_legacy_wait(g);
+    if (e != cudaSuccess) {
+        dfccl_error("comm %#llx: waiting for the legacy default stream failed: %s",
+                    (unsigned long long)comm->key, gpu_err(e));
+        gpu_job_free(job);
+        return DFCCL_ERR_SYSTEM;
+    }
+    gpu_job_enqueue(g, job, 0);
     return DFCCL_OK;
 }

@@ -75,7 +75,8 @@ typedef struct __attribute__((aligned(16))) dfccl_gpu_desc {
     uint32_t     comm_index;
     uint8_t      type, dtype, op, algo;
     int32_t      priority;
-    uint32_t     pad;
+    uint32_t     held;           /* LL: published before the host's wait for the legacy
+                                    stream ended; its LL head says when (DFCCL_GPU_LLH_HELD) */
     uint64_t     comm_key;
     uint64_t     seq;            /* on its communicator */
     uint64_t     count;          /* ALLREDUCE: elements; ALLGATHER: elements per rank */
@@ -163,7 +164,7 @@ typedef struct dfccl_gpu_cqe {
  */
 enum {
     DFCCL_GPU_LLH_COMM,          /* communicator index */
-    DFCCL_GPU_LLH_KIND,          /* type | dtype << 8 | op << 16 | algo << 24 */
+    DFCCL_GPU_LLH_KIND,          /* type | dtype << 8 | op << 16 | algo << 24 | held */
     DFCCL_GPU_LLH_COUNT,         /* elements (ALLGATHER: per rank) */
     DFCCL_GPU_LLH_SHAPE,         /* esize | rank << 8 | size << 16 */
     DFCCL_GPU_LLH_IN_LO,         /* our contribution (the output's part when in place) */
@@ -172,6 +173,11 @@ enum {
     DFCCL_GPU_LLH_OUT_HI,
     DFCCL_GPU_LLH_WORDS
 };
+/* In the KIND word's value: the host has not finished waiting for the legacy
+ * default stream, so the inputs may not be read yet. The host rewrites the
+ * word without it once the wait returned (gpu_ll_head_release). */
+#define DFCCL_GPU_LLH_HELD 0x80000000u
+
 typedef struct __attribute__((aligned(64))) dfccl_gpu_ll_head {
     volatile uint64_t w[DFCCL_GPU_LLH_WORDS];
 } dfccl_gpu_ll_head_t;
@@ -286,7 +292,7 @@ typedef struct dfccl_gpu_task {
     uint64_t      blocked_since; /* 0 while moving */
     dfccl_sched_key_t key;
     uint32_t      nparts;
-    uint32_t      pad;
+    uint32_t      held;          /* LL: its inputs may not be read before the host says so */
     uint64_t      t[DFCCL_GPU_T_FINISHED];   /* kernel clock at its steps (trace) */
     uint64_t      move_ns;       /* trace: this channel's time in data movement */
     uint64_t      clk[2];        /* trace: clock64 when seen, and at the last mark */

@@ -439,6 +439,7 @@ __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_blo
     if (*(const uint64_t *)&d->ticket != ticket) return 0;   /* our copy: no need for volatile */
     sh->admit_broken = broken;   /* for gpu_express */
     sh->admit_sent = 0;
+    t->held = d->held && !early;   /* sent early: the host had released it */
     t->algo = d->algo;
     t->type = d->type;
     t->comm_index = d->comm_index;
@@ -595,6 +596,13 @@ __device__ static int gpu_try_move(const dfccl_gpu_env_t *env, dfccl_gpu_task_t 
     } else if (t->algo == DFCCL_GPU_ALGO_DIRECT) {
         if (!gpu_direct_try(env, t, slot, c, sh, &s->wait_peer)) return 0;
     } else if (t->algo == DFCCL_GPU_ALGO_LL) {
+        if (t->phase == 0 && t->held) {   /* its inputs are not to be read yet */
+            if (!gpu_ll_released(env, t->desc.ticket)) {
+                t->exec.waiting = DFCCL_WAIT_HOST;
+                return 0;
+            }
+            t->held = 0;
+        }
         gpu_ll_prepare(env, t, slot, sh, s, t->phase == 0, t->comm_index, t->small_k);
         return 2;
     } else {
@@ -932,8 +940,8 @@ __device__ static int gpu_express(const dfccl_gpu_env_t *env, dfccl_gpu_block_t 
 
     if (blk->nactive != 1 || s->turn >= 0 || d->algo != DFCCL_GPU_ALGO_LL ||
         blk->active[0] != (uint16_t)sh->slot || s->ctrl.x > blk->admitted ||
-        s->ctrl.y >= env->launch_id || sh->admit_broken)
-        return 0;
+        s->ctrl.y >= env->launch_id || sh->admit_broken || (d->held && !sh->admit_sent))
+        return 0;   /* held: gpu_try_move asks the host first */
     t = gpu_task(env, sh->slot);
     s->pos = 0;
     gpu_turn_begin(env, s, 0, env->budget_ns);   /* as admission set it */
@@ -1007,6 +1015,15 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
                     sh.early.deadline = gpu_now_ns() + (env.ll_wait_ns < env.budget_head_ns
                                                         ? env.ll_wait_ns : env.budget_head_ns);
                     sh.ll.lagging = -1;
+                    /* published before the host's wait for the legacy
+                     * stream returned: no input is read before its word
+                     * (gpu_ll_early.cuh). Four staggered pollers (warps)
+                     * instead of thread 0, and the context filled before
+                     * the word, were slower (runs 70 and 71) */
+                    while (sh.early.go && sh.early.held) {
+                        if (gpu_ll_released(&env, sh.early.ticket)) sh.early.held = 0;
+                        else if (gpu_now_ns() >= sh.early.deadline) sh.early.go = 0;
+                    }
                 }
                 __syncthreads();
                 if (env.trace && threadIdx.x == 0) sh.early.clk_took = clock64();

@@ -27,6 +27,15 @@
  * again, since an in-place allreduce's input may already hold its result.
  * A receive reads only the inboxes and may run again. A communicator that
  * failed gets nothing: its collectives fail at the scheduler.
+ *
+ * The host publishes an LL collective before its wait for CUDA's legacy
+ * default stream returns (a microsecond or more under MPS), its summary
+ * marked held; it rewrites the KIND word unmarked once the wait returned
+ * (gpu_ll_head_release). Thread 0 polls that word after taking a held
+ * summary, within the receive's deadline, before any input is read: the
+ * kernel's look at the queue and the host's wait overlap. Past the
+ * deadline nothing is sent early, and the scheduler's attempts look again
+ * (the task is held) before they read the inputs.
  */
 #ifndef DFCCL_GPU_LL_EARLY_CUH
 #define DFCCL_GPU_LL_EARLY_CUH
@@ -36,6 +45,7 @@
 typedef struct gpu_ll_early {
     int         maybe;         /* block 0 with nothing in hand admits ticket: look at the summary */
     int         go;            /* it is ticket's: send before the copy */
+    int         held;          /* the host had not yet released its inputs (DFCCL_GPU_LLH_HELD) */
     uint64_t    ticket;
     int         sent;          /* the lines went out (the communicator had not failed), */
     int         again;         /* before this command already */
@@ -81,6 +91,8 @@ __device__ static int gpu_ll_head_take(const uint4 *rec, uint64_t ticket, gpu_ll
         if ((uint32_t)w[j] != (uint32_t)ticket) return 0;
         v[j] = (uint32_t)(w[j] >> 32);
     }
+    e->held = (v[DFCCL_GPU_LLH_KIND] & DFCCL_GPU_LLH_HELD) != 0;
+    v[DFCCL_GPU_LLH_KIND] &= ~DFCCL_GPU_LLH_HELD;
     e->type = v[DFCCL_GPU_LLH_KIND] & 0xff;
     e->dtype = (v[DFCCL_GPU_LLH_KIND] >> 8) & 0xff;
     e->op = (v[DFCCL_GPU_LLH_KIND] >> 16) & 0xff;
@@ -96,6 +108,17 @@ __device__ static int gpu_ll_head_take(const uint4 *rec, uint64_t ticket, gpu_ll
            e->comm < DFCCL_GPU_MAX_COMMS && e->size >= 1 && e->size <= DFCCL_GPU_MAX_RANKS &&
            e->rank < e->size && e->esize >= 1 &&
            (uint64_t)e->count * e->esize <= DFCCL_GPU_LL_MAX_BYTES;
+}
+
+/* Thread 0: has the host released ticket's LL inputs (its wait for CUDA's
+ * legacy default stream returned, gpu_ll_head_release)? One trip over the
+ * bus, to the summary's KIND word. */
+__device__ static inline int gpu_ll_released(const dfccl_gpu_env_t *env, uint64_t ticket)
+{
+    const dfccl_gpu_ll_head_t *h = &env->ll_heads[ticket % DFCCL_GPU_SQ_DEPTH];
+    uint64_t w = __ldcv((const unsigned long long *)&h->w[DFCCL_GPU_LLH_KIND]);
+
+    return (uint32_t)w == (uint32_t)ticket && ((uint32_t)(w >> 32) & DFCCL_GPU_LLH_HELD) == 0;
 }
 
 /*

@@ -16,6 +16,13 @@
  *     stream, a read-back, cudaFree; the collective's own buffers are freed
  *     and allocated again too, so addresses are reused with new sizes.
  * (c) Blocking MPI_Allreduce followed by cudaDeviceSynchronize, in a loop.
+ * (d) Inputs written on the legacy default stream just before the call,
+ *     without a synchronisation: a long memset of a scratch buffer (every
+ *     other round), then the input's own memset, then the collective
+ *     (allreduce and allgather, blocking and not, LL to ring sizes). The
+ *     stock path copies device buffers on streams ordered with the legacy
+ *     one; dfccl waits for it (coll_dfccl_gpu_sync_legacy_stream). A
+ *     collective that read its inputs early would see the stale pattern.
  *
  * Results are checked bit-exactly (coll_case.c). With --expect engine the
  * engine's posted counters must rise by one per call that moves data.
@@ -366,6 +373,142 @@ static void phase_blocking_then_sync(MPI_Comm comm)
     }
 }
 
+/* (d): a small allreduce on device buffers (buf: 4 ints), checked. */
+static bool warm_up(MPI_Comm comm, int *buf, int it)
+{
+    int host[2] = { world_rank, 1 }, sum[2];
+    bool ok = cuda_ok(cudaMemcpy(buf, host, sizeof host, cudaMemcpyHostToDevice),
+                      "cudaMemcpy (d) warm-up");
+
+    if (!ok) return false;
+    watch_begin("(d) round %d: the warm-up MPI_Allreduce", it);
+    int rc = MPI_Allreduce(buf, buf + 2, 2, MPI_INT, MPI_SUM, comm);
+    watch_end();
+    ok = rc == MPI_SUCCESS && cuda_ok(cudaMemcpy(sum, buf + 2, sizeof sum, cudaMemcpyDeviceToHost),
+                                      "cudaMemcpy (d) warm-up result");
+    if (ok && (sum[0] != world_size * (world_size - 1) / 2 || sum[1] != world_size)) {
+        fail("(d) round %d: the warm-up allreduce gave %d, %d", it, sum[0], sum[1]);
+        ok = false;
+    }
+    return ok;
+}
+
+/* (d): one call of kind (allreduce of MPI_INT or allgather of MPI_BYTE)
+ * whose input this rank writes on the legacy default stream right before
+ * it, behind a long memset when delay. Returns whether its result is the
+ * fresh inputs'. */
+static bool legacy_stream_call(MPI_Comm comm, bool allgather, bool blocking, size_t bytes,
+                               unsigned char *slow, size_t slow_bytes, int *warm, bool delay, int it)
+{
+    size_t out_bytes = allgather ? bytes * (size_t)world_size : bytes, ints = bytes / sizeof(int);
+    unsigned char *in = NULL, *out = NULL, *host = NULL;
+    char name[128];
+    bool ok;
+    int rc = MPI_SUCCESS;
+
+    snprintf(name, sizeof name, "(d) round %d: %s of %zu B, inputs on the legacy stream%s", it,
+             allgather ? (blocking ? "MPI_Allgather" : "MPI_Iallgather")
+                       : (blocking ? "MPI_Allreduce" : "MPI_Iallreduce"),
+             bytes, delay ? " behind a long memset" : "");
+    ok = cuda_ok(cudaMalloc((void **)&in, bytes), "cudaMalloc (d) input") &&
+         cuda_ok(cudaMalloc((void **)&out, out_bytes), "cudaMalloc (d) output") &&
+         (host = malloc(out_bytes)) != NULL;
+    /* the stale pattern, landed before the fresh one is queued */
+    ok = ok && cuda_ok(cudaMemset(in, 0xee, bytes), "cudaMemset (d) stale") &&
+         cuda_ok(cudaMemset(out, 0xdd, out_bytes), "cudaMemset (d) output") &&
+         device_synchronize("(d) before the round");
+    /* every rank gets there before any queues its fresh input; then a
+     * collective of its own, so that the engine's daemon kernel is running
+     * (idle, it stays for coll_dfccl_gpu_idle_quit_ns) and does not wait
+     * for free SMs behind the memset to start */
+    MPI_Barrier(comm);
+    ok = ok && warm_up(comm, warm, it);
+    unsigned char fresh = (unsigned char)(1 + world_rank + it % 3);
+    if (ok && delay)
+        ok = cuda_ok(cudaMemsetAsync(slow, it & 0xff, slow_bytes, cudaStreamLegacy),
+                     "cudaMemsetAsync (d) delay");
+    ok = ok && cuda_ok(cudaMemsetAsync(in, fresh, bytes, cudaStreamLegacy),
+                       "cudaMemsetAsync (d) fresh input");
+    if (ok) {
+        watch_begin("%s", name);
+        if (blocking) {
+            rc = allgather ? MPI_Allgather(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE, comm)
+                           : MPI_Allreduce(in, out, (int)ints, MPI_INT, MPI_SUM, comm);
+        } else {
+            MPI_Request request = MPI_REQUEST_NULL;
+            const char *names[1] = { name };
+            int wait_rc;
+            rc = allgather ? MPI_Iallgather(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE,
+                                            comm, &request)
+                           : MPI_Iallreduce(in, out, (int)ints, MPI_INT, MPI_SUM, comm, &request);
+            wait_bounded(1, &request, names, &wait_rc);
+            if (rc == MPI_SUCCESS) rc = wait_rc;
+        }
+        watch_end();
+        if (rc != MPI_SUCCESS) {
+            char why[MPI_MAX_ERROR_STRING + 64];
+            coll_case_error_text(rc, why, sizeof why);
+            fail("%s: %s", name, why);
+            ok = false;
+        }
+    }
+    ok = ok && cuda_ok(cudaMemcpy(host, out, out_bytes, cudaMemcpyDeviceToHost),
+                       "cudaMemcpy (d) result");
+    if (ok && !allgather) {
+        /* every byte of every rank's input is 1 + r + it % 3: each int holds
+         * the sum of the ranks' 0x01010101 multiples (no overflow at 32 ranks) */
+        uint32_t sum = 0;
+        for (int r = 0; r < world_size; r++) sum += (uint32_t)(1 + r + it % 3) * 0x01010101u;
+        for (size_t i = 0; ok && i < ints; i++) {
+            uint32_t v;
+            memcpy(&v, host + i * sizeof v, sizeof v);
+            if (v != sum) {
+                fail("%s: element %zu is 0x%08x, expected 0x%08x%s", name, i, v, sum,
+                     v == 0xeeeeeeeeu * (uint32_t)world_size ? " (the stale inputs)" : "");
+                ok = false;
+            }
+        }
+    } else if (ok) {
+        for (size_t i = 0; ok && i < out_bytes; i++) {
+            unsigned char want = (unsigned char)(1 + (int)(i / bytes) + it % 3);
+            if (host[i] != want) {
+                fail("%s: byte %zu (rank %zu's) is 0x%02x, expected 0x%02x%s", name, i, i / bytes,
+                     host[i], want, host[i] == 0xee ? " (the stale input)" : "");
+                ok = false;
+            }
+        }
+    }
+    free(host);
+    if (in != NULL) cuda_ok(cudaFree(in), "cudaFree (d) input");
+    if (out != NULL) cuda_ok(cudaFree(out), "cudaFree (d) output");
+    return ok;
+}
+
+/* (d) inputs written on the legacy default stream, not synchronised. */
+static void phase_legacy_stream_inputs(MPI_Comm comm)
+{
+    static const size_t sizes[] = { 8, 64, 4096, 64 * 1024, 1 << 20 };
+    size_t slow_bytes = (size_t)256 << 20;   /* about 0.1 ms of memset */
+    unsigned char *slow = NULL;
+    int *warm = NULL;
+    int rounds = 4 * opts.iterations * (int)(sizeof sizes / sizeof sizes[0]);
+
+    if (!cuda_ok(cudaMalloc((void **)&slow, slow_bytes), "cudaMalloc (d) scratch") ||
+        !cuda_ok(cudaMalloc((void **)&warm, 4 * sizeof(int)), "cudaMalloc (d) warm-up")) {
+        verdict_log_record(&verdicts, false);
+        if (slow != NULL) cudaFree(slow);
+        return;
+    }
+    for (int it = 0; it < rounds; it++) {
+        size_t bytes = sizes[(size_t)it % (sizeof sizes / sizeof sizes[0])];
+        bool ok = legacy_stream_call(comm, (it / 5) % 2 == 1, (it / 10) % 2 == 0, bytes, slow,
+                                     slow_bytes, warm, it % 2 == 0, it);
+        verdict_log_record(&verdicts, ok);
+    }
+    cuda_ok(cudaFree(slow), "cudaFree (d) scratch");
+    cuda_ok(cudaFree(warm), "cudaFree (d) warm-up");
+}
+
 static void usage(void)
 {
     fprintf(stderr, "usage: sync_check [--iterations N] [--timeout S] [--expect engine|stock]\n"
@@ -431,6 +574,9 @@ int main(int argc, char **argv)
     phase_blocking_then_sync(comm_b);
     if (world_rank == 0)
         printf("  (c) blocking then sync done at %.2f s\n", MPI_Wtime() - started);
+    phase_legacy_stream_inputs(comm_a);
+    if (world_rank == 0)
+        printf("  (d) inputs on the legacy stream done at %.2f s\n", MPI_Wtime() - started);
 
     /* The tally itself is bounded too: a rank stuck above would hold it. */
     watch_begin("the final verdict exchange");
