@@ -452,7 +452,13 @@ static void *gpu_proxy_main(void *arg)
                 pthread_mutex_unlock(&g->lock);
                 gpu_drain(g);   /* what it completed on its way out */
                 if (g->nheld > 0) gpu_direct_release_held(g);
-                if (e != cudaSuccess) gpu_break(g, "kernel failed", e);
+                if (e != cudaSuccess) {
+                    gpu_break(g, "kernel failed", e);
+                } else if (g->broken) {   /* gpu_legacy_wait_failed asked it to leave */
+                    pthread_mutex_lock(&g->lock);
+                    gpu_fail_all(g, DFCCL_ERR_SYSTEM);
+                    pthread_mutex_unlock(&g->lock);
+                }
             }
         }
         pthread_mutex_lock(&g->lock);
@@ -467,8 +473,9 @@ static void *gpu_proxy_main(void *arg)
             if (stop) break;
             if (in_flight > 0 && !g->broken) {
                 uint64_t now = dfccl_now_ns();
-                if (fresh || g->relaunch_now) {
-                    g->relaunch_now = 0;
+                /* relaunch_now: set by this thread, or by a submitter
+                 * releasing a held collective (gpu.c) */
+                if (__atomic_exchange_n(&g->relaunch_now, 0, __ATOMIC_ACQ_REL) || fresh) {
                     gpu_launch(g);
                 } else if (now - g->exit_ns >= g->backoff_ns) {
                     gpu_launch(g);
@@ -1073,24 +1080,37 @@ static cudaError_t gpu_legacy_wait(dfccl_gpu_t *g)
 }
 
 /* A held collective is in the queue already when its wait fails (an
- * earlier kernel of the application faulted): everything pending fails,
- * that one included, as after any failure of the device. */
+ * earlier kernel of the application faulted, which leaves the context
+ * unusable): the backend breaks. Nothing more is launched; what is pending
+ * fails at once if no kernel runs, else once the running one has left
+ * (asked to now), so that no buffer of a failed call is still in use. */
 static void gpu_legacy_wait_failed(dfccl_gpu_t *g, const dfccl_comm_t *comm, cudaError_t e)
 {
-    dfccl_error("comm %#llx: waiting for the legacy default stream failed",
-                (unsigned long long)comm->key);
-    gpu_break(g, "wait for the legacy default stream", e);
+    dfccl_error("comm %#llx: waiting for the legacy default stream failed: %s: GPU collectives"
+                " fail", (unsigned long long)comm->key, gpu_err(e));
+    pthread_mutex_lock(&g->lock);
+    g->broken = 1;
+    if (g->kernel_running) gpu_kernel_yield(g);
+    else gpu_fail_all(g, DFCCL_ERR_SYSTEM);
+    pthread_cond_signal(&g->wake);
+    pthread_mutex_unlock(&g->lock);
 }
 
 /* Into the submission queue behind the backlog, which enters as far as it
  * may now. held: only if it enters at once, as an LL collective whose
- * inputs the host releases later (desc.held); returns whether it entered
- * (always, unless held). */
-static int gpu_job_enqueue(dfccl_gpu_t *g, gpu_job_t *job, int held)
+ * inputs the host releases later (desc.held); then *ticket is its ticket,
+ * read under the lock (the job may complete, and be freed, as soon as the
+ * lock is released: on a failed communicator). Returns 1 when it entered
+ * (always, unless held), 0 when it did not, -1 when the backend broke. */
+static int gpu_job_enqueue(dfccl_gpu_t *g, gpu_job_t *job, int held, uint64_t *ticket)
 {
     int wake;
 
     pthread_mutex_lock(&g->lock);
+    if (g->broken) {   /* gpu_fail_all may have run already: it would not be failed */
+        pthread_mutex_unlock(&g->lock);
+        return -1;
+    }
     if (held && (g->backlog != NULL || g->slot_job[g->next_ticket % DFCCL_GPU_SQ_DEPTH] != NULL ||
                  !gpu_job_may_enter(g, job))) {
         pthread_mutex_unlock(&g->lock);
@@ -1104,6 +1124,7 @@ static int gpu_job_enqueue(dfccl_gpu_t *g, gpu_job_t *job, int held)
     else g->backlog = job;
     g->backlog_tail = job;
     gpu_backlog_flush(g);
+    if (held) *ticket = job->ticket;   /* it entered: published */
     if (wake || !g->kernel_running) pthread_cond_signal(&g->wake);
     pthread_mutex_unlock(&g->lock);
     return 1;
@@ -1119,7 +1140,7 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
     gpu_job_t *job;
     dfccl_gpu_desc_t *d;
     unsigned parts;
-    uint64_t posted_ns;
+    uint64_t posted_ns, ticket = 0;
 
     if (!gc->ready || g == NULL) return gc->failed != DFCCL_OK ? gc->failed : DFCCL_ERR_UNSUPPORTED;
     if (g->broken) return DFCCL_ERR_SYSTEM;
@@ -1196,33 +1217,46 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
             gpu_device_leave(g, previous);
         }
     }
-    if (!cfg->gpu_sync_legacy_stream) {
-        gpu_job_enqueue(g, job, 0);
-        return DFCCL_OK;
-    }
     /* An LL collective is published first, held, and released once the
      * wait returned: the kernel's look at the queue, over the bus, overlaps
      * the wait (gpu_ll_early.cuh). The others wait first. */
-    if (d->algo == DFCCL_GPU_ALGO_LL && gpu_job_enqueue(g, job, 1)) {
-        uint64_t ticket = job->ticket;
+    int entered = cfg->gpu_sync_legacy_stream && d->algo == DFCCL_GPU_ALGO_LL
+                      ? gpu_job_enqueue(g, job, 1, &ticket) : 0;
+    if (entered > 0) {
         int slot = (int)(ticket % DFCCL_GPU_SQ_DEPTH);
         cudaError_t e = gpu_legacy_wait(g);
 
+        if (e != cudaSuccess) {
+            gpu_legacy_wait_failed(g, comm, e);   /* fails it too */
+            return DFCCL_OK;
+        }
         pthread_mutex_lock(&g->lock);
-        /* still ours: a failure in the meantime completed it */
-        if (e == cudaSuccess && g->slot_job[slot] == job && job->ticket == ticket)
+        /* still ours (else a failure completed it meanwhile): the job is
+         * read only once the slot shows it is alive */
+        if (g->slot_job[slot] == job && job->ticket == ticket) {
             gpu_ll_head_release(g, job, ticket, slot);
+            /* a kernel that left while it was held (stuck for
+             * gpu_stuck_quit_ns) comes back without the backoff */
+            if (!g->kernel_running) {
+                __atomic_store_n(&g->relaunch_now, 1, __ATOMIC_RELEASE);
+                pthread_cond_signal(&g->wake);
+            }
+        }
         pthread_mutex_unlock(&g->lock);
-        if (e != cudaSuccess) gpu_legacy_wait_failed(g, comm, e);   /* fails it too */
         return DFCCL_OK;
     }
-    cudaError_t e = gpu_legacy_wait(g);
-    if (e != cudaSuccess) {
-        dfccl_error("comm %#llx: waiting for the legacy default stream failed: %s",
-                    (unsigned long long)comm->key, gpu_err(e));
-        gpu_job_free(job);
-        return DFCCL_ERR_SYSTEM;
+    if (entered == 0 && cfg->gpu_sync_legacy_stream) {
+        cudaError_t e = gpu_legacy_wait(g);
+        if (e != cudaSuccess) {
+            dfccl_error("comm %#llx: waiting for the legacy default stream failed: %s",
+                        (unsigned long long)comm->key, gpu_err(e));
+            gpu_job_free(job);
+            return DFCCL_ERR_SYSTEM;
+        }
     }
-    gpu_job_enqueue(g, job, 0);
+    if (entered < 0 || gpu_job_enqueue(g, job, 0, NULL) < 0) {
+        gpu_job_free(job);
+        return DFCCL_ERR_SYSTEM;   /* the backend broke meanwhile (its error was logged) */
+    }
     return DFCCL_OK;
 }

@@ -18,8 +18,9 @@
  * (c) Blocking MPI_Allreduce followed by cudaDeviceSynchronize, in a loop.
  * (d) Inputs written on the legacy default stream just before the call,
  *     without a synchronisation: a long memset of a scratch buffer (every
- *     other round), then the input's own memset, then the collective
- *     (allreduce and allgather, blocking and not, LL to ring sizes). The
+ *     case once with it, once without), then the input's own memset, then
+ *     the collective (allreduce and allgather, blocking and not, LL to
+ *     direct sizes). The
  *     stock path copies device buffers on streams ordered with the legacy
  *     one; dfccl waits for it (coll_dfccl_gpu_sync_legacy_stream). A
  *     collective that read its inputs early would see the stale pattern.
@@ -423,7 +424,7 @@ static bool legacy_stream_call(MPI_Comm comm, bool allgather, bool blocking, siz
      * for free SMs behind the memset to start */
     MPI_Barrier(comm);
     ok = ok && warm_up(comm, warm, it);
-    unsigned char fresh = (unsigned char)(1 + world_rank + it % 3);
+    unsigned char fresh = (unsigned char)(1 + (world_rank + it) % 3);
     if (ok && delay)
         ok = cuda_ok(cudaMemsetAsync(slow, it & 0xff, slow_bytes, cudaStreamLegacy),
                      "cudaMemsetAsync (d) delay");
@@ -455,10 +456,11 @@ static bool legacy_stream_call(MPI_Comm comm, bool allgather, bool blocking, siz
     ok = ok && cuda_ok(cudaMemcpy(host, out, out_bytes, cudaMemcpyDeviceToHost),
                        "cudaMemcpy (d) result");
     if (ok && !allgather) {
-        /* every byte of every rank's input is 1 + r + it % 3: each int holds
-         * the sum of the ranks' 0x01010101 multiples (no overflow at 32 ranks) */
+        /* every byte of rank r's input is 1 + (r + it) % 3, at most 3: each
+         * int holds the sum of the ranks' 0x01010101 multiples, at most
+         * 96 x 0x01010101 < 2^31 at 32 ranks */
         uint32_t sum = 0;
-        for (int r = 0; r < world_size; r++) sum += (uint32_t)(1 + r + it % 3) * 0x01010101u;
+        for (int r = 0; r < world_size; r++) sum += (uint32_t)(1 + (r + it) % 3) * 0x01010101u;
         for (size_t i = 0; ok && i < ints; i++) {
             uint32_t v;
             memcpy(&v, host + i * sizeof v, sizeof v);
@@ -470,7 +472,7 @@ static bool legacy_stream_call(MPI_Comm comm, bool allgather, bool blocking, siz
         }
     } else if (ok) {
         for (size_t i = 0; ok && i < out_bytes; i++) {
-            unsigned char want = (unsigned char)(1 + (int)(i / bytes) + it % 3);
+            unsigned char want = (unsigned char)(1 + ((int)(i / bytes) + it) % 3);
             if (host[i] != want) {
                 fail("%s: byte %zu (rank %zu's) is 0x%02x, expected 0x%02x%s", name, i, i / bytes,
                      host[i], want, host[i] == 0xee ? " (the stale input)" : "");
@@ -491,7 +493,7 @@ static void phase_legacy_stream_inputs(MPI_Comm comm)
     size_t slow_bytes = (size_t)256 << 20;   /* about 0.1 ms of memset */
     unsigned char *slow = NULL;
     int *warm = NULL;
-    int rounds = 4 * opts.iterations * (int)(sizeof sizes / sizeof sizes[0]);
+    int cases = 4 * (int)(sizeof sizes / sizeof sizes[0]), rounds = 2 * cases * opts.iterations;
 
     if (!cuda_ok(cudaMalloc((void **)&slow, slow_bytes), "cudaMalloc (d) scratch") ||
         !cuda_ok(cudaMalloc((void **)&warm, 4 * sizeof(int)), "cudaMalloc (d) warm-up")) {
@@ -499,10 +501,13 @@ static void phase_legacy_stream_inputs(MPI_Comm comm)
         if (slow != NULL) cudaFree(slow);
         return;
     }
+    /* every case (size, allreduce or allgather, blocking or not) once
+     * behind the long memset and once without it */
     for (int it = 0; it < rounds; it++) {
-        size_t bytes = sizes[(size_t)it % (sizeof sizes / sizeof sizes[0])];
-        bool ok = legacy_stream_call(comm, (it / 5) % 2 == 1, (it / 10) % 2 == 0, bytes, slow,
-                                     slow_bytes, warm, it % 2 == 0, it);
+        int c = it % cases, nsizes = (int)(sizeof sizes / sizeof sizes[0]);
+        size_t bytes = sizes[c % nsizes];
+        bool ok = legacy_stream_call(comm, (c / nsizes) % 2 == 1, c / (2 * nsizes) == 0, bytes,
+                                     slow, slow_bytes, warm, (it / cases) % 2 == 0, it);
         verdict_log_record(&verdicts, ok);
     }
     cuda_ok(cudaFree(slow), "cudaFree (d) scratch");
