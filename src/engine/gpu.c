@@ -385,8 +385,8 @@ static void gpu_free_dead(dfccl_gpu_t *g)
 static void gpu_break(dfccl_gpu_t *g, const char *what, cudaError_t e)
 {
     dfccl_error("GPU daemon %s: %s: GPU collectives fail", what, gpu_err(e));
-    g->broken = 1;
     pthread_mutex_lock(&g->lock);
+    __atomic_store_n(&g->broken, 1, __ATOMIC_RELEASE);
     gpu_fail_all(g, DFCCL_ERR_SYSTEM);
     pthread_mutex_unlock(&g->lock);
 }
@@ -396,6 +396,10 @@ static void gpu_launch(dfccl_gpu_t *g)
     int rc;
 
     pthread_mutex_lock(&g->lock);
+    if (g->broken) {   /* a submitter broke it since the proxy looked */
+        pthread_mutex_unlock(&g->lock);
+        return;
+    }
     g->env.launch_id++;
     g->kernel_running = 1;
     g->launch_ticket = g->next_ticket;
@@ -452,13 +456,7 @@ static void *gpu_proxy_main(void *arg)
                 pthread_mutex_unlock(&g->lock);
                 gpu_drain(g);   /* what it completed on its way out */
                 if (g->nheld > 0) gpu_direct_release_held(g);
-                if (e != cudaSuccess) {
-                    gpu_break(g, "kernel failed", e);
-                } else if (g->broken) {   /* gpu_legacy_wait_failed asked it to leave */
-                    pthread_mutex_lock(&g->lock);
-                    gpu_fail_all(g, DFCCL_ERR_SYSTEM);
-                    pthread_mutex_unlock(&g->lock);
-                }
+                if (e != cudaSuccess) gpu_break(g, "kernel failed", e);
             }
         }
         pthread_mutex_lock(&g->lock);
@@ -471,7 +469,14 @@ static void *gpu_proxy_main(void *arg)
             if (g->nclose > 0) gpu_direct_close_pending(g);
             if (__atomic_load_n(&g->stage_trim, __ATOMIC_ACQUIRE)) gpu_stage_trim(g);
             if (stop) break;
-            if (in_flight > 0 && !g->broken) {
+            if (in_flight > 0 && __atomic_load_n(&g->broken, __ATOMIC_ACQUIRE)) {
+                /* broken by a submitter (gpu_legacy_wait_failed) and no
+                 * kernel runs: what it completed first, then the rest fails */
+                gpu_drain(g);
+                pthread_mutex_lock(&g->lock);
+                gpu_fail_all(g, DFCCL_ERR_SYSTEM);
+                pthread_mutex_unlock(&g->lock);
+            } else if (in_flight > 0) {
                 uint64_t now = dfccl_now_ns();
                 /* relaunch_now: set by this thread, or by a submitter
                  * releasing a held collective (gpu.c) */
@@ -1081,17 +1086,17 @@ static cudaError_t gpu_legacy_wait(dfccl_gpu_t *g)
 
 /* A held collective is in the queue already when its wait fails (an
  * earlier kernel of the application faulted, which leaves the context
- * unusable): the backend breaks. Nothing more is launched; what is pending
- * fails at once if no kernel runs, else once the running one has left
- * (asked to now), so that no buffer of a failed call is still in use. */
+ * unusable): the backend breaks. Nothing more enters or is launched; a
+ * running kernel is asked to leave, and the proxy, once none runs, drains
+ * what it completed and fails the rest, so that no buffer of a failed
+ * call is still in use. */
 static void gpu_legacy_wait_failed(dfccl_gpu_t *g, const dfccl_comm_t *comm, cudaError_t e)
 {
     dfccl_error("comm %#llx: waiting for the legacy default stream failed: %s: GPU collectives"
                 " fail", (unsigned long long)comm->key, gpu_err(e));
     pthread_mutex_lock(&g->lock);
-    g->broken = 1;
+    __atomic_store_n(&g->broken, 1, __ATOMIC_RELEASE);
     if (g->kernel_running) gpu_kernel_yield(g);
-    else gpu_fail_all(g, DFCCL_ERR_SYSTEM);
     pthread_cond_signal(&g->wake);
     pthread_mutex_unlock(&g->lock);
 }
@@ -1143,7 +1148,7 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
     uint64_t posted_ns, ticket = 0;
 
     if (!gc->ready || g == NULL) return gc->failed != DFCCL_OK ? gc->failed : DFCCL_ERR_UNSUPPORTED;
-    if (g->broken) return DFCCL_ERR_SYSTEM;
+    if (__atomic_load_n(&g->broken, __ATOMIC_ACQUIRE)) return DFCCL_ERR_SYSTEM;
     posted_ns = g->env.trace ? dfccl_now_ns() : 0;
     job = calloc(1, sizeof(*job));
     if (job == NULL) return DFCCL_ERR_NO_MEMORY;
@@ -1236,11 +1241,11 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
         if (g->slot_job[slot] == job && job->ticket == ticket) {
             gpu_ll_head_release(g, job, ticket, slot);
             /* a kernel that left while it was held (stuck for
-             * gpu_stuck_quit_ns) comes back without the backoff */
-            if (!g->kernel_running) {
-                __atomic_store_n(&g->relaunch_now, 1, __ATOMIC_RELEASE);
-                pthread_cond_signal(&g->wake);
-            }
+             * gpu_stuck_quit_ns), seen to have left or not yet, comes
+             * back without the backoff (the proxy takes the flag only
+             * when none runs) */
+            __atomic_store_n(&g->relaunch_now, 1, __ATOMIC_RELEASE);
+            if (!g->kernel_running) pthread_cond_signal(&g->wake);
         }
         pthread_mutex_unlock(&g->lock);
         return DFCCL_OK;

@@ -95,20 +95,24 @@ typedef struct dfccl_gpu {
     dfccl_gpu_comm_t     *dead;         /* released communicators to free */
     int                   kernel_running;   /* under lock: launched, not yet seen to exit;
                                                env.launch_id changes under lock too */
+    int                   broken;       /* the kernel faulted, or a held collective's wait
+                                           failed: the backend is unusable. Set under lock
+                                           (atomic), read unlocked as a hint; no job enters
+                                           and no kernel is launched once it is set */
     pthread_mutex_t       drain_lock;   /* cq_head: the proxy or a polling caller */
     uint64_t              cq_head[DFCCL_GPU_MAX_CHANNELS];   /* per block's completion ring */
     /* proxy thread only */
     int                   launched;
     uint64_t              launch_ticket, exit_ns, backoff_ns;
     uint64_t              exit_checked_ns;   /* gpu_exit_check_due */
-    int                   broken;       /* the kernel faulted: the backend is unusable */
     struct gpu_trace_rec *trace_recs;   /* gpu_trace.c (env.trace); under drain_lock */
     size_t                trace_n;
     uint64_t              direct_served[DFCCL_GPU_SQ_DEPTH];   /* request tags answered */
     uint64_t              direct_held[DFCCL_GPU_SQ_DEPTH];     /* answers waiting for the
                                                                   kernel to leave */
     int                   nheld;
-    int                   relaunch_now; /* launch without the backoff */
+    int                   relaunch_now; /* launch without the backoff (atomic: submitters
+                                           releasing a held collective set it too) */
     uint64_t              map_clock;
     char                **to_close;     /* unmapped while the kernel is out */
     size_t                nclose, close_cap;

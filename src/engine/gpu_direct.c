@@ -151,7 +151,7 @@ static void gpu_direct_publish(dfccl_gpu_t *g, int slot, uint64_t tag)
 {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     __atomic_store_n(&g->direct_reply[slot].tag, tag, __ATOMIC_RELEASE);
-    g->relaunch_now = 1;   /* should the kernel have left meanwhile: no backoff */
+    __atomic_store_n(&g->relaunch_now, 1, __ATOMIC_RELEASE);   /* should the kernel have left meanwhile: no backoff */
 }
 
 /* Is slot s still held by the collective whose request carried tag? */
@@ -221,7 +221,7 @@ void gpu_direct_release_held(dfccl_gpu_t *g)
         g->direct_held[s] = 0;
         g->nheld--;
     }
-    g->relaunch_now = 1;
+    __atomic_store_n(&g->relaunch_now, 1, __ATOMIC_RELEASE);
 }
 
 /* A job is done with: the peer mappings it used may be evicted again. */
