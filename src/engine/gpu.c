@@ -110,6 +110,7 @@ static void gpu_diagnose(const dfccl_coll_t *coll, const dfccl_gpu_desc_t *d,
                          const dfccl_gpu_diag_t *g)
 {
     const dfccl_comm_t *comm = coll->comm;
+    char who[256];   /* the collective, as every message below names it (its ")" open) */
 
     if (g->waiting == 0xffffffffu) {
         dfccl_error("rank %d of comm %#llx: %s #%llu fails at once: an earlier collective on this"
@@ -117,53 +118,42 @@ static void gpu_diagnose(const dfccl_coll_t *coll, const dfccl_gpu_desc_t *d,
                     dfccl_coll_type_name(coll->type), (unsigned long long)coll->seq);
         return;
     }
+    snprintf(who, sizeof who, "rank %d of comm %#llx (size %d, GPU): %s #%llu (%zu x %s, op %s,"
+             " priority %d", comm->rank, (unsigned long long)comm->key, comm->size,
+             dfccl_coll_type_name(coll->type), (unsigned long long)coll->seq, coll->total_count,
+             dfccl_dtype_name((dfccl_dtype_t)d->dtype), dfccl_op_name((dfccl_op_t)d->op),
+             coll->priority);
     if (g->algo == DFCCL_GPU_ALGO_DIRECT) {
         static const char *const phases[] = { "publishing its buffers", "waiting for the peers'"
             " buffers", "mapping the peers' buffers", "agreeing on the mappings", "waiting for"
             " channel 0's mappings", "moving data", "waiting for the peers to finish with its"
             " buffers", "done" };
-        dfccl_error("rank %d of comm %#llx (size %d, GPU): %s #%llu (%zu x %s, op %s, priority %d,"
-                    " direct #%llu) made no progress for %.1f s on channel %u while %s: waiting"
+        dfccl_error("%s, direct #%llu) made no progress for %.1f s on channel %u while %s: waiting"
                     " for rank %u%s (a rank that passes host buffers takes the stock path: is"
-                    " rank %u passing host memory?)", comm->rank, (unsigned long long)comm->key,
-                    comm->size, dfccl_coll_type_name(coll->type), (unsigned long long)coll->seq,
-                    coll->total_count, dfccl_dtype_name((dfccl_dtype_t)d->dtype),
-                    dfccl_op_name((dfccl_op_t)d->op), coll->priority,
+                    " rank %u passing host memory?)", who,
                     (unsigned long long)g->tail, (double)g->blocked_ns / 1e9, g->channel,
                     g->phase < 8 ? phases[g->phase] : "?", g->peer,
                     (int)g->peer == comm->rank ? " (this rank's host or channel 0)" : "", g->peer);
         return;
     }
     if (d->algo == DFCCL_GPU_ALGO_LL && g->waiting == DFCCL_WAIT_HOST) {
-        dfccl_error("rank %d of comm %#llx (size %d, GPU): %s #%llu (%zu x %s, op %s, priority %d)"
-                    " made no progress for %.1f s: this rank's host never released its inputs"
-                    " (its wait for CUDA's legacy default stream did not return)", comm->rank,
-                    (unsigned long long)comm->key, comm->size, dfccl_coll_type_name(coll->type),
-                    (unsigned long long)coll->seq, coll->total_count,
-                    dfccl_dtype_name((dfccl_dtype_t)d->dtype), dfccl_op_name((dfccl_op_t)d->op),
-                    coll->priority, (double)g->blocked_ns / 1e9);
+        dfccl_error("%s) made no progress for %.1f s: this rank's host never released its inputs"
+                    " (its wait for CUDA's legacy default stream did not return)", who,
+                    (double)g->blocked_ns / 1e9);
         return;
     }
     if (d->algo == DFCCL_GPU_ALGO_ONESHOT || d->algo == DFCCL_GPU_ALGO_LL) {
-        dfccl_error("rank %d of comm %#llx (size %d, GPU): %s #%llu (%zu x %s, op %s, priority %d)"
-                    " made no progress for %.1f s in its %sone-shot #%llu: waiting for the data of"
-                    " rank %d (a rank that passes host buffers takes the stock path: is rank %d"
-                    " passing host memory?)", comm->rank, (unsigned long long)comm->key,
-                    comm->size, dfccl_coll_type_name(coll->type), (unsigned long long)coll->seq,
-                    coll->total_count, dfccl_dtype_name((dfccl_dtype_t)d->dtype),
-                    dfccl_op_name((dfccl_op_t)d->op), coll->priority, (double)g->blocked_ns / 1e9,
+        dfccl_error("%s) made no progress for %.1f s in its %sone-shot #%llu: waiting for the data"
+                    " of rank %d (a rank that passes host buffers takes the stock path: is rank %d"
+                    " passing host memory?)", who, (double)g->blocked_ns / 1e9,
                     d->algo == DFCCL_GPU_ALGO_LL ? "LL " : "", (unsigned long long)g->tail,
                     (int)g->peer, (int)g->peer);
         return;
     }
-    dfccl_error("rank %d of comm %#llx (size %d, GPU): %s #%llu (%zu x %s, op %s, priority %d) made"
-                " no progress for %.1f s on channel %u at round %llu of %llu, step %u of %u"
-                " (element %llu): waiting for %s rank %u (fifo tail %llu, head %llu); a rank that"
-                " passes host buffers takes the stock path: is rank %u passing host memory?",
-                comm->rank, (unsigned long long)comm->key, comm->size,
-                dfccl_coll_type_name(coll->type), (unsigned long long)coll->seq, coll->total_count,
-                dfccl_dtype_name((dfccl_dtype_t)d->dtype), dfccl_op_name((dfccl_op_t)d->op),
-                coll->priority, (double)g->blocked_ns / 1e9, g->channel,
+    dfccl_error("%s) made no progress for %.1f s on channel %u at round %llu of %llu, step %u of"
+                " %u (element %llu): waiting for %s rank %u (fifo tail %llu, head %llu); a rank"
+                " that passes host buffers takes the stock path: is rank %u passing host memory?",
+                who, (double)g->blocked_ns / 1e9, g->channel,
                 (unsigned long long)g->round + 1, (unsigned long long)g->nrounds, g->step + 1,
                 g->nsteps, (unsigned long long)g->offset,
                 g->waiting == DFCCL_WAIT_SEND ? "a free slot at" : "data from", g->peer,
@@ -1073,15 +1063,19 @@ void dfccl_gpu_comm_release(dfccl_comm_t *comm)
 
 /* Work the application queued on CUDA's legacy default stream is done
  * (cudaMemcpy from pageable memory returns before its data landed; the
- * daemon's stream is not ordered with it). */
-static cudaError_t gpu_legacy_wait(dfccl_gpu_t *g)
+ * daemon's stream is not ordered with it). Returns 0 when the wait failed,
+ * which it reports for comm's collective. */
+static int gpu_legacy_wait(dfccl_gpu_t *g, const dfccl_comm_t *comm)
 {
     /* the calling thread may be the progress hook's, its current device another */
     int previous = gpu_device_enter(g);
     cudaError_t e = cudaStreamSynchronize(cudaStreamLegacy);
 
     gpu_device_leave(g, previous);
-    return e;
+    if (e != cudaSuccess)
+        dfccl_error("comm %#llx: waiting for the legacy default stream failed: %s",
+                    (unsigned long long)comm->key, gpu_err(e));
+    return e == cudaSuccess;
 }
 
 /* A held collective is in the queue already when its wait fails (an
@@ -1090,10 +1084,9 @@ static cudaError_t gpu_legacy_wait(dfccl_gpu_t *g)
  * running kernel is asked to leave, and the proxy, once none runs, drains
  * what it completed and fails the rest, so that no buffer of a failed
  * call is still in use. */
-static void gpu_legacy_wait_failed(dfccl_gpu_t *g, const dfccl_comm_t *comm, cudaError_t e)
+static void gpu_legacy_wait_failed(dfccl_gpu_t *g)
 {
-    dfccl_error("comm %#llx: waiting for the legacy default stream failed: %s: GPU collectives"
-                " fail", (unsigned long long)comm->key, gpu_err(e));
+    dfccl_error("GPU collectives fail: a held collective's inputs can never be released");
     pthread_mutex_lock(&g->lock);
     __atomic_store_n(&g->broken, 1, __ATOMIC_RELEASE);
     if (g->kernel_running) gpu_kernel_yield(g);
@@ -1229,10 +1222,9 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
                       ? gpu_job_enqueue(g, job, 1, &ticket) : 0;
     if (entered > 0) {
         int slot = (int)(ticket % DFCCL_GPU_SQ_DEPTH);
-        cudaError_t e = gpu_legacy_wait(g);
 
-        if (e != cudaSuccess) {
-            gpu_legacy_wait_failed(g, comm, e);   /* fails it too */
+        if (!gpu_legacy_wait(g, comm)) {
+            gpu_legacy_wait_failed(g);   /* fails it too */
             return DFCCL_OK;
         }
         pthread_mutex_lock(&g->lock);
@@ -1250,14 +1242,9 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
         pthread_mutex_unlock(&g->lock);
         return DFCCL_OK;
     }
-    if (entered == 0 && cfg->gpu_sync_legacy_stream) {
-        cudaError_t e = gpu_legacy_wait(g);
-        if (e != cudaSuccess) {
-            dfccl_error("comm %#llx: waiting for the legacy default stream failed: %s",
-                        (unsigned long long)comm->key, gpu_err(e));
-            gpu_job_free(job);
-            return DFCCL_ERR_SYSTEM;
-        }
+    if (entered == 0 && cfg->gpu_sync_legacy_stream && !gpu_legacy_wait(g, comm)) {
+        gpu_job_free(job);
+        return DFCCL_ERR_SYSTEM;
     }
     if (entered < 0 || gpu_job_enqueue(g, job, 0, NULL) < 0) {
         gpu_job_free(job);

@@ -151,7 +151,8 @@ static void gpu_direct_publish(dfccl_gpu_t *g, int slot, uint64_t tag)
 {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     __atomic_store_n(&g->direct_reply[slot].tag, tag, __ATOMIC_RELEASE);
-    __atomic_store_n(&g->relaunch_now, 1, __ATOMIC_RELEASE);   /* should the kernel have left meanwhile: no backoff */
+    /* should the kernel have left meanwhile: no backoff */
+    __atomic_store_n(&g->relaunch_now, 1, __ATOMIC_RELEASE);
 }
 
 /* Is slot s still held by the collective whose request carried tag? */
