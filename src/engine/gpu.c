@@ -1215,11 +1215,17 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
             gpu_device_leave(g, previous);
         }
     }
-    /* An LL collective is published first, held, and released once the
-     * wait returned: the kernel's look at the queue, over the bus, overlaps
-     * the wait (gpu_ll_early.cuh). The others wait first. */
-    int entered = cfg->gpu_sync_legacy_stream && d->algo == DFCCL_GPU_ALGO_LL
-                      ? gpu_job_enqueue(g, job, 1, &ticket) : 0;
+    /* An LL allreduce or allgather is published first, held, and released
+     * once the wait returned: the kernel's look at the queue, over the bus,
+     * overlaps the wait, and its early send polls for the release
+     * (gpu_ll_early.cuh). The others wait first. An LL reduce-scatter, which
+     * the early send does not take, lost 2 us held at 4 ranks and 3.7 at 8:
+     * admission does not start a held task at once (gpu_express), and the
+     * scheduler's attempt reads the release in a trip of its own
+     * (contrib/results/2026-12-01-gpu-legacy-stream.md). */
+    int hold = cfg->gpu_sync_legacy_stream && d->algo == DFCCL_GPU_ALGO_LL &&
+               (args->type == DFCCL_COLL_ALLREDUCE || args->type == DFCCL_COLL_ALLGATHER);
+    int entered = hold ? gpu_job_enqueue(g, job, 1, &ticket) : 0;
     if (entered > 0) {
         int slot = (int)(ticket % DFCCL_GPU_SQ_DEPTH);
 

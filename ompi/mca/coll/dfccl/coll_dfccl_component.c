@@ -177,8 +177,8 @@ static int dfccl_register(void)
     (void)mca_base_component_var_register(v, "gpu_sync_legacy_stream",
         "Wait for work queued on CUDA's legacy default stream before a collective on device"
         " buffers reads its inputs (cudaMemcpy from pageable memory may return before its data"
-        " has landed); a small (LL) collective is queued first and held until the wait"
-        " returned; work on other streams the application must synchronize itself",
+        " has landed); a small (LL) allreduce or allgather is queued first and held until the"
+        " wait returned; work on other streams the application must synchronize itself",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
         &c->gpu_sync_legacy_stream);
     (void)mca_base_component_var_register(v, "gpu_direct_bytes",
