@@ -184,11 +184,26 @@ static void gpu_job_complete(dfccl_gpu_t *g, gpu_job_t *job, dfccl_status_t stat
     gpu_job_free(job);
 }
 
-/* The LL summary's KIND word's value, unmarked. */
-static uint64_t gpu_ll_head_kind(const dfccl_gpu_desc_t *d)
+/* Can the kernel's early send (gpu_ll_early.cuh) take this LL collective
+ * from its summary? Allreduce and allgather; reduce-scatter when every
+ * rank's block has the same count (the summary carries one count), as
+ * MPI_Reduce_scatter_block's always do. */
+static int gpu_ll_early_takes(const dfccl_gpu_desc_t *d, int size)
 {
-    return (uint64_t)d->type | (uint64_t)d->dtype << 8 | (uint64_t)d->op << 16 |
-           (uint64_t)d->algo << 24;
+    if (d->algo != DFCCL_GPU_ALGO_LL) return 0;
+    if (d->type != DFCCL_COLL_REDUCE_SCATTER) return 1;
+    for (int r = 1; r < size; r++)
+        if (d->rs_counts[r] != d->rs_counts[0]) return 0;
+    return 1;
+}
+
+/* The LL summary's KIND word's value, unmarked; a collective the early send
+ * cannot take says algorithm 0 there, which the kernel passes by. */
+static uint64_t gpu_ll_head_kind(const dfccl_gpu_desc_t *d, int size)
+{
+    uint64_t algo = gpu_ll_early_takes(d, size) ? d->algo : 0;
+
+    return (uint64_t)d->type | (uint64_t)d->dtype << 8 | (uint64_t)d->op << 16 | algo << 24;
 }
 
 /* The slot's LL head (gpu_shared.h) for ticket: every word tagged, also for
@@ -201,8 +216,10 @@ static void gpu_ll_head_write(dfccl_gpu_t *g, const gpu_job_t *job, uint64_t tic
     uint64_t v[DFCCL_GPU_LLH_WORDS], tag = (uint32_t)ticket;
 
     v[DFCCL_GPU_LLH_COMM] = d->comm_index;
-    v[DFCCL_GPU_LLH_KIND] = gpu_ll_head_kind(d) | (d->held ? DFCCL_GPU_LLH_HELD : 0);
-    v[DFCCL_GPU_LLH_COUNT] = (uint32_t)d->count;   /* LL: at most 16384 bytes */
+    v[DFCCL_GPU_LLH_KIND] = gpu_ll_head_kind(d, comm->size) | (d->held ? DFCCL_GPU_LLH_HELD : 0);
+    /* LL: at most 16384 bytes; reduce-scatter: each block's (alike when taken) */
+    v[DFCCL_GPU_LLH_COUNT] =
+        (uint32_t)(d->type == DFCCL_COLL_REDUCE_SCATTER ? d->rs_counts[0] : d->count);
     v[DFCCL_GPU_LLH_SHAPE] = (uint64_t)(d->esize & 0xff) | (uint64_t)(comm->rank & 0xff) << 8 |
                              (uint64_t)(comm->size & 0xffff) << 16;
     v[DFCCL_GPU_LLH_IN_LO] = (uint32_t)(uintptr_t)job->in;
@@ -218,7 +235,8 @@ static void gpu_ll_head_write(dfccl_gpu_t *g, const gpu_job_t *job, uint64_t tic
 static void gpu_ll_head_release(dfccl_gpu_t *g, const gpu_job_t *job, uint64_t ticket, int slot)
 {
     __atomic_store_n(&g->ll_heads[slot].w[DFCCL_GPU_LLH_KIND],
-                     gpu_ll_head_kind(&job->desc) << 32 | (uint32_t)ticket, __ATOMIC_SEQ_CST);
+                     gpu_ll_head_kind(&job->desc, job->coll->comm->size) << 32 | (uint32_t)ticket,
+                     __ATOMIC_SEQ_CST);
 }
 
 /* Writes a job into its submission slot and publishes it; lock held. */
@@ -1215,16 +1233,17 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
             gpu_device_leave(g, previous);
         }
     }
-    /* An LL allreduce or allgather is published first, held, and released
-     * once the wait returned: the kernel's look at the queue, over the bus,
-     * overlaps the wait, and its early send polls for the release
-     * (gpu_ll_early.cuh). The others wait first. An LL reduce-scatter, which
-     * the early send does not take, lost 2 us held at 4 ranks and 3.7 at 8:
-     * admission does not start a held task at once (gpu_express), and the
-     * scheduler's attempt reads the release in a trip of its own
+    /* An LL collective that the early send can take is published first,
+     * held, and released once the wait returned: the kernel's look at the
+     * queue, over the bus, overlaps the wait, and its early send polls for
+     * the release (gpu_ll_early.cuh). The others wait first: held, one that
+     * the early send does not take lost 2 us at 4 ranks and 3.7 at 8
+     * (reduce-scatter before the early send took it, run 77): admission
+     * does not start a held task at once (gpu_express), and the scheduler's
+     * attempt reads the release in a trip of its own
      * (contrib/results/2026-12-01-gpu-legacy-stream.md). */
-    int hold = cfg->gpu_sync_legacy_stream && d->algo == DFCCL_GPU_ALGO_LL &&
-               (args->type == DFCCL_COLL_ALLREDUCE || args->type == DFCCL_COLL_ALLGATHER);
+    int hold = cfg->gpu_sync_legacy_stream && cfg->gpu_ll_early_send &&
+               gpu_ll_early_takes(d, comm->size);
     int entered = hold ? gpu_job_enqueue(g, job, 1, &ticket) : 0;
     if (entered > 0) {
         int slot = (int)(ticket % DFCCL_GPU_SQ_DEPTH);

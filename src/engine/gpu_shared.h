@@ -153,7 +153,8 @@ typedef struct dfccl_gpu_cqe {
 } dfccl_gpu_cqe_t;
 
 /*
- * What an LL allreduce or allgather's send needs, written by the host beside
+ * What the send of an LL allreduce, allgather or reduce-scatter (its blocks
+ * all alike; others say algorithm 0 here) needs, written by the host beside
  * each submission (pinned, mapped; one per slot): block 0 reads it with the
  * control words while it has nothing in hand, and sends and receives the
  * collective within its admission, before the copy of the entry (a second
@@ -165,7 +166,7 @@ typedef struct dfccl_gpu_cqe {
 enum {
     DFCCL_GPU_LLH_COMM,          /* communicator index */
     DFCCL_GPU_LLH_KIND,          /* type | dtype << 8 | op << 16 | algo << 24 | held */
-    DFCCL_GPU_LLH_COUNT,         /* elements (ALLGATHER: per rank) */
+    DFCCL_GPU_LLH_COUNT,         /* elements (ALLGATHER, REDUCE_SCATTER: per rank) */
     DFCCL_GPU_LLH_SHAPE,         /* esize | rank << 8 | size << 16 */
     DFCCL_GPU_LLH_IN_LO,         /* our contribution (the output's part when in place) */
     DFCCL_GPU_LLH_IN_HI,

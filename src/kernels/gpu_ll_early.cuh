@@ -1,6 +1,7 @@
 /*
- * gpu_ll_early.cuh - an LL allreduce or allgather that reaches an idle daemon
- * kernel is sent and received within its admission command.
+ * gpu_ll_early.cuh - an LL allreduce, allgather or reduce-scatter (blocks all
+ * alike) that reaches an idle daemon kernel is sent and received within its
+ * admission command.
  * Included once, by daemon_kernel.cu, after gpu_ll.cuh.
  *
  * Admission copies the submission from host memory, a trip over the bus of
@@ -15,7 +16,10 @@
  * copy is stored, before admission fills its task (gpu_ll_early_post);
  * otherwise its attempts only receive. An 8 B
  * allreduce at 4 ranks: 2.2-2.4 us less (contrib/results/
- * 2026-11-30-gpu-ll-early-send.md).
+ * 2026-11-30-gpu-ll-early-send.md); a 64 B - 4 KiB reduce-scatter at 4
+ * ranks, about 4 us less (2026-12-01-gpu-legacy-stream.md, run 78). The
+ * summary carries one count, so a reduce-scatter whose blocks differ is
+ * left to admission (the host writes algorithm 0 into its summary).
  *
  * The send is the one the LL attempt would make (gpu_ll_send), as the
  * one-shot number admission will give it: only block 0 admits one-shots and
@@ -80,8 +84,8 @@ __device__ static inline void gpu_ll_head_fetch(const dfccl_gpu_env_t *env, uint
         rec[j] = __ldcv((const uint4 *)&env->ll_heads[ticket % DFCCL_GPU_SQ_DEPTH] + j);
 }
 
-/* Thread 0: is the summary read (rec) ticket's, of an LL allreduce or
- * allgather with sane fields? Then e holds it. */
+/* Thread 0: is the summary read (rec) ticket's, of an LL allreduce,
+ * allgather or reduce-scatter with sane fields? Then e holds it. */
 __device__ static int gpu_ll_head_take(const uint4 *rec, uint64_t ticket, gpu_ll_early_t *e)
 {
     const uint64_t *w = (const uint64_t *)rec;
@@ -104,7 +108,8 @@ __device__ static int gpu_ll_head_take(const uint4 *rec, uint64_t ticket, gpu_ll
     e->in = (const char *)((uint64_t)v[DFCCL_GPU_LLH_IN_HI] << 32 | v[DFCCL_GPU_LLH_IN_LO]);
     e->out = (char *)((uint64_t)v[DFCCL_GPU_LLH_OUT_HI] << 32 | v[DFCCL_GPU_LLH_OUT_LO]);
     return v[DFCCL_GPU_LLH_KIND] >> 24 == DFCCL_GPU_ALGO_LL &&
-           (e->type == DFCCL_COLL_ALLREDUCE || e->type == DFCCL_COLL_ALLGATHER) &&
+           (e->type == DFCCL_COLL_ALLREDUCE || e->type == DFCCL_COLL_ALLGATHER ||
+            e->type == DFCCL_COLL_REDUCE_SCATTER) &&
            e->comm < DFCCL_GPU_MAX_COMMS && e->size >= 1 && e->size <= DFCCL_GPU_MAX_RANKS &&
            e->rank < e->size && e->esize >= 1 &&
            (uint64_t)e->count * e->esize <= DFCCL_GPU_LL_MAX_BYTES;
@@ -156,7 +161,10 @@ __device__ static void gpu_ll_early_send(const dfccl_gpu_env_t *env, gpu_ll_earl
     if (env->trace && p == 0) e->clk_loaded = clock64();
     if (!e->sent) return;
     k = e->k;
-    if (p < n) gpu_ll_ctx_peer(x, p, me, n, k, inbox, in, bytes);
+    /* reduce-scatter: rank p gets block p (all blocks alike, bytes each) */
+    if (p < n)
+        gpu_ll_ctx_peer(x, p, me, n, k, inbox,
+                        e->type == DFCCL_COLL_REDUCE_SCATTER ? in + (size_t)p * bytes : in, bytes);
     __syncthreads();
     if (env->trace && p == 0) e->clk_filled = clock64();
     if (!e->again) gpu_ll_send(x, (size_t)p < lines, first);

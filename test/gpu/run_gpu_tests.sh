@@ -254,6 +254,12 @@ if [ "$sanitizer" -eq 1 ]; then
         --memory mixed --quick --counts 7,65537
     run_sanitized racecheck_ll_np2 racecheck 2 "$race_mca" \
         --memory device --coll allreduce --counts 1
+    # the LL early send's reduce-scatter (blocks all alike): each rank's
+    # block from its own offset of the input
+    run_sanitized memcheck_ll_rs_np2 memcheck 2 "" \
+        --memory device --coll reduce_scatter_block --counts 1,7
+    run_sanitized racecheck_ll_rs_np2 racecheck 2 "$race_mca" \
+        --memory device --coll reduce_scatter_block --counts 1,7
     run_sanitized racecheck_oneshot_np2 racecheck 2 "$race_mca --mca coll_dfccl_gpu_ll_bytes 0" \
         --memory device --coll allreduce --counts 1
     run_sanitized racecheck_ring_np2 racecheck 2 "$race_mca --mca coll_dfccl_gpu_direct_bytes 0" \

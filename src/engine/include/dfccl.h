@@ -99,8 +99,8 @@ typedef struct dfccl_config {
     uint64_t gpu_idle_quit_ns;   /* the kernel leaves after this long with nothing to do, */
     uint64_t gpu_stuck_quit_ns;  /* or after this long without moving anything */
     int      gpu_sync_legacy_stream; /* 1: no input is read before CUDA's legacy default stream
-                                        was waited for (LL allreduce, allgather: queued first,
-                                        held until then) */
+                                        was waited for (LL, if the early send takes it:
+                                        queued first, held until then) */
     size_t   gpu_direct_bytes;   /* collectives whose bytes (whole vector) x (ranks - 1)
                                     reach this read and write the peers' buffers directly
                                     (mapped per call); 0: never */

@@ -177,8 +177,9 @@ static int dfccl_register(void)
     (void)mca_base_component_var_register(v, "gpu_sync_legacy_stream",
         "Wait for work queued on CUDA's legacy default stream before a collective on device"
         " buffers reads its inputs (cudaMemcpy from pageable memory may return before its data"
-        " has landed); a small (LL) allreduce or allgather is queued first and held until the"
-        " wait returned; work on other streams the application must synchronize itself",
+        " has landed); a small (LL) collective that gpu_ll_early_send takes is queued first and"
+        " held until the wait returned; work on other streams the application must synchronize"
+        " itself",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
         &c->gpu_sync_legacy_stream);
     (void)mca_base_component_var_register(v, "gpu_direct_bytes",
@@ -222,10 +223,11 @@ static int dfccl_register(void)
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
         &c->gpu_ll_wait_ns);
     (void)mca_base_component_var_register(v, "gpu_ll_early_send",
-        "An LL allreduce or allgather (gpu_ll_bytes) that reaches a GPU daemon kernel with"
-        " nothing in hand is sent, from a tagged summary the kernel reads with the control words,"
-        " and received (up to gpu_ll_wait_ns) within its admission, while the copy of its"
-        " submission crosses the bus; false: send and receive follow the copy",
+        "An LL allreduce, allgather or reduce-scatter with equal blocks (gpu_ll_bytes) that"
+        " reaches a GPU daemon kernel with nothing in hand is sent, from a tagged summary the"
+        " kernel reads with the control words, and received (up to gpu_ll_wait_ns) within its"
+        " admission, while the copy of its submission crosses the bus; false: send and receive"
+        " follow the copy",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
         &c->gpu_ll_early_send);
     (void)mca_base_component_var_register(v, "gpu_trace",
