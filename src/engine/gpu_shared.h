@@ -168,7 +168,8 @@ enum {
     DFCCL_GPU_LLH_KIND,          /* type | dtype << 8 | op << 16 | algo << 24 | held */
     DFCCL_GPU_LLH_COUNT,         /* elements (ALLGATHER, REDUCE_SCATTER: per rank) */
     DFCCL_GPU_LLH_SHAPE,         /* esize | rank << 8 | size << 16 */
-    DFCCL_GPU_LLH_IN_LO,         /* our contribution (the output's part when in place) */
+    DFCCL_GPU_LLH_IN_LO,         /* our input (in place: allgather, the output's part;
+                                    the others, the output buffer) */
     DFCCL_GPU_LLH_IN_HI,
     DFCCL_GPU_LLH_OUT_LO,        /* the output buffer */
     DFCCL_GPU_LLH_OUT_HI,
