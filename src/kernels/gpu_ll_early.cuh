@@ -32,12 +32,13 @@
  * A receive reads only the inboxes and may run again. A communicator that
  * failed gets nothing: its collectives fail at the scheduler.
  *
- * The host publishes an LL collective before its wait for CUDA's legacy
- * default stream returns (a microsecond or more under MPS), its summary
- * marked held; it rewrites the KIND word unmarked once the wait returned
- * (gpu_ll_head_release). Thread 0 polls that word after taking a held
- * summary, within the receive's deadline, before any input is read: the
- * kernel's look at the queue and the host's wait overlap. Past the
+ * The host publishes a collective that this send takes before its wait for
+ * CUDA's legacy default stream returns (a microsecond or more under MPS),
+ * its summary marked held (gpu_ll_early_takes in gpu.c); it rewrites the
+ * KIND word unmarked once the wait returned (gpu_ll_head_release). Thread 0
+ * polls that word after taking a held summary, within the receive's
+ * deadline, before any input is read: the kernel's look at the queue and
+ * the host's wait overlap. Past the
  * deadline nothing is sent early, and the scheduler's attempts look again
  * (the task is held) before they read the inputs.
  */
