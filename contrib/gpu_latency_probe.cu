@@ -3,7 +3,7 @@
  * this GPU: one thread times, with the global timer, a loop of each
  * operation it uses (reads of mapped host memory, device memory written by
  * the host, fences at GPU and system scope, block barriers, writes to host
- * memory followed by a system fence).
+ * memory followed by a system fence, or made as a release at system scope).
  *
  *   nvcc -O2 -arch=sm_90 -o gpu_latency_probe contrib/gpu_latency_probe.cu
  *   ./gpu_latency_probe [threads per block, default 512]
@@ -20,7 +20,8 @@
 #define LOOPS 2000
 
 enum { OP_HOST_LOAD, OP_DEVICE_VOLATILE_LOAD, OP_CHAIN_CACHED, OP_CHAIN_VOLATILE, OP_FENCE_GPU, OP_FENCE_SYSTEM, OP_SYNCTHREADS,
-       OP_HOST_STORE_FENCE, OP_HOST_STORE, OP_NANOSLEEP_64, OP_TIMER, OP_COUNT };
+       OP_HOST_STORE_FENCE, OP_HOST_STORE, OP_NANOSLEEP_64, OP_TIMER, OP_FENCE_ACQ_REL_SYSTEM,
+       OP_HOST_STORE_RELEASE, OP_COUNT };
 static const char *const op_names[OP_COUNT] = {
     "16-byte uncached load of mapped host memory",
     "volatile load of device memory",
@@ -33,6 +34,8 @@ static const char *const op_names[OP_COUNT] = {
     "store to mapped host memory",
     "__nanosleep(64)",
     "globaltimer read",
+    "fence.acq_rel.sys",
+    "store to mapped host memory, st.release.sys",
 };
 
 __device__ static inline uint64_t now_ns(void)
@@ -75,6 +78,11 @@ __global__ void probe(const uint4 *host_in, uint64_t *host_out, volatile uint64_
             case OP_HOST_STORE: ((volatile uint64_t *)host_out)[i & 7] = i; break;
             case OP_NANOSLEEP_64: __nanosleep(64); break;
             case OP_TIMER: acc += now_ns(); break;
+            case OP_FENCE_ACQ_REL_SYSTEM: asm volatile("fence.acq_rel.sys;" ::: "memory"); break;
+            case OP_HOST_STORE_RELEASE:
+                asm volatile("st.release.sys.u64 [%0], %1;" ::"l"(host_out + (i & 7)), "l"((uint64_t)i)
+                             : "memory");
+                break;
             }
         }
         if (threadIdx.x == 0) {
