@@ -144,7 +144,10 @@ __device__ static void gpu_ll_early_send(const dfccl_gpu_env_t *env, gpu_ll_earl
 
     /* the loads, all before any store (see gpu_ll_fill) */
     if (p < n) inbox = c->inbox[p];
-    if ((size_t)p < lines) first = gpu_ll_gather(in + (size_t)p * GPU_LL_DATA, gpu_ll_len((size_t)p, bytes));
+    /* the same lines to every peer: each thread's first one now (a
+     * reduce-scatter sends each peer its own block, gathered in the send) */
+    if ((size_t)p < lines && e->type != DFCCL_COLL_REDUCE_SCATTER)
+        first = gpu_ll_gather(in + (size_t)p * GPU_LL_DATA, gpu_ll_len((size_t)p, bytes));
     if (p == 0) {
         k = c->small_count + 1;
         broken = c->broken;
