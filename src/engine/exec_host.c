@@ -8,7 +8,14 @@ static void host_slice_move(const dfccl_exec_t *x, const dfccl_slice_t *s)
     size_t bytes = s->count * x->esize;
 
     if (s->in && s->reduce) {
-        if (s->dst) {
+        if (s->dst && s->dst != s->src && s->dst < s->src + bytes && s->src < s->dst + bytes) {
+            /* an in-place reduce-scatter's result moving to the front over
+             * its own input: combine in the received slot (ours until it is
+             * released), then copy */
+            dfccl_reduce((char *)s->in, s->in, s->src, s->count, x->dtype, x->op);
+            memmove(s->dst, s->in, bytes);
+            if (s->out) memcpy(s->out, s->in, bytes);
+        } else if (s->dst) {
             dfccl_reduce(s->dst, s->in, s->src, s->count, x->dtype, x->op);
             if (s->out) memcpy(s->out, s->dst, bytes);
         } else if (s->out) {

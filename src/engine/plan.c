@@ -100,7 +100,7 @@ static uint64_t displacement(const size_t *counts, int c)
     return d;
 }
 
-static void plan_reduce_scatter(plan_builder_t *b, int r, int n, int in_place,
+static void plan_reduce_scatter(plan_builder_t *b, int r, int n, int in_place, int front_direct,
                                 const size_t *counts)
 {
     dfccl_buf_t src = in_place ? DFCCL_BUF_RECV : DFCCL_BUF_SEND;
@@ -117,11 +117,18 @@ static void plan_reduce_scatter(plan_builder_t *b, int r, int n, int in_place,
         c = ring_index(r, -j, n);
         plan_push(b, 1, 1, 1, src, displacement(counts, c), DFCCL_BUF_NONE, 0, counts[c]);
     }
-    if (!in_place) {
+    if (!in_place || front_direct) {
+        /* In place, the result goes straight to the front: rounds move
+         * ascending element ranges, so every input element still to be read
+         * (this round's later slices, later rounds) lies past what has been
+         * written, and the mover handles the overlap of this slice's source
+         * and destination. The rest of the buffer keeps the caller's input,
+         * as MPI's in-place reduce-scatter leaves it. */
         plan_push(b, 1, 0, 1, src, own_off, DFCCL_BUF_RECV, 0, counts[r]);
     } else {
-        /* Reduce where the input sits, then move the result to the front:
-         * writing straight to offset 0 could overwrite input not yet read. */
+        /* A mover that cannot take that overlap (GPU threads of one slice)
+         * reduces where the input sits, then moves the result to the front:
+         * the reduced block is left behind past the result. */
         plan_push(b, 1, 0, 1, src, own_off, DFCCL_BUF_RECV, own_off, counts[r]);
         if (own_off != 0 && counts[r] != 0)
             plan_push(b, 0, 0, 0, DFCCL_BUF_RECV, own_off, DFCCL_BUF_RECV, 0, counts[r]);
@@ -147,7 +154,7 @@ uint64_t dfccl_plan_chunk_elems(size_t slot_bytes, uint32_t nslots, size_t esize
 }
 
 dfccl_status_t dfccl_plan_ring(dfccl_coll_type_t type, int rank, int size, int in_place,
-                               size_t count, const size_t *counts,
+                               int front_direct, size_t count, const size_t *counts,
                                dfccl_step_t *steps, uint32_t *nsteps, uint64_t *max_block)
 {
     plan_builder_t b = { steps, 0 };
@@ -162,7 +169,7 @@ dfccl_status_t dfccl_plan_ring(dfccl_coll_type_t type, int rank, int size, int i
         break;
     case DFCCL_COLL_REDUCE_SCATTER:
         if (counts == NULL) return DFCCL_ERR_INVALID_PARAM;
-        plan_reduce_scatter(&b, rank, size, in_place, counts);
+        plan_reduce_scatter(&b, rank, size, in_place, front_direct, counts);
         break;
     default:
         return DFCCL_ERR_INVALID_PARAM;

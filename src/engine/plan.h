@@ -37,12 +37,16 @@ uint32_t dfccl_plan_max_steps(int size);
 
 /*
  * Builds this rank's ring program. counts: REDUCE_SCATTER's per-rank counts
- * (size entries), otherwise NULL. steps must hold dfccl_plan_max_steps(size).
+ * (size entries), otherwise NULL. front_direct: an in-place reduce-scatter
+ * writes its result straight to the front of the buffer, so that the rest
+ * keeps the caller's input (needs a mover whose slice may read its source
+ * after writing a destination that overlaps it from below, as the host's
+ * does); 0: it reduces in place and then moves the result. steps must hold dfccl_plan_max_steps(size).
  * *max_block: the largest block of the collective, the same on every rank
  * (the executor's number of rounds follows from it).
  */
 dfccl_status_t dfccl_plan_ring(dfccl_coll_type_t type, int rank, int size, int in_place,
-                               size_t count, const size_t *counts,
+                               int front_direct, size_t count, const size_t *counts,
                                dfccl_step_t *steps, uint32_t *nsteps, uint64_t *max_block);
 
 /* 1 when the plan's steps may be cut into parts that move side by side

@@ -85,7 +85,10 @@ static void run_case(dfccl_coll_type_t type, int n, size_t count, int in_place,
         }
         uint64_t max_block;
         uint32_t nsteps;
-        if (dfccl_plan_ring(type, r, n, in_place, count, counts, st[r].steps, &nsteps, &max_block)) {
+        /* the host's mover takes the in-place reduce-scatter's result straight
+         * to the front; GPU channels (parts) reduce in place and move it */
+        if (dfccl_plan_ring(type, r, n, in_place, PARTS == 1, count, counts, st[r].steps, &nsteps,
+                            &max_block)) {
             report("plan", type, n, count, in_place, dt, op, r, 0);
             goto out;
         }
@@ -145,6 +148,17 @@ static void run_case(dfccl_coll_type_t type, int n, size_t count, int in_place,
             if (memcmp(got, expect, esize) != 0) {
                 report("value", type, n, count, in_place, dt, op, r, index);
                 break;
+            }
+        }
+        /* MPI's in-place reduce-scatter leaves the rest of the buffer as the
+         * caller wrote it */
+        if (type == DFCCL_COLL_REDUCE_SCATTER && in_place && PARTS == 1) {
+            for (k = counts[r]; k < displ[n]; k++) {
+                checks++;
+                if (memcmp(st[r].recv + k * esize, st[r].send + k * esize, esize) != 0) {
+                    report("input kept", type, n, count, in_place, dt, op, r, k);
+                    break;
+                }
             }
         }
     }
