@@ -47,10 +47,29 @@ static dfccl_status_t comm_agree(const dfccl_comm_params_t *p, dfccl_status_t mi
     return worst;
 }
 
+/* Maps every peer's board: the successor's with its FIFO, the others' alone. */
+static dfccl_status_t comm_attach_peers(dfccl_comm_t *comm, const comm_hello_t *all, int next,
+                                        size_t seg_bytes)
+{
+    dfccl_status_t status = dfccl_shm_attach(&comm->send_seg, all[next].name, seg_bytes);
+
+    for (int i = 0; i < comm->size && status == DFCCL_OK; i++) {
+        if (i == comm->rank) {
+            comm->peer_boards[i] = comm->board;
+        } else if (i == next) {
+            comm->peer_boards[i] = (dfccl_board_t *)comm->send_seg.addr;
+        } else {
+            status = dfccl_shm_attach(&comm->peer_segs[i], all[i].name, DFCCL_BOARD_BYTES);
+            comm->peer_boards[i] = (dfccl_board_t *)comm->peer_segs[i].addr;
+        }
+    }
+    return status;
+}
+
 static dfccl_status_t comm_connect(dfccl_comm_t *comm, const dfccl_comm_params_t *p)
 {
     const dfccl_config_t *cfg = &comm->context->config;
-    size_t bytes = dfccl_fifo_bytes(cfg->slot_bytes, cfg->fifo_slots);
+    size_t bytes = DFCCL_BOARD_BYTES + dfccl_fifo_bytes(cfg->slot_bytes, cfg->fifo_slots);
     int next = (p->rank + 1) % p->size, prev = (p->rank + p->size - 1) % p->size;
     comm_hello_t mine, *all;
     dfccl_status_t status;
@@ -59,6 +78,10 @@ static dfccl_status_t comm_connect(dfccl_comm_t *comm, const dfccl_comm_params_t
     if (all == NULL) return DFCCL_ERR_NO_MEMORY;
     memset(&mine, 0, sizeof(mine));
     mine.status = (int32_t)dfccl_shm_create(&comm->recv_seg, bytes);
+    if (mine.status == DFCCL_OK) {
+        comm->board = (dfccl_board_t *)comm->recv_seg.addr;
+        dfccl_board_init(comm->board);
+    }
     mine.nslots = cfg->fifo_slots;
     mine.slot_bytes = cfg->slot_bytes;
     memcpy(mine.name, comm->recv_seg.name, sizeof(mine.name));
@@ -80,15 +103,27 @@ static dfccl_status_t comm_connect(dfccl_comm_t *comm, const dfccl_comm_params_t
         }
     }
     if (status != DFCCL_OK) goto out;
-    status = comm_agree(p, dfccl_shm_attach(&comm->send_seg, all[next].name, bytes));
+    status = comm_agree(p, comm_attach_peers(comm, all, next, bytes));
     if (status != DFCCL_OK) goto out;
     /* everyone has mapped what they need: the names can go */
     dfccl_shm_unlink(&comm->recv_seg);
-    comm_fifo_init(&comm->recv_fifo, comm->recv_seg.addr, cfg, prev);
-    comm_fifo_init(&comm->send_fifo, comm->send_seg.addr, cfg, next);
+    comm_fifo_init(&comm->recv_fifo, (char *)comm->recv_seg.addr + DFCCL_BOARD_BYTES, cfg, prev);
+    comm_fifo_init(&comm->send_fifo, (char *)comm->send_seg.addr + DFCCL_BOARD_BYTES, cfg, next);
 out:
     free(all);
     return status;
+}
+
+static void comm_unmap(dfccl_comm_t *comm)
+{
+    if (comm->peer_segs != NULL)
+        for (int i = 0; i < comm->size; i++) dfccl_shm_release(&comm->peer_segs[i]);
+    free(comm->peer_segs);
+    free(comm->peer_boards);
+    comm->peer_segs = NULL;
+    comm->peer_boards = NULL;
+    dfccl_shm_release(&comm->send_seg);
+    dfccl_shm_release(&comm->recv_seg);
 }
 
 dfccl_status_t dfccl_comm_create(dfccl_context_t *context, const dfccl_comm_params_t *params,
@@ -107,17 +142,24 @@ dfccl_status_t dfccl_comm_create(dfccl_context_t *context, const dfccl_comm_para
     comm->size    = params->size;
     comm->key     = params->key;
     comm->refs    = 1;
-    if (params->size > 1) {
+    comm->board   = &comm->board_local;
+    dfccl_board_init(comm->board);
+    comm->peer_boards = calloc((size_t)params->size, sizeof(*comm->peer_boards));
+    comm->peer_segs = calloc((size_t)params->size, sizeof(*comm->peer_segs));
+    if (comm->peer_boards == NULL || comm->peer_segs == NULL) {
+        status = DFCCL_ERR_NO_MEMORY;
+    } else if (params->size > 1) {
         status = comm_connect(comm, params);
-        if (status != DFCCL_OK) {
-            dfccl_info("comm %#llx: creation failed on rank %d: %s",
-                       (unsigned long long)params->key, params->rank,
-                       dfccl_status_string(status));
-            dfccl_shm_release(&comm->send_seg);
-            dfccl_shm_release(&comm->recv_seg);
-            free(comm);
-            return status;
-        }
+    } else {
+        comm->peer_boards[0] = comm->board;   /* one rank: its own board alone */
+        status = DFCCL_OK;
+    }
+    if (status != DFCCL_OK) {
+        dfccl_info("comm %#llx: creation failed on rank %d: %s", (unsigned long long)params->key,
+                   params->rank, dfccl_status_string(status));
+        comm_unmap(comm);
+        free(comm);
+        return status;
     }
     dfccl_stats_add_comm();
     dfccl_debug("comm %#llx: rank %d of %d connected", (unsigned long long)comm->key,
@@ -130,8 +172,7 @@ void dfccl_comm_release(dfccl_comm_t *comm)
 {
     if (__atomic_sub_fetch(&comm->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
     if (comm->gpu != NULL) dfccl_gpu_comm_release(comm);
-    dfccl_shm_release(&comm->send_seg);
-    dfccl_shm_release(&comm->recv_seg);
+    comm_unmap(comm);
     free(comm);
 }
 

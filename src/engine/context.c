@@ -1,4 +1,5 @@
 /* context.c - the per-process engine: lifecycle, posting, completions. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
@@ -32,6 +33,7 @@ dfccl_status_t dfccl_context_create(const dfccl_config_t *config, dfccl_context_
         return DFCCL_ERR_INVALID_PARAM;
     }
     dfccl_log_level = ctx->config.verbose;
+    dfccl_watch_install_dump_signal();
     pthread_mutex_init(&ctx->gpu_lock, NULL);
     dfccl_queue_init(&ctx->submit);
     dfccl_cqueue_init(&ctx->complete);
@@ -90,6 +92,54 @@ static dfccl_status_t coll_check_args(const dfccl_comm_t *comm, const dfccl_coll
     return DFCCL_OK;
 }
 
+/* A host communicator that broke here, or whose peer broke before the
+ * collective about to be posted: the call fails at once (so that callers
+ * that retry, as Open MPI's context-id agreement does, see an error rather
+ * than a request that fails). A peer's failure breaks it here too. */
+static dfccl_status_t comm_post_check(dfccl_comm_t *comm)
+{
+    uint64_t seq = __atomic_load_n(&comm->next_seq, __ATOMIC_RELAXED), at;
+    char why[DFCCL_BOARD_WHY], line[DFCCL_BOARD_WHY + 64];
+
+    if (__atomic_load_n(&comm->broken, __ATOMIC_ACQUIRE)) return DFCCL_ERR_BROKEN;
+    for (int i = 0; i < comm->size; i++) {
+        if (i == comm->rank || !dfccl_board_broken(comm->peer_boards[i], &at, why, sizeof(why)) ||
+            at > seq)
+            continue;
+        snprintf(line, sizeof(line), "rank %d failed #%llu: %s", i, (unsigned long long)at, why);
+        dfccl_error("rank %d of comm %#llx: collective #%llu fails at once: %s", comm->rank,
+                    (unsigned long long)comm->key, (unsigned long long)seq, line);
+        dfccl_board_break(comm->board, seq, DFCCL_ERR_PEER_FAILED, line);
+        __atomic_store_n(&comm->broken, DFCCL_ERR_PEER_FAILED, __ATOMIC_RELEASE);
+        return DFCCL_ERR_PEER_FAILED;
+    }
+    return DFCCL_OK;
+}
+
+/* A call that fails here still takes its place in the communicator's
+ * order: its peers, which may have posted theirs, find it on our board and
+ * fail theirs instead of pairing it with our next call. */
+static dfccl_status_t coll_post_rejected(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
+                                         dfccl_status_t status)
+{
+    dfccl_coll_t *marker = calloc(1, sizeof(*marker));
+    char what[160];
+
+    if (marker == NULL) return status;
+    marker->marker = 1;
+    marker->type = args->type;
+    marker->seq = __atomic_fetch_add(&comm->next_seq, 1, __ATOMIC_RELAXED);
+    dfccl_ident_make(&marker->ident, args, comm->size, status);
+    marker->ident.seq1 = marker->seq + 1;
+    dfccl_board_post(comm->board, marker->seq, &marker->ident);
+    dfccl_ident_describe(&marker->ident, what, sizeof(what));
+    dfccl_info("rank %d of comm %#llx: %s", comm->rank, (unsigned long long)comm->key, what);
+    __atomic_add_fetch(&comm->refs, 1, __ATOMIC_ACQ_REL);
+    marker->comm = comm;
+    dfccl_queue_push(&comm->context->submit, marker);
+    return status;
+}
+
 dfccl_status_t dfccl_coll_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args)
 {
     dfccl_context_t *ctx;
@@ -101,15 +151,22 @@ dfccl_status_t dfccl_coll_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args
     int in_place;
 
     if (comm == NULL || args == NULL) return DFCCL_ERR_INVALID_PARAM;
+    if (comm->gpu == NULL) {
+        status = comm_post_check(comm);
+        if (status != DFCCL_OK) return status;
+    }
     status = coll_check_args(comm, args, &total);
-    if (status != DFCCL_OK) return status;
+    if (status != DFCCL_OK)
+        return comm->gpu == NULL && (unsigned)args->type < DFCCL_COLL_TYPE_COUNT
+                   ? coll_post_rejected(comm, args, status) : status;
     ctx = comm->context;
     max_steps = dfccl_plan_max_steps(comm->size);
     coll = calloc(1, sizeof(*coll) + max_steps * sizeof(dfccl_step_t));
     if (coll == NULL) return DFCCL_ERR_NO_MEMORY;
     in_place = args->sendbuf == DFCCL_IN_PLACE;
-    status = dfccl_plan_ring(args->type, comm->rank, comm->size, in_place, comm->gpu == NULL, args->count,
-                             args->counts, coll->steps, &coll->exec.nsteps, &max_block);
+    status = dfccl_plan_ring(args->type, comm->rank, comm->size, in_place, comm->gpu == NULL,
+                             args->count, args->counts, coll->steps, &coll->exec.nsteps,
+                             &max_block);
     if (status != DFCCL_OK) {
         free(coll);
         return status;
@@ -151,6 +208,11 @@ dfccl_status_t dfccl_coll_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args
         dfccl_stats_add_posted(args->type);
         return DFCCL_OK;
     }
+    /* what the peer receiving from us checks before any data moves */
+    dfccl_ident_make(&coll->ident, args, comm->size, DFCCL_OK);
+    coll->ident.seq1 = coll->seq + 1;
+    dfccl_board_post(comm->board, coll->seq, &coll->ident);
+    coll->checked = comm->size == 1;
     dfccl_stats_add_posted(args->type);
     dfccl_queue_push(&ctx->submit, coll);
     return DFCCL_OK;

@@ -22,9 +22,12 @@
  *
  * Watchdog: a runnable collective blocked for config.timeout_sec (time the
  * daemon spent on other collectives that moved is not counted against it)
- * fails with one line saying what it waits for; its communicator is then
- * broken (its FIFO counters are out of step) and later collectives on it
- * fail at once.
+ * fails with a line saying what it waits for and one per peer saying what
+ * that peer does (watch.c); its communicator is then broken (its FIFO
+ * counters are out of step), later collectives on it fail at once, and the
+ * peers, which read it on its board, fail theirs. Before a collective moves
+ * anything, the identity its sending peer published must match its own; a
+ * blocked collective fails early when a peer broke or its process is gone.
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -88,6 +91,12 @@ static void daemon_finish(daemon_t *d, dfccl_coll_t **link, dfccl_status_t statu
 
     *link = coll->next;
     coll->comm->next_run_seq = coll->seq + 1;   /* the next one on this comm may run */
+    dfccl_board_done(coll->comm->board, coll->seq + 1);
+    if (coll->marker) {   /* a call that failed at its post: nobody waits for it */
+        dfccl_comm_release(coll->comm);
+        free(coll);
+        return;
+    }
     dfccl_stats_add_completed(coll->type, status);
     dfccl_stats_add_bytes(coll->exec.sent_bytes);
     if (dfccl_cqueue_push(&d->ctx->complete, coll->user, status) != DFCCL_OK)
@@ -95,26 +104,6 @@ static void daemon_finish(daemon_t *d, dfccl_coll_t **link, dfccl_status_t statu
                     (unsigned long long)coll->seq);
     dfccl_comm_release(coll->comm);
     free(coll);
-}
-
-static void daemon_diagnose(const dfccl_coll_t *coll, double idle_sec)
-{
-    const dfccl_exec_t *x = &coll->exec;
-    const dfccl_comm_t *comm = coll->comm;
-    const dfccl_fifo_t *f = x->waiting == DFCCL_WAIT_SEND ? x->send_fifo : x->recv_fifo;
-
-    dfccl_error("rank %d of comm %#llx (size %d): %s #%llu (%zu x %s, op %s, priority %d) made"
-                " no progress for %.1f s at round %llu of %llu, step %u of %u (element %llu):"
-                " waiting for %s rank %d (fifo tail %llu, head %llu, %u slots)",
-                comm->rank, (unsigned long long)comm->key, comm->size,
-                dfccl_coll_type_name(coll->type), (unsigned long long)coll->seq,
-                coll->total_count, dfccl_dtype_name(x->dtype), dfccl_op_name(x->op),
-                coll->priority, idle_sec, (unsigned long long)x->round + 1,
-                (unsigned long long)x->nrounds, x->step + 1, x->nsteps,
-                (unsigned long long)x->offset,
-                x->waiting == DFCCL_WAIT_SEND ? "a free slot at" : "data from", f->peer,
-                (unsigned long long)__atomic_load_n(&f->ctrl->tail, __ATOMIC_ACQUIRE),
-                (unsigned long long)__atomic_load_n(&f->ctrl->head, __ATOMIC_ACQUIRE), f->nslots);
 }
 
 static void daemon_relax(uint64_t waited_ns)
@@ -172,21 +161,40 @@ static int daemon_pass(daemon_t *d)
             link = &coll->next;
             continue;
         }
-        if (coll->last_visit_ns == 0) coll->last_visit_ns = dfccl_now_ns();
-        if (coll->comm->broken) {
+        if (coll->marker) {   /* its place in the order, nothing to move */
+            daemon_finish(d, link, DFCCL_OK);
+            progressed = 1;
+            continue;
+        }
+        if (coll->last_visit_ns == 0) {
+            coll->last_visit_ns = dfccl_now_ns();
+            dfccl_watch_peers_reset(coll);
+        }
+        if (__atomic_load_n(&coll->comm->broken, __ATOMIC_ACQUIRE)) {
             dfccl_error("rank %d of comm %#llx: %s #%llu fails at once: an earlier collective"
                         " on this communicator failed", coll->comm->rank,
                         (unsigned long long)coll->comm->key, dfccl_coll_type_name(coll->type),
                         (unsigned long long)coll->seq);
-            daemon_finish(d, link, DFCCL_ERR_TIMEOUT);
+            daemon_finish(d, link, DFCCL_ERR_BROKEN);
+            progressed = 1;
+            continue;
+        }
+        /* no byte moves before the sending peer is known to make the same call */
+        dfccl_status_t ident = coll->checked ? DFCCL_OK : dfccl_watch_ident(coll);
+        if (ident != DFCCL_OK && ident != DFCCL_INPROGRESS) {
+            daemon_finish(d, link, ident);
             progressed = 1;
             continue;
         }
         budget = dfccl_sched_turn_budget(&d->budgets, coll->budget_ns, first);
         first = 0;
-        daemon_run_t r = daemon_run(d, coll, budget);
+        daemon_run_t r = ident == DFCCL_OK ? daemon_run(d, coll, budget) : RUN_BLOCKED;
         uint64_t now = dfccl_now_ns(), gap = now - coll->last_visit_ns;
         coll->last_visit_ns = now;
+        dfccl_board_progress(coll->comm->board, coll->seq, coll->exec.round, coll->exec.step,
+                             coll->exec.waiting, coll->exec.waiting == DFCCL_WAIT_SEND
+                                                     ? coll->exec.send_fifo->peer
+                                                     : coll->exec.recv_fifo->peer, now);
         switch (r) {
         case RUN_DONE:
             daemon_finish(d, link, DFCCL_OK);
@@ -195,15 +203,22 @@ static int daemon_pass(daemon_t *d)
         case RUN_PROGRESS:
             coll->budget_ns = dfccl_sched_adapt(&d->budgets, coll->budget_ns, 1);
             coll->blocked_ns = 0;
+            dfccl_watch_peers_reset(coll);
             progressed = 1;
             break;
         case RUN_BLOCKED: {
+            dfccl_status_t peers;
             coll->blocked_ns += gap < DAEMON_VISIT_GAP_CAP_NS ? gap : DAEMON_VISIT_GAP_CAP_NS;
             coll->budget_ns = dfccl_sched_adapt(&d->budgets, coll->budget_ns, 0);
             if (coll->blocked_ns > d->timeout_ns) {
-                daemon_diagnose(coll, (double)coll->blocked_ns / 1e9);
-                coll->comm->broken = 1;
+                dfccl_watch_timeout(coll, (double)coll->blocked_ns / 1e9);
                 daemon_finish(d, link, DFCCL_ERR_TIMEOUT);
+                progressed = 1;
+                continue;
+            }
+            peers = dfccl_watch_peers(coll);
+            if (peers != DFCCL_OK) {
+                daemon_finish(d, link, peers);
                 progressed = 1;
                 continue;
             }
@@ -228,6 +243,7 @@ void *dfccl_daemon_main(void *arg)
     d.timeout_ns = (uint64_t)(d.ctx->config.timeout_sec * 1e9);
     dfccl_config_budgets(&d.ctx->config, &d.budgets);
     for (;;) {
+        if (dfccl_watch_dump_requested()) dfccl_watch_dump(d.active);
         if (d.active == NULL) {
             uint64_t idle_since = dfccl_now_ns();
             while (!__atomic_load_n(&sq->pending, __ATOMIC_ACQUIRE) &&

@@ -64,6 +64,9 @@ const char *dfccl_status_string(dfccl_status_t status)
     case DFCCL_ERR_TIMEOUT:       return "no progress before the timeout";
     case DFCCL_ERR_UNSUPPORTED:   return "unsupported";
     case DFCCL_ERR_SHUTDOWN:      return "engine shut down";
+    case DFCCL_ERR_MISMATCH:      return "the ranks' calls do not match";
+    case DFCCL_ERR_PEER_FAILED:   return "a peer failed";
+    case DFCCL_ERR_BROKEN:        return "an earlier collective on this communicator failed";
     default:                      return "unknown status";
     }
 }

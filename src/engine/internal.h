@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include "board.h"
 #include "dfccl.h"
 #include "exec_host.h"
 #include "fifo.h"
@@ -33,6 +34,11 @@ typedef struct dfccl_coll {
     uint64_t           last_visit_ns; /* end of its last turn; 0 until first runnable */
     uint64_t           blocked_ns;    /* watchdog: time blocked since its last progress */
     uint64_t           budget_ns;   /* adaptive wait allowed per turn */
+    dfccl_ident_t      ident;       /* what it is, as its peers see it on our board */
+    int                marker;      /* a call rejected locally: holds its sequence number
+                                       in the communicator's order, moves nothing */
+    int                checked;     /* the sending peer's identity matched */
+    uint64_t           next_live_check_ns; /* blocked time at which peers' pids are checked */
     dfccl_step_t       steps[];     /* the plan */
 } dfccl_coll_t;
 
@@ -44,8 +50,13 @@ struct dfccl_comm {
     uint64_t         next_seq;      /* posting thread side */
     uint64_t         next_run_seq;  /* daemon side: the collective that may use the FIFOs */
     int              refs;          /* user + in-flight collectives (atomic) */
-    int              broken;        /* a collective failed: counters are inconsistent */
-    dfccl_shm_t      recv_seg;      /* this rank's incoming FIFO */
+    int              broken;        /* a collective failed: counters are inconsistent (atomic;
+                                       the status that broke it) */
+    dfccl_shm_t      recv_seg;      /* this rank's board, then its incoming FIFO */
+    dfccl_board_t   *board;         /* ours: in recv_seg, or board_local on one rank */
+    dfccl_board_t  **peer_boards;   /* every rank's, ours included (size entries) */
+    dfccl_shm_t     *peer_segs;     /* the peers' boards, mapped (size entries) */
+    dfccl_board_t    board_local;
     dfccl_shm_t      send_seg;      /* the next rank's incoming FIFO, mapped */
     dfccl_fifo_t     recv_fifo;     /* from rank - 1 */
     dfccl_fifo_t     send_fifo;     /* to rank + 1 */
@@ -71,6 +82,21 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
 void dfccl_gpu_comm_release(dfccl_comm_t *comm);
 void dfccl_gpu_destroy(dfccl_context_t *context);
 void dfccl_gpu_poll(dfccl_context_t *context);   /* completions, without the proxy */
+
+/* watch.c: the daemon's view of its peers (board.h) */
+/* DFCCL_OK once the sending peer's identity matched (or can no longer be
+ * read); DFCCL_INPROGRESS while it has not posted the collective;
+ * DFCCL_ERR_MISMATCH (said, and the communicator broken) when it differs. */
+dfccl_status_t dfccl_watch_ident(dfccl_coll_t *coll);
+/* For a blocked collective: a peer that broke before it, or whose process is
+ * gone, fails it (said, and the communicator broken); else DFCCL_OK. */
+dfccl_status_t dfccl_watch_peers(dfccl_coll_t *coll);
+void dfccl_watch_peers_reset(dfccl_coll_t *coll);
+/* The watchdog's diagnosis, with every peer's view; breaks the communicator. */
+void dfccl_watch_timeout(dfccl_coll_t *coll, double idle_sec);
+void dfccl_watch_install_dump_signal(void);
+int  dfccl_watch_dump_requested(void);
+void dfccl_watch_dump(const dfccl_coll_t *active);
 
 /* stats.c */
 void dfccl_stats_add_posted(dfccl_coll_type_t type);

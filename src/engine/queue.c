@@ -36,8 +36,18 @@ dfccl_coll_t *dfccl_queue_take_all(dfccl_queue_t *q, int wait)
     dfccl_coll_t *first;
 
     pthread_mutex_lock(&q->lock);
-    while (wait && q->head == NULL && !q->stop)
-        pthread_cond_wait(&q->nonempty, &q->lock);   /* interrupted by dfccl_queue_stop */
+    if (wait && q->head == NULL && !q->stop) {
+        /* interrupted by dfccl_queue_stop; bounded, so that an idle daemon
+         * still answers the dump signal (watch.c) */
+        struct timespec deadline;
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        deadline.tv_nsec += 200000000L;
+        if (deadline.tv_nsec >= 1000000000L) {
+            deadline.tv_sec++;
+            deadline.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&q->nonempty, &q->lock, &deadline);
+    }
     first = q->head;
     q->head = q->tail = NULL;
     __atomic_store_n(&q->pending, 0, __ATOMIC_RELEASE);

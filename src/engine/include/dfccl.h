@@ -35,7 +35,10 @@ typedef enum {
     DFCCL_ERR_BOOTSTRAP     = -4,  /* the caller's bootstrap callback failed */
     DFCCL_ERR_TIMEOUT       = -5,  /* a collective made no progress for too long */
     DFCCL_ERR_UNSUPPORTED   = -6,
-    DFCCL_ERR_SHUTDOWN      = -7   /* the context is being destroyed */
+    DFCCL_ERR_SHUTDOWN      = -7,  /* the context is being destroyed */
+    DFCCL_ERR_MISMATCH      = -8,  /* the ranks' calls do not match (kind, count, type, op) */
+    DFCCL_ERR_PEER_FAILED   = -9,  /* a peer's process is gone, or its call failed */
+    DFCCL_ERR_BROKEN        = -10  /* an earlier collective on this communicator failed */
 } dfccl_status_t;
 
 const char *dfccl_status_string(dfccl_status_t status);

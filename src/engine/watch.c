@@ -1,0 +1,184 @@
+/*
+ * watch.c - the daemon's view of its peers through their boards (board.h):
+ * the identity check before a collective moves data, peers that broke or
+ * are gone, the watchdog's diagnosis of every rank, and the dump of what is
+ * pending when the process gets the dump signal.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include "clock.h"
+#include "internal.h"
+#include "log.h"
+
+/* How often a blocked collective looks whether its peers' processes still
+ * exist (counted in blocked time): a dead peer fails it within about twice
+ * this, and a kill(2) per peer costs nothing at that rate. */
+#define WATCH_LIVENESS_PERIOD_NS 500000000ull
+
+static volatile sig_atomic_t watch_dump_requested;
+
+static void watch_on_signal(int sig)
+{
+    (void)sig;
+    watch_dump_requested = 1;
+}
+
+void dfccl_watch_install_dump_signal(void)
+{
+    struct sigaction old, sa;
+
+    /* only where nobody else handles it: an application's own handler wins */
+    if (sigaction(SIGUSR1, NULL, &old) != 0 || old.sa_handler != SIG_DFL) return;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = watch_on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR1, &sa, NULL);
+}
+
+int dfccl_watch_dump_requested(void)
+{
+    if (!watch_dump_requested) return 0;
+    watch_dump_requested = 0;
+    return 1;
+}
+
+/* Marks the communicator broken here and tells the peers why. */
+static void watch_break(dfccl_coll_t *coll, dfccl_status_t status, const char *why)
+{
+    dfccl_comm_t *comm = coll->comm;
+
+    dfccl_board_break(comm->board, coll->seq, status, why);
+    __atomic_store_n(&comm->broken, status, __ATOMIC_RELEASE);
+}
+
+dfccl_status_t dfccl_watch_ident(dfccl_coll_t *coll)
+{
+    dfccl_comm_t *comm = coll->comm;
+    int prev = coll->exec.recv_fifo->peer;
+    dfccl_ident_t theirs;
+    char mine_s[160], theirs_s[160], what[120], why[512];
+    int got = dfccl_board_ident(comm->peer_boards[prev], coll->seq, &theirs);
+
+    if (got == 0) {
+        coll->exec.waiting = DFCCL_WAIT_RECV;   /* as for its data: the watchdog says so */
+        return DFCCL_INPROGRESS;
+    }
+    coll->checked = 1;
+    if (got < 0 || !dfccl_ident_differs(&coll->ident, &theirs, what, sizeof(what)))
+        return DFCCL_OK;   /* matches, or reused long ago: nothing left to compare */
+    dfccl_ident_describe(&coll->ident, mine_s, sizeof(mine_s));
+    dfccl_ident_describe(&theirs, theirs_s, sizeof(theirs_s));
+    snprintf(why, sizeof(why), "rank %d called %s where rank %d called %s: %s", comm->rank, mine_s,
+             prev, theirs_s, what);
+    dfccl_error("rank %d of comm %#llx (size %d): calls do not match: %s", comm->rank,
+                (unsigned long long)comm->key, comm->size, why);
+    watch_break(coll, DFCCL_ERR_MISMATCH, why);
+    return DFCCL_ERR_MISMATCH;
+}
+
+dfccl_status_t dfccl_watch_peers(dfccl_coll_t *coll)
+{
+    dfccl_comm_t *comm = coll->comm;
+    char why[DFCCL_BOARD_WHY], line[DFCCL_BOARD_WHY + 96];
+    uint64_t at;
+
+    for (int i = 0; i < comm->size; i++) {
+        if (i == comm->rank || !dfccl_board_broken(comm->peer_boards[i], &at, why, sizeof(why)) ||
+            at > coll->seq)
+            continue;
+        snprintf(line, sizeof(line), "rank %d failed #%llu: %s", i, (unsigned long long)at, why);
+        dfccl_error("rank %d of comm %#llx: %s #%llu fails: %s", comm->rank,
+                    (unsigned long long)comm->key, dfccl_coll_type_name(coll->type),
+                    (unsigned long long)coll->seq, line);
+        watch_break(coll, DFCCL_ERR_PEER_FAILED, line);
+        return DFCCL_ERR_PEER_FAILED;
+    }
+    if (coll->blocked_ns < coll->next_live_check_ns) return DFCCL_OK;
+    coll->next_live_check_ns = coll->blocked_ns + WATCH_LIVENESS_PERIOD_NS;
+    for (int i = 0; i < comm->size; i++) {
+        pid_t pid = (pid_t)comm->peer_boards[i]->pid;
+        if (i == comm->rank || dfccl_process_alive(pid)) continue;
+        snprintf(line, sizeof(line), "rank %d (pid %d) is gone", i, (int)pid);
+        dfccl_error("rank %d of comm %#llx: %s #%llu fails: %s", comm->rank,
+                    (unsigned long long)comm->key, dfccl_coll_type_name(coll->type),
+                    (unsigned long long)coll->seq, line);
+        watch_break(coll, DFCCL_ERR_PEER_FAILED, line);
+        return DFCCL_ERR_PEER_FAILED;
+    }
+    return DFCCL_OK;
+}
+
+void dfccl_watch_peers_reset(dfccl_coll_t *coll)
+{
+    coll->next_live_check_ns = WATCH_LIVENESS_PERIOD_NS;
+}
+
+/* One line per peer: what it does with respect to coll. */
+static void watch_print_peers(const dfccl_coll_t *coll, const char *prefix)
+{
+    const dfccl_comm_t *comm = coll->comm;
+    uint64_t now = dfccl_now_ns();
+    char line[DFCCL_BOARD_WHY + 160];
+
+    for (int i = 0; i < comm->size; i++) {
+        const dfccl_board_t *b = comm->peer_boards[i];
+        if (i == comm->rank) continue;
+        dfccl_board_describe(b, coll->seq, now, line, sizeof(line));
+        dfccl_error("%s rank %d (pid %d%s): %s", prefix, i, (int)b->pid,
+                    dfccl_process_alive((pid_t)b->pid) ? "" : ", gone", line);
+    }
+}
+
+void dfccl_watch_timeout(dfccl_coll_t *coll, double idle_sec)
+{
+    const dfccl_exec_t *x = &coll->exec;
+    const dfccl_comm_t *comm = coll->comm;
+    const dfccl_fifo_t *f = x->waiting == DFCCL_WAIT_SEND ? x->send_fifo : x->recv_fifo;
+    char why[DFCCL_BOARD_WHY];
+
+    dfccl_error("rank %d of comm %#llx (size %d): %s #%llu (%zu x %s, op %s, priority %d) made"
+                " no progress for %.1f s at round %llu of %llu, step %u of %u (element %llu):"
+                " waiting for %s rank %d (fifo tail %llu, head %llu, %u slots)%s",
+                comm->rank, (unsigned long long)comm->key, comm->size,
+                dfccl_coll_type_name(coll->type), (unsigned long long)coll->seq,
+                coll->total_count, dfccl_dtype_name(x->dtype), dfccl_op_name(x->op),
+                coll->priority, idle_sec, (unsigned long long)x->round + 1,
+                (unsigned long long)x->nrounds, x->step + 1, x->nsteps,
+                (unsigned long long)x->offset,
+                x->waiting == DFCCL_WAIT_SEND ? "a free slot at" : "data from", f->peer,
+                (unsigned long long)__atomic_load_n(&f->ctrl->tail, __ATOMIC_ACQUIRE),
+                (unsigned long long)__atomic_load_n(&f->ctrl->head, __ATOMIC_ACQUIRE), f->nslots,
+                comm->size > 1 ? "; its peers:" : "");
+    watch_print_peers(coll, "   ");
+    snprintf(why, sizeof(why), "%s #%llu made no progress for %.1f s (waiting for %s rank %d)",
+             dfccl_coll_type_name(coll->type), (unsigned long long)coll->seq, idle_sec,
+             x->waiting == DFCCL_WAIT_SEND ? "a free slot at" : "data from", f->peer);
+    watch_break(coll, DFCCL_ERR_TIMEOUT, why);
+}
+
+void dfccl_watch_dump(const dfccl_coll_t *active)
+{
+    int n = 0;
+
+    for (const dfccl_coll_t *c = active; c != NULL; c = c->next) {
+        char what[160];
+        const dfccl_exec_t *x = &c->exec;
+        if (c->marker) continue;
+        dfccl_ident_describe(&c->ident, what, sizeof(what));
+        dfccl_error("pending: rank %d of comm %#llx (size %d): %s, priority %d, %s: round %llu"
+                    " of %llu, step %u of %u, %s rank %d, blocked %.3f s", c->comm->rank,
+                    (unsigned long long)c->comm->key, c->comm->size, what, c->priority,
+                    c->seq == c->comm->next_run_seq ? "running" : "behind an older one",
+                    (unsigned long long)x->round + 1, (unsigned long long)x->nrounds,
+                    x->step + 1, x->nsteps,
+                    x->waiting == DFCCL_WAIT_SEND ? "waiting for a free slot at" : "waiting for"
+                    " data from", x->waiting == DFCCL_WAIT_SEND ? x->send_fifo->peer
+                                                                : x->recv_fifo->peer,
+                    (double)c->blocked_ns / 1e9);
+        if (c->seq == c->comm->next_run_seq) watch_print_peers(c, "   ");
+        n++;
+    }
+    if (n == 0) dfccl_error("pending: nothing in this process's host engine");
+}
