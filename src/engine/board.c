@@ -40,7 +40,7 @@ void dfccl_ident_make(dfccl_ident_t *id, const dfccl_coll_args_t *args, int size
     id->type = (uint8_t)args->type;
     id->dtype = (uint8_t)args->dtype;
     id->op = (uint8_t)args->op;
-    id->rejected = rejected != DFCCL_OK;
+    id->rejected = rejected != DFCCL_OK ? DFCCL_IDENT_REJECTED : 0;
     id->reason = (int32_t)rejected;
     if (args->type == DFCCL_COLL_REDUCE_SCATTER)
         id->count = args->counts != NULL ? counts_digest(args->counts, size) : 0;
@@ -55,7 +55,10 @@ void dfccl_ident_describe(const dfccl_ident_t *id, char *buf, size_t len)
     const char *dtype = id->dtype < DFCCL_DTYPE_COUNT
                             ? dfccl_dtype_name((dfccl_dtype_t)id->dtype) : "?";
 
-    if (id->type == DFCCL_COLL_REDUCE_SCATTER)
+    if (id->rejected == DFCCL_IDENT_ELSEWHERE)
+        snprintf(buf, len, "%s #%llu (%llu bytes, carried outside the engine)", type,
+                 (unsigned long long)id->seq1 - 1, (unsigned long long)id->count);
+    else if (id->type == DFCCL_COLL_REDUCE_SCATTER)
         snprintf(buf, len, "%s #%llu (counts digest %016llx, %s, op %s)%s%s", type,
                  (unsigned long long)id->seq1 - 1, (unsigned long long)id->count, dtype,
                  dfccl_op_name((dfccl_op_t)id->op), id->rejected ? ", rejected: " : "",
@@ -72,7 +75,17 @@ void dfccl_ident_describe(const dfccl_ident_t *id, char *buf, size_t len)
 int dfccl_ident_differs(const dfccl_ident_t *mine, const dfccl_ident_t *theirs, char *what,
                         size_t len)
 {
-    if (theirs->rejected)
+    if (mine->rejected == DFCCL_IDENT_ELSEWHERE || theirs->rejected == DFCCL_IDENT_ELSEWHERE) {
+        if (mine->rejected != theirs->rejected)
+            snprintf(what, len, "one is carried by the engine, the other outside it (the ranks"
+                     " took different routes)");
+        else if (mine->type != theirs->type)
+            snprintf(what, len, "the collective differs");
+        else if (mine->count != theirs->count)
+            snprintf(what, len, "the byte count differs");
+        else
+            return 0;
+    } else if (theirs->rejected)
         snprintf(what, len, "its call failed there (%s) and moves no data",
                  dfccl_status_string((dfccl_status_t)theirs->reason));
     else if (mine->type != theirs->type)

@@ -28,6 +28,9 @@
 #define DFCCL_BOARD_IDENTS 96
 #define DFCCL_BOARD_WHY    320
 
+#define DFCCL_IDENT_REJECTED  1
+#define DFCCL_IDENT_ELSEWHERE 2
+
 typedef struct dfccl_ident {
     uint64_t seq1;      /* sequence number + 1; 0: no entry. Stored last. */
     uint64_t count;     /* allreduce: elements; allgather: elements per rank;
@@ -35,7 +38,9 @@ typedef struct dfccl_ident {
     uint8_t  type;      /* dfccl_coll_type_t */
     uint8_t  dtype;
     uint8_t  op;
-    uint8_t  rejected;  /* the call failed locally and moves nothing */
+    uint8_t  rejected;  /* DFCCL_IDENT_REJECTED: the call failed locally and moves
+                           nothing; DFCCL_IDENT_ELSEWHERE: the caller carries it
+                           outside the engine (count: its bytes) */
     int32_t  reason;    /* rejected: its dfccl_status_t */
 } dfccl_ident_t;
 

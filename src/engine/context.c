@@ -96,7 +96,7 @@ static dfccl_status_t coll_check_args(const dfccl_comm_t *comm, const dfccl_coll
  * collective about to be posted: the call fails at once (so that callers
  * that retry, as Open MPI's context-id agreement does, see an error rather
  * than a request that fails). A peer's failure breaks it here too. */
-static dfccl_status_t comm_post_check(dfccl_comm_t *comm)
+dfccl_status_t dfccl_comm_post_check(dfccl_comm_t *comm)
 {
     uint64_t seq = __atomic_load_n(&comm->next_seq, __ATOMIC_RELAXED), at;
     char why[DFCCL_BOARD_WHY], line[DFCCL_BOARD_WHY + 64];
@@ -116,27 +116,44 @@ static dfccl_status_t comm_post_check(dfccl_comm_t *comm)
     return DFCCL_OK;
 }
 
+uint64_t dfccl_coll_post_marker(dfccl_comm_t *comm, dfccl_ident_t *ident)
+{
+    dfccl_coll_t *marker = calloc(1, sizeof(*marker));
+    uint64_t seq = __atomic_fetch_add(&comm->next_seq, 1, __ATOMIC_RELAXED);
+
+    ident->seq1 = seq + 1;
+    dfccl_board_post(comm->board, seq, ident);
+    if (marker == NULL) {   /* its place must still be taken */
+        dfccl_error("rank %d of comm %#llx: out of memory for the place of #%llu: the"
+                    " communicator cannot be used further", comm->rank,
+                    (unsigned long long)comm->key, (unsigned long long)seq);
+        dfccl_board_break(comm->board, seq, DFCCL_ERR_NO_MEMORY, "out of memory");
+        __atomic_store_n(&comm->broken, DFCCL_ERR_NO_MEMORY, __ATOMIC_RELEASE);
+        return seq;
+    }
+    marker->marker = 1;
+    marker->type = (dfccl_coll_type_t)ident->type;
+    marker->seq = seq;
+    marker->ident = *ident;
+    __atomic_add_fetch(&comm->refs, 1, __ATOMIC_ACQ_REL);
+    marker->comm = comm;
+    dfccl_queue_push(&comm->context->submit, marker);
+    return seq;
+}
+
 /* A call that fails here still takes its place in the communicator's
  * order: its peers, which may have posted theirs, find it on our board and
  * fail theirs instead of pairing it with our next call. */
 static dfccl_status_t coll_post_rejected(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
                                          dfccl_status_t status)
 {
-    dfccl_coll_t *marker = calloc(1, sizeof(*marker));
+    dfccl_ident_t ident;
     char what[160];
 
-    if (marker == NULL) return status;
-    marker->marker = 1;
-    marker->type = args->type;
-    marker->seq = __atomic_fetch_add(&comm->next_seq, 1, __ATOMIC_RELAXED);
-    dfccl_ident_make(&marker->ident, args, comm->size, status);
-    marker->ident.seq1 = marker->seq + 1;
-    dfccl_board_post(comm->board, marker->seq, &marker->ident);
-    dfccl_ident_describe(&marker->ident, what, sizeof(what));
+    dfccl_ident_make(&ident, args, comm->size, status);
+    dfccl_coll_post_marker(comm, &ident);
+    dfccl_ident_describe(&ident, what, sizeof(what));
     dfccl_info("rank %d of comm %#llx: %s", comm->rank, (unsigned long long)comm->key, what);
-    __atomic_add_fetch(&comm->refs, 1, __ATOMIC_ACQ_REL);
-    marker->comm = comm;
-    dfccl_queue_push(&comm->context->submit, marker);
     return status;
 }
 
@@ -152,7 +169,7 @@ dfccl_status_t dfccl_coll_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args
 
     if (comm == NULL || args == NULL) return DFCCL_ERR_INVALID_PARAM;
     if (comm->gpu == NULL) {
-        status = comm_post_check(comm);
+        status = dfccl_comm_post_check(comm);
         if (status != DFCCL_OK) return status;
     }
     status = coll_check_args(comm, args, &total);

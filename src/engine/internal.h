@@ -74,6 +74,12 @@ struct dfccl_context {
 };
 
 void dfccl_comm_release(dfccl_comm_t *comm);
+/* context.c: DFCCL_OK, or why a post on this host communicator fails at once
+ * (it broke here, or a peer broke before this collective). */
+dfccl_status_t dfccl_comm_post_check(dfccl_comm_t *comm);
+/* Takes the next place in the communicator's order for a call that moves
+ * nothing here (ident: rejected or carried elsewhere); returns its number. */
+uint64_t dfccl_coll_post_marker(dfccl_comm_t *comm, dfccl_ident_t *ident);
 void dfccl_daemon_start(dfccl_context_t *context);
 void *dfccl_daemon_main(void *arg);
 

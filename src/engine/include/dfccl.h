@@ -224,6 +224,20 @@ typedef struct dfccl_coll_args {
  * order is allowed. Returns at once. */
 dfccl_status_t dfccl_coll_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args);
 
+/*
+ * A call that the caller carries outside the engine (its fallback) on a
+ * communicator whose other calls the engine carries: it takes its place in
+ * the communicator's order, and returns DFCCL_OK once every rank has
+ * declared the same call (type, bytes) carried outside too, so the caller
+ * may go ahead. When some rank carries it in the engine, or declares
+ * another call, it returns DFCCL_ERR_MISMATCH (and that rank fails too)
+ * instead of letting the two routes wait for each other forever; a peer
+ * that failed or is gone gives DFCCL_ERR_PEER_FAILED, and no answer within
+ * the timeout DFCCL_ERR_TIMEOUT. Blocks the caller meanwhile. GPU
+ * communicators: DFCCL_OK at once.
+ */
+dfccl_status_t dfccl_coll_elsewhere(dfccl_comm_t *comm, dfccl_coll_type_t type, uint64_t bytes);
+
 typedef struct dfccl_completion {
     void          *user;
     dfccl_status_t status;

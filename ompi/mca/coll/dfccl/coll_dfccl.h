@@ -165,7 +165,8 @@ static inline uint64_t mca_coll_dfccl_now_ns(void)
 /* types: MPI (datatype, op) -> engine; false when the engine does not carry it */
 bool mca_coll_dfccl_map_reduction(ompi_datatype_t *dtype, struct ompi_op_t *op,
                                   dfccl_dtype_t *engine_dtype, dfccl_op_t *engine_op);
-bool mca_coll_dfccl_map_gather_type(ompi_datatype_t *dtype, int count, size_t *bytes);
+bool mca_coll_dfccl_map_gather_type(ompi_datatype_t *dtype, int count, size_t *bytes,
+                                    ptrdiff_t *offset);
 void mca_coll_dfccl_types_init(void);
 
 /* memory kind: true for CUDA device memory (the driver is asked if loaded) */

@@ -4,6 +4,7 @@
  * communicator) plus MCA settings that must be equal everywhere, so all
  * ranks take the same path: the engine, or the saved function below us.
  */
+#include <limits.h>
 #include <stdlib.h>
 #include "coll_dfccl.h"
 #include "opal/runtime/opal_progress.h"
@@ -93,6 +94,33 @@ static int dfccl_priority_of(ompi_communicator_t *comm)
             OPAL_SUCCESS && flag)
         return atoi(value);
     return mca_coll_dfccl_component.default_priority;
+}
+
+/*
+ * A call that takes the stock path on a communicator whose calls the host
+ * engine carries (host_buffers=engine): the ranks first agree that all of
+ * them take it (dfccl_coll_elsewhere), so that a call routed differently on
+ * some rank (a user-defined op on one rank only, type descriptions that the
+ * engine carries on some ranks only) fails on every rank instead of leaving
+ * the stock side waiting forever. bytes: the call's data per rank as the
+ * type signature gives it; a negative count is left to the stock path.
+ */
+static int dfccl_fallback_agree(mca_coll_dfccl_module_t *m, dfccl_coll_type_t type, int count,
+                                ompi_datatype_t *dtype, int factor)
+{
+    size_t size = 0;
+    dfccl_status_t status;
+
+    if (mca_coll_dfccl_component.host_buffers != MCA_COLL_DFCCL_HOST_BUFFERS_ENGINE ||
+        m->gpu_agreed || m->engine_state != MCA_COLL_DFCCL_ENGINE_READY || m->engine_comm == NULL ||
+        count < 0 || dtype == NULL || dtype == MPI_DATATYPE_NULL)
+        return OMPI_SUCCESS;
+    ompi_datatype_type_size(dtype, &size);
+    status = dfccl_coll_elsewhere(m->engine_comm, type, (uint64_t)count * size * (uint64_t)factor);
+    if (status == DFCCL_OK) return OMPI_SUCCESS;
+    DFCCL_VERBOSE(1, "%s on comm %s: the ranks did not agree on the stock path: %s",
+                  dfccl_coll_type_name(type), m->comm->c_name, dfccl_status_string(status));
+    return mca_coll_dfccl_request_error(status);
 }
 
 /* Posts to the engine (host or GPU side, per route); blocking calls
@@ -193,6 +221,8 @@ int mca_coll_dfccl_allreduce(const void *sbuf, void *rbuf, int count, ompi_datat
         rc = dfccl_run(m, route, &args, NULL);
         if (rc != DFCCL_FALLBACK) return rc;
     }
+    rc = dfccl_fallback_agree(m, DFCCL_COLL_ALLREDUCE, count, dtype, 1);
+    if (rc != OMPI_SUCCESS) return rc;
     return m->previous_allreduce(sbuf, rbuf, count, dtype, op, comm, m->previous_allreduce_module);
 }
 
@@ -209,24 +239,31 @@ int mca_coll_dfccl_iallreduce(const void *sbuf, void *rbuf, int count, ompi_data
         rc = dfccl_run(m, route, &args, request);
         if (rc != DFCCL_FALLBACK) return rc;
     }
+    rc = dfccl_fallback_agree(m, DFCCL_COLL_ALLREDUCE, count, dtype, 1);
+    if (rc != OMPI_SUCCESS) return rc;
     return m->previous_iallreduce(sbuf, rbuf, count, dtype, op, comm, request,
                                   m->previous_iallreduce_module);
 }
 
-/* Allgather carries bytes: same predefined type and count on both sides. */
+/* Allgather carries bytes: contiguous layouts whose byte counts agree on
+ * both sides, whatever datatypes describe them (MPI matches signatures). */
 static bool dfccl_prepare_allgather(const mca_coll_dfccl_module_t *m, const void *sbuf, int scount,
                                     ompi_datatype_t *sdtype, void *rbuf, int rcount,
                                     ompi_datatype_t *rdtype, dfccl_coll_args_t *args,
                                     dfccl_route_t *route)
 {
-    size_t bytes;
+    size_t bytes, send_bytes;
+    ptrdiff_t roff, soff = 0;
 
     if (rcount < 0 || (*route = dfccl_route(m, sbuf, rbuf)).path == DFCCL_ROUTE_STOCK) return false;
-    if (sbuf != MPI_IN_PLACE && (sdtype != rdtype || scount != rcount)) return false;
-    if (!mca_coll_dfccl_map_gather_type(rdtype, rcount, &bytes)) return false;
+    if (!mca_coll_dfccl_map_gather_type(rdtype, rcount, &bytes, &roff)) return false;
+    if (sbuf != MPI_IN_PLACE &&
+        (!mca_coll_dfccl_map_gather_type(sdtype, scount, &send_bytes, &soff) ||
+         send_bytes != bytes))
+        return false;
     args->type = DFCCL_COLL_ALLGATHER;
-    args->sendbuf = sbuf == MPI_IN_PLACE ? DFCCL_IN_PLACE : sbuf;
-    args->recvbuf = rbuf;
+    args->sendbuf = sbuf == MPI_IN_PLACE ? DFCCL_IN_PLACE : (const char *)sbuf + soff;
+    args->recvbuf = (char *)rbuf + roff;
     args->count = bytes;
     args->counts = NULL;
     args->dtype = DFCCL_BYTE;
@@ -247,6 +284,8 @@ int mca_coll_dfccl_allgather(const void *sbuf, int scount, ompi_datatype_t *sdty
         rc = dfccl_run(m, route, &args, NULL);
         if (rc != DFCCL_FALLBACK) return rc;
     }
+    rc = dfccl_fallback_agree(m, DFCCL_COLL_ALLGATHER, rcount, rdtype, 1);
+    if (rc != OMPI_SUCCESS) return rc;
     return m->previous_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
                                  m->previous_allgather_module);
 }
@@ -264,6 +303,8 @@ int mca_coll_dfccl_iallgather(const void *sbuf, int scount, ompi_datatype_t *sdt
         rc = dfccl_run(m, route, &args, request);
         if (rc != DFCCL_FALLBACK) return rc;
     }
+    rc = dfccl_fallback_agree(m, DFCCL_COLL_ALLGATHER, rcount, rdtype, 1);
+    if (rc != OMPI_SUCCESS) return rc;
     return m->previous_iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
                                   m->previous_iallgather_module);
 }
@@ -308,6 +349,15 @@ static int dfccl_reduce_scatter_any(const void *sbuf, void *rbuf, const int *rco
                                      &route))
         rc = dfccl_run(m, route, &args, request);
     free(counts);
+    if (rc == DFCCL_FALLBACK) {
+        int total = 0;
+        for (int i = 0; i < size && total >= 0; i++) {
+            int c = rcounts ? rcounts[i] : rcount;
+            total = c < 0 || total > INT_MAX - c ? -1 : total + c;
+        }
+        rc = dfccl_fallback_agree(m, DFCCL_COLL_REDUCE_SCATTER, total, dtype, 1);
+        if (rc == OMPI_SUCCESS) rc = DFCCL_FALLBACK;
+    }
     *fallback = rc == DFCCL_FALLBACK;
     return rc;
 }

@@ -94,16 +94,23 @@ bool mca_coll_dfccl_map_reduction(ompi_datatype_t *dtype, struct ompi_op_t *op,
     return dfccl_op_supported(*engine_op, *engine_dtype) != 0;
 }
 
-/* Allgather moves bytes, but only of the datatypes the engine knows (the
- * reductions' list, MPI_BYTE) and MPI_CHAR. */
-bool mca_coll_dfccl_map_gather_type(ompi_datatype_t *dtype, int count, size_t *bytes)
+/* Allgather moves bytes: any datatype whose `count` elements lie contiguous
+ * in memory (predefined, or derived like MPI_Type_contiguous(4, MPI_DOUBLE)),
+ * so that ranks describing the same data differently take the same route.
+ * *offset: where the data starts relative to the buffer (the true lower
+ * bound). Non-contiguous layouts take the stock path. */
+bool mca_coll_dfccl_map_gather_type(ompi_datatype_t *dtype, int count, size_t *bytes,
+                                    ptrdiff_t *offset)
 {
-    dfccl_dtype_t ignored;
+    ptrdiff_t true_lb = 0, true_extent = 0;
     size_t size;
 
-    if (dtype == NULL || count < 0) return false;
-    if ((MPI_Datatype)dtype != MPI_CHAR && !lookup_type(dtype, &ignored)) return false;
+    if (dtype == NULL || (MPI_Datatype)dtype == MPI_DATATYPE_NULL || count < 0) return false;
     ompi_datatype_type_size(dtype, &size);
+    if (count > 0 && size > 0 && !ompi_datatype_is_contiguous_memory_layout(dtype, count))
+        return false;
+    ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
     *bytes = size * (size_t)count;
+    *offset = *bytes > 0 ? true_lb : 0;
     return true;
 }
