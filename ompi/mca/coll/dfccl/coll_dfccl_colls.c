@@ -172,8 +172,14 @@ static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_route_t route, dfccl_coll
         if (status != DFCCL_OK) {
             opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, -1);
             opal_atomic_add_fetch_32(&mca_coll_dfccl_component.host_in_flight, -1);
-            DFCCL_ERROR("%s on comm %s not posted: %s", dfccl_coll_type_name(args->type),
-                        m->comm->c_name, dfccl_status_string(status));
+            /* a communicator that broke was said once, where it broke */
+            if (status == DFCCL_ERR_BROKEN || status == DFCCL_ERR_PEER_FAILED)
+                DFCCL_VERBOSE(1, "%s on comm %s fails at once: %s",
+                              dfccl_coll_type_name(args->type), m->comm->c_name,
+                              dfccl_status_string(status));
+            else
+                DFCCL_ERROR("%s on comm %s not posted: %s", dfccl_coll_type_name(args->type),
+                            m->comm->c_name, dfccl_status_string(status));
             mca_coll_dfccl_request_release(req);
             mca_coll_dfccl_request_release(req);
             return mca_coll_dfccl_request_error(status);

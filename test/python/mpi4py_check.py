@@ -1,0 +1,666 @@
+#!/usr/bin/python3
+"""mpi4py_check.py - MPI semantics through coll/dfccl, checked with mpi4py + NumPy.
+
+Run under mpirun with Debian's /usr/bin/python3 (python3-mpi4py,
+python3-numpy); test/python/mpi4py_check.sh is the `make check` wrapper.
+
+Every case builds each member's input from a deterministic hash of (case
+number, member rank), so every rank knows all inputs and computes the
+expected result with NumPy; inputs are integer-valued and ranged so that
+every result is exact in any order of reduction. Checked per call:
+
+  result   the receive buffer's result (bit-exact for allgather)
+  guard    elements after the receive span keep their poison
+  sendbuf  a separate send buffer is unchanged
+  tail     in-place reduce-scatter(-block): the elements past the rank's own
+           result block still hold what the caller wrote
+
+Phases (the same calls, in the same order, on every rank):
+
+  matrix     every (dtype, op) dfccl carries x allreduce, reduce_scatter
+             (unequal counts with zeros), reduce_scatter_block, and every
+             dtype x allgather, on COMM_WORLD, a dup, an even/odd split and
+             a reversed-order split; blocking/nonblocking and in place or
+             not rotate over the four communicators, so each (collective,
+             dtype, op) sees all four; small counts; the MPI type is the one
+             mpi4py infers from the array or an explicit fixed-width alias
+  counts     counts 0, 1 and 7 (and a one-rank-only reduce_scatter) for the
+             four collectives x blocking x in place x communicators
+  large      one count over 1 MiB per collective x blocking x in place
+  overlap    nonblocking calls on all four communicators outstanding at once
+  fallback   what must go to Open MPI's own code: a user-defined op,
+             MAXLOC/MINLOC on MPI.DOUBLE_INT, complex128 SUM, a derived
+             contiguous datatype (and mixed send/receive types) in allgather
+
+Each failed check prints one line (rank, communicator, collective, check,
+dtype/MPI type, op, in place, nonblocking, count, first wrong index,
+expected and got). The last line on rank 0 is
+"mpi4py_check: N passed, M failed" (sums over all ranks, gathered with an
+allreduce on COMM_WORLD); the exit status is non-zero when M > 0.
+"""
+import sys
+import time
+import traceback
+
+import numpy as np
+from mpi4py import MPI
+
+PROG = "mpi4py_check"
+WORLD = MPI.COMM_WORLD
+WRANK = WORLD.Get_rank()
+WSIZE = WORLD.Get_size()
+GUARD = 8          # poisoned elements after each receive span
+POISON = 0xA5      # byte value of the poison
+MIB = 1 << 20
+
+
+def _abort_on_exception(etype, value, tb):
+    """A bug in this script must not leave the other ranks waiting."""
+    sys.stdout.flush()
+    sys.stderr.write("%s: rank %d: unexpected exception:\n" % (PROG, WRANK))
+    traceback.print_exception(etype, value, tb)
+    sys.stderr.flush()
+    WORLD.Abort(3)
+
+
+sys.excepthook = _abort_on_exception
+
+
+# ---------------------------------------------------------------- types, ops
+
+class DType:
+    """A NumPy dtype and the MPI types it may be sent as: None means the
+    type mpi4py infers from the array; the others are explicit aliases."""
+
+    def __init__(self, name, np_type, kind, mpi_choices, ops):
+        self.name = name
+        self.np = np.dtype(np_type)
+        self.kind = kind            # 'i', 'u', 'f', 'b' (C bool), 'x' (MPI.BYTE), 'c' (MPI.CHAR)
+        self.mpi_choices = mpi_choices
+        self.ops = ops
+
+
+ARITH = ["SUM", "PROD", "MIN", "MAX"]
+LOGIC = ["LAND", "LOR", "LXOR"]
+BITS = ["BAND", "BOR", "BXOR"]
+INT_OPS = ARITH + LOGIC + BITS
+
+DTYPES = [
+    DType("int8", np.int8, "i", [None, MPI.INT8_T], INT_OPS),
+    DType("uint8", np.uint8, "u", [None, MPI.UINT8_T], INT_OPS),
+    DType("int16", np.int16, "i", [None, MPI.INT16_T], INT_OPS),
+    DType("uint16", np.uint16, "u", [None, MPI.UINT16_T], INT_OPS),
+    DType("int32", np.int32, "i", [None, MPI.INT32_T], INT_OPS),
+    DType("uint32", np.uint32, "u", [None, MPI.UINT32_T], INT_OPS),
+    DType("int64", np.int64, "i", [None, MPI.INT64_T, MPI.LONG_LONG], INT_OPS),
+    DType("uint64", np.uint64, "u", [None, MPI.UINT64_T, MPI.UNSIGNED_LONG_LONG], INT_OPS),
+    DType("float32", np.float32, "f", [None, MPI.FLOAT], ARITH),
+    DType("float64", np.float64, "f", [None, MPI.DOUBLE], ARITH),
+    DType("bool", np.bool_, "b", [None, MPI.C_BOOL], LOGIC),
+    DType("byte", np.uint8, "x", [MPI.BYTE], BITS),
+]
+CHAR = DType("char", "S1", "c", [None, MPI.CHAR], [])   # allgather only
+DT = {t.name: t for t in DTYPES}
+GATHER_TYPES = DTYPES + [CHAR]
+PAIRS = [(t, op) for t in DTYPES for op in t.ops]
+
+
+def mpi_type_of(t, choice):
+    if choice is not None:
+        return choice
+    return MPI._typedict[t.np.char] if t.kind != "c" else MPI.CHAR
+
+
+def mpi_name(t, choice):
+    name = mpi_type_of(t, choice).Get_name()
+    return "%s/%s%s" % (t.name, name, "" if choice is not None else "(auto)")
+
+
+# --------------------------------------------------------------- input values
+
+_M1 = np.uint64(0x9E3779B97F4A7C15)
+_M2 = np.uint64(0xBF58476D1CE4E5B9)
+_M3 = np.uint64(0x94D049BB133111EB)
+
+
+def hash_bits(n, seed):
+    """n pseudo-random 64-bit words (splitmix64 of index + seed), vectorized."""
+    with np.errstate(over="ignore"):
+        z = np.arange(n, dtype=np.uint64) + np.uint64(seed & 0xFFFFFFFFFFFFFFFF)
+        z *= _M1
+        z ^= z >> np.uint64(30)
+        z *= _M2
+        z ^= z >> np.uint64(27)
+        z *= _M3
+        z ^= z >> np.uint64(31)
+    return z
+
+
+def uniform_int(bits, lo, hi):
+    """Integers in [lo, hi] (inclusive) as int64 from the low 62 bits."""
+    span = hi - lo + 1
+    low = (bits & np.uint64((1 << 62) - 1)).astype(np.int64)
+    return low % span + lo
+
+
+def fraction(bits, p):
+    """True with probability about p, from the high bits."""
+    return (bits >> np.uint64(40)).astype(np.int64) % 1000 < int(p * 1000)
+
+
+def make_input(t, op, n, size, seed):
+    """One member's input: n elements of t for op (None: allgather) such that
+    the reduction over `size` members is exact and meaningful."""
+    bits = hash_bits(n, seed)
+    dt = t.np
+    if t.kind == "c":
+        return (uniform_int(bits, 33, 126)).astype(np.uint8).view("S1")
+    if op is None or (t.kind in "x" and op in BITS):
+        if t.kind == "f":
+            m = 1 << (24 if dt.itemsize == 4 else 53)
+            return uniform_int(bits, -m, m).astype(dt)
+        if t.kind == "b":
+            return (bits & np.uint64(1)).astype(np.bool_)
+        return bits.astype(dt)          # full range, every bit pattern
+    if t.kind == "b":                   # logical ops: about half of the
+        p0 = 1.0 - 0.5 ** (1.0 / size)  # elements' LAND and LOR vary
+        return ~fraction(bits, p0)
+    if op in BITS:
+        return bits.astype(dt)
+    if op in LOGIC:                     # zero or any non-zero value
+        p0 = 1.0 - 0.5 ** (1.0 / size)
+        v = bits.astype(dt)
+        v[v == 0] = 1
+        v[fraction(bits, p0)] = 0
+        return v
+    if t.kind == "f":
+        top = float(1 << (24 if dt.itemsize == 4 else 53))
+    else:
+        info = np.iinfo(dt)
+        top = float(info.max)
+    if op == "SUM":                     # partial sums never leave the range
+        lim = int(top) // max(size, 1)
+        lo = 0 if t.kind == "u" else -lim
+        return uniform_int(bits, lo, lim).astype(dt)
+    if op == "PROD":                    # factors -1, 1, 2 while 2**size fits
+        two = 2.0 ** size <= top
+        choices = [1, 2] if t.kind == "u" else [-1, 1, 2]
+        if not two:
+            choices = [1] if t.kind == "u" else [-1, 1]
+        idx = uniform_int(bits, 0, len(choices) - 1)
+        return np.asarray(choices, dtype=dt)[idx]
+    # MIN, MAX: the whole range of the type
+    if t.kind == "f":
+        m = int(top)
+        return uniform_int(bits, -m, m).astype(dt)
+    return bits.astype(dt)
+
+
+def reduce_ref(stack, t, op):
+    """The expected reduction over axis 0 of a (members, n) stack. With one
+    member no operation is applied: the result is the input (a logical op
+    does not turn 5 into 1 there)."""
+    dt = t.np
+    if stack.shape[0] == 1:
+        return stack[0].copy()
+    if op == "SUM":
+        return np.sum(stack, axis=0, dtype=dt)
+    if op == "PROD":
+        return np.prod(stack, axis=0, dtype=dt)
+    if op == "MIN":
+        return np.min(stack, axis=0) if stack.shape[1] else stack[0]
+    if op == "MAX":
+        return np.max(stack, axis=0) if stack.shape[1] else stack[0]
+    if op in LOGIC:
+        f = {"LAND": np.logical_and, "LOR": np.logical_or, "LXOR": np.logical_xor}[op]
+        return f.reduce(stack != 0, axis=0).astype(dt)
+    f = {"BAND": np.bitwise_and, "BOR": np.bitwise_or, "BXOR": np.bitwise_xor}[op]
+    return f.reduce(stack, axis=0).astype(dt)
+
+
+def poisoned(n, dt):
+    a = np.empty(n, dtype=dt)
+    a.view(np.uint8)[:] = POISON
+    return a
+
+
+def first_diff(got, exp, bitwise):
+    """Index of the first element that differs, or -1."""
+    if bitwise or got.dtype.kind in "bSx":
+        g = got.view(np.uint8).reshape(len(got), -1) if len(got) else got.view(np.uint8)
+        e = exp.view(np.uint8).reshape(len(exp), -1) if len(exp) else exp.view(np.uint8)
+        bad = np.flatnonzero(np.any(g != e, axis=1)) if len(got) else []
+    else:
+        bad = np.flatnonzero(got != exp)
+    return int(bad[0]) if len(bad) else -1
+
+
+# ------------------------------------------------------------------- results
+
+class Tally:
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+
+    def check(self, desc, what, got, exp, bitwise=False, offset=0):
+        """One check: got must equal exp; on a mismatch print one line."""
+        if len(got) != len(exp):
+            self.fail(desc, what, "length %d, expected %d" % (len(got), len(exp)))
+            return
+        i = first_diff(got, exp, bitwise)
+        if i < 0:
+            self.passed += 1
+        else:
+            self.fail(desc, what, "first wrong index %d: expected %r, got %r"
+                      % (i + offset, exp[i].item(), got[i].item()))
+
+    def fail(self, desc, what, detail):
+        self.failed += 1
+        print("FAIL %s: rank %d %s check=%s: %s" % (PROG, WRANK, desc, what, detail), flush=True)
+
+
+TALLY = Tally()
+
+
+# -------------------------------------------------------------- communicators
+
+class Comm:
+    def __init__(self, label, comm):
+        self.comm = comm
+        self.rank = comm.Get_rank()
+        self.size = comm.Get_size()
+        self.label = "%s(rank %d of %d)" % (label, self.rank, self.size)
+
+
+def make_comms():
+    comms = [Comm("world", WORLD)]
+    comms.append(Comm("dup", WORLD.Dup()))
+    comms.append(Comm("split_parity%d" % (WRANK % 2), WORLD.Split(WRANK % 2, WRANK)))
+    comms.append(Comm("split_reversed", WORLD.Split(0, WSIZE - 1 - WRANK)))
+    return comms
+
+
+# ---------------------------------------------------------------------- cases
+
+COLLS = ["allreduce", "allgather", "reduce_scatter", "reduce_scatter_block"]
+
+_SEQ = [0]
+
+
+def next_seq():
+    _SEQ[0] += 1
+    return _SEQ[0]
+
+
+def rs_counts(c, size, shape):
+    """reduce_scatter's recvcounts: 'mixed' = unequal with zeros
+    (c, 0, c+2, c+3, 0, ...), 'onehot' = only the last rank receives c."""
+    if shape == "onehot":
+        return [c if i == size - 1 else 0 for i in range(size)]
+    if c == 0:
+        return [0] * size
+    return [0 if i % 3 == 1 else c + i for i in range(size)]
+
+
+def spec(buf, mpitype):
+    return buf if mpitype is None else [buf, mpitype]
+
+
+class Case:
+    """One collective call with its own buffers; start() issues it (returns
+    the request of a nonblocking call), finish() checks it."""
+
+    def __init__(self, cx, coll, t, choice, op, count, inplace, nonblocking,
+                 shape="mixed"):
+        self.cx, self.coll, self.t, self.choice = cx, coll, t, choice
+        self.op, self.count, self.inplace, self.nonblocking = op, count, inplace, nonblocking
+        self.seq = next_seq()
+        size, rank = cx.size, cx.rank
+        dt = t.np
+        self.counts = None
+        if coll == "allgather":
+            n_in = count
+        elif coll == "allreduce":
+            n_in = count
+        else:
+            self.counts = (rs_counts(count, size, shape) if coll == "reduce_scatter"
+                           else [count] * size)
+            n_in = sum(self.counts)
+        inputs = [make_input(t, op, n_in, size, self.seq * 1000003 + j) for j in range(size)]
+        mine = inputs[rank]
+        if coll == "allgather":
+            self.expected = np.concatenate(inputs) if size else mine
+            n_out = count * size
+        else:
+            full = reduce_ref(np.stack(inputs), t, op)
+            if coll == "allreduce":
+                self.expected = full
+                n_out = count
+            else:
+                off = sum(self.counts[:rank])
+                self.expected = full[off:off + self.counts[rank]]
+                n_out = self.counts[rank]
+        self.mine = mine
+        # receive buffers: the span MPI is given, then GUARD poisoned elements
+        if inplace:
+            span = n_out if coll != "reduce_scatter" and coll != "reduce_scatter_block" else n_in
+            self.rbuf_all = poisoned(span + GUARD, dt)
+            if coll == "allgather":
+                self.rbuf_all[rank * count:(rank + 1) * count] = mine
+            else:
+                self.rbuf_all[:n_in] = mine
+            self.sbuf = None
+        else:
+            span = n_out
+            self.rbuf_all = poisoned(span + GUARD, dt)
+            self.sbuf = mine.copy()
+        self.span = span
+        self.rbuf = self.rbuf_all[:span]
+        self.mpitype = choice
+        op_obj = getattr(MPI, op) if op else None
+        self.op_obj = op_obj
+
+    def describe(self):
+        extra = ""
+        if self.coll == "reduce_scatter":
+            extra = " recvcounts=%s" % (self.counts,)
+        return ("comm=%s coll=%s dtype=%s op=%s inplace=%d nonblocking=%d count=%d%s" %
+                (self.cx.label, self.coll, mpi_name(self.t, self.choice), self.op or "-",
+                 self.inplace, self.nonblocking, self.count, extra))
+
+    def start(self):
+        c = self.cx.comm
+        nb = self.nonblocking
+        s = MPI.IN_PLACE if self.inplace else spec(self.sbuf, self.mpitype)
+        r = spec(self.rbuf, self.mpitype)
+        if self.coll == "allreduce":
+            return (c.Iallreduce if nb else c.Allreduce)(s, r, self.op_obj)
+        if self.coll == "allgather":
+            return (c.Iallgather if nb else c.Allgather)(s, r)
+        if self.coll == "reduce_scatter":
+            return (c.Ireduce_scatter if nb else c.Reduce_scatter)(s, r, self.counts, self.op_obj)
+        return (c.Ireduce_scatter_block if nb else c.Reduce_scatter_block)(s, r, self.op_obj)
+
+    def finish(self):
+        desc = self.describe()
+        bitwise = self.coll == "allgather"
+        n_res = len(self.expected)
+        TALLY.check(desc, "result", self.rbuf[:n_res], self.expected, bitwise)
+        TALLY.check(desc, "guard", self.rbuf_all[self.span:], poisoned(GUARD, self.t.np), True,
+                    offset=self.span)
+        if self.sbuf is not None:
+            TALLY.check(desc, "sendbuf", self.sbuf, self.mine, True)
+        if self.inplace and self.coll in ("reduce_scatter", "reduce_scatter_block"):
+            TALLY.check(desc, "tail", self.rbuf[n_res:], self.mine[n_res:], True, offset=n_res)
+
+
+def run_case(case):
+    """Issue, complete and check one case; an MPI error is one failure."""
+    try:
+        req = case.start()
+        if req is not None:
+            req.Wait()
+    except MPI.Exception as e:
+        TALLY.fail(case.describe(), "call", "MPI error: %s" % e.Get_error_string())
+        return
+    case.finish()
+
+
+# --------------------------------------------------------------------- phases
+
+def phase_matrix(comms):
+    small = [1, 5, 17, 64]
+    for ci, cx in enumerate(comms):
+        for k, coll in enumerate(["allreduce", "reduce_scatter", "reduce_scatter_block"]):
+            for p, (t, op) in enumerate(PAIRS):
+                mode = (p + ci) % 4          # over the 4 comms: all 4 modes
+                choice = t.mpi_choices[(ci // 2 + p + k) % len(t.mpi_choices)]
+                count = small[(p + k + ci) % len(small)]
+                run_case(Case(cx, coll, t, choice, op, count, mode >> 1, mode & 1))
+        for p, t in enumerate(GATHER_TYPES):
+            for mode in range(4):
+                choice = t.mpi_choices[(p + mode + ci) % len(t.mpi_choices)]
+                count = small[(p + mode + ci) % len(small)]
+                run_case(Case(cx, "allgather", t, choice, None, count, mode >> 1, mode & 1))
+
+
+COUNT_PAIRS = [("int32", "SUM"), ("float64", "MAX"), ("uint8", "BXOR"), ("int64", "PROD"),
+               ("float32", "MIN"), ("bool", "LXOR"), ("byte", "BOR"), ("uint16", "LAND"),
+               ("int8", "SUM"), ("uint64", "MIN"), ("int16", "BAND"), ("uint32", "LOR")]
+
+
+def phase_counts(comms):
+    i = 0
+    for cx in comms:
+        for coll in COLLS:
+            for mode in range(4):
+                shapes = ["mixed", "onehot"] if coll == "reduce_scatter" else ["mixed"]
+                for count in (0, 1, 7):
+                    for shape in shapes:
+                        if shape == "onehot" and count == 0:
+                            continue
+                        tname, op = COUNT_PAIRS[i % len(COUNT_PAIRS)]
+                        i += 1
+                        t = DT[tname]
+                        run_case(Case(cx, coll, t, t.mpi_choices[i % len(t.mpi_choices)],
+                                      None if coll == "allgather" else op, count,
+                                      mode >> 1, mode & 1, shape))
+
+
+LARGE_PAIRS = [("float64", "SUM"), ("int32", "MAX"), ("uint8", "BXOR"), ("int64", "SUM"),
+               ("float32", "PROD"), ("bool", "LOR"), ("int16", "MIN"), ("byte", "BAND")]
+
+
+def phase_large(comms):
+    """A count over 1 MiB for each collective x mode, the communicators in
+    turn (the four modes of each collective spread over them)."""
+    i = 0
+    for coll in COLLS:
+        for mode in range(4):
+            cx = comms[(mode + COLLS.index(coll)) % len(comms)]
+            tname, op = LARGE_PAIRS[i % len(LARGE_PAIRS)]
+            i += 1
+            t = DT[tname]
+            count = MIB // t.np.itemsize + 37       # just over 1 MiB, odd
+            run_case(Case(cx, coll, t, t.mpi_choices[0],
+                          None if coll == "allgather" else op, count, mode >> 1, mode & 1))
+
+
+def phase_overlap(comms):
+    """Nonblocking calls on all communicators outstanding together, waited
+    for in reverse order; twice, with the collectives rotated."""
+    plans = [("int32", "SUM", 9), ("float64", "MIN", 300), ("uint8", "BOR", 4099),
+             ("int64", "BXOR", 33)]
+    for rnd in range(2):
+        cases = []
+        for ci, cx in enumerate(comms):
+            coll = COLLS[(ci + rnd) % len(COLLS)]
+            tname, op, count = plans[(ci + rnd) % len(plans)]
+            t = DT[tname]
+            cases.append(Case(cx, coll, t, None, None if coll == "allgather" else op, count,
+                              (ci + rnd) % 2, True))
+        reqs = []
+        errors = {}
+        for case in cases:
+            try:
+                reqs.append(case.start())
+            except MPI.Exception as e:
+                errors[id(case)] = e
+                reqs.append(None)
+        for case, req in reversed(list(zip(cases, reqs))):
+            if req is None:
+                continue
+            try:
+                req.Wait()
+            except MPI.Exception as e:
+                errors[id(case)] = e
+        for case in cases:
+            if id(case) in errors:
+                TALLY.fail(case.describe(), "call",
+                           "MPI error: %s" % errors[id(case)].Get_error_string())
+            else:
+                case.finish()
+
+
+# ------------------------------------------------------------------ fallbacks
+
+def _mod7(inbuf, inoutbuf, datatype):
+    a = np.frombuffer(inbuf, dtype=np.int32)
+    b = np.frombuffer(inoutbuf, dtype=np.int32)
+    b[:] = (a + b) % 7
+
+
+MOD7 = None
+
+
+def fallback_call(desc, fn):
+    try:
+        req = fn()
+        if req is not None:
+            req.Wait()
+        return True
+    except MPI.Exception as e:
+        TALLY.fail(desc, "call", "MPI error: %s" % e.Get_error_string())
+        return False
+
+
+def phase_fallback(comms):
+    global MOD7
+    MOD7 = MPI.Op.Create(_mod7, commute=True)
+    for ci, cx in enumerate(comms):
+        c, size, rank = cx.comm, cx.size, cx.rank
+
+        # user-defined commutative op: (a + b) mod 7, inputs in [0, 7)
+        for inplace in (0, 1):
+            for nb in (0, 1):
+                seq = next_seq()
+                n = 11 + ci
+                ins = [uniform_int(hash_bits(n, seq * 7919 + j), 0, 6).astype(np.int32)
+                       for j in range(size)]
+                exp = np.sum(np.stack(ins), axis=0) % 7 if size > 1 else ins[0]
+                desc = ("comm=%s coll=allreduce dtype=int32/MPI_INT op=user(mod7) inplace=%d "
+                        "nonblocking=%d count=%d" % (cx.label, inplace, nb, n))
+                r = ins[rank].copy() if inplace else poisoned(n, np.int32)
+                s = MPI.IN_PLACE if inplace else ins[rank].copy()
+                if fallback_call(desc, lambda: (c.Iallreduce if nb else c.Allreduce)(s, r, MOD7)):
+                    TALLY.check(desc, "result", r, exp.astype(np.int32))
+        # ... and in reduce_scatter_block, in place (the tail must stay)
+        seq = next_seq()
+        blk = 3
+        ins = [uniform_int(hash_bits(blk * size, seq * 7919 + j), 0, 6).astype(np.int32)
+               for j in range(size)]
+        full = np.sum(np.stack(ins), axis=0) % 7 if size > 1 else ins[0]
+        desc = ("comm=%s coll=reduce_scatter_block dtype=int32/MPI_INT op=user(mod7) inplace=1 "
+                "nonblocking=0 count=%d" % (cx.label, blk))
+        r = ins[rank].copy()
+        if fallback_call(desc, lambda: c.Reduce_scatter_block(MPI.IN_PLACE, [r, MPI.INT], MOD7)):
+            TALLY.check(desc, "result", r[:blk], full[rank * blk:(rank + 1) * blk].astype(np.int32))
+            TALLY.check(desc, "tail", r[blk:], ins[rank][blk:], True)
+
+        # MAXLOC / MINLOC on MPI.DOUBLE_INT: ties go to the smallest index
+        pair = np.dtype([("v", "f8"), ("i", "i4")], align=True)
+        if pair.itemsize == MPI.DOUBLE_INT.Get_extent()[1]:
+            for opname in ("MAXLOC", "MINLOC"):
+                seq = next_seq()
+                n = 13
+                vals = [uniform_int(hash_bits(n, seq * 7919 + j), -3, 3).astype(np.float64)
+                        for j in range(size)]
+                idxs = [np.full(n, (j * 5 + 2) % (size + 3), dtype=np.int32) for j in range(size)]
+                v = np.stack(vals)
+                ix = np.stack(idxs)
+                best = v.max(axis=0) if opname == "MAXLOC" else v.min(axis=0)
+                ei = np.where(v == best, ix, np.iinfo(np.int32).max).min(axis=0)
+                s = np.zeros(n, pair)
+                s["v"], s["i"] = vals[rank], idxs[rank]
+                r = np.zeros(n, pair)
+                desc = ("comm=%s coll=allreduce dtype=double_int/MPI_DOUBLE_INT op=%s inplace=0 "
+                        "nonblocking=0 count=%d" % (cx.label, opname, n))
+                if fallback_call(desc, lambda: c.Allreduce([s, MPI.DOUBLE_INT],
+                                                           [r, MPI.DOUBLE_INT],
+                                                           getattr(MPI, opname))):
+                    TALLY.check(desc, "result(value)", r["v"].copy(), best)
+                    TALLY.check(desc, "result(index)", r["i"].copy(), ei.astype(np.int32))
+
+        # complex128 SUM: allreduce and reduce_scatter_block
+        for coll in ("allreduce", "reduce_scatter_block"):
+            seq = next_seq()
+            blk = 6
+            n = blk if coll == "allreduce" else blk * size
+            ins = []
+            for j in range(size):
+                b = hash_bits(n, seq * 7919 + j)
+                ins.append(uniform_int(b, -1000, 1000) + 1j * uniform_int(b >> np.uint64(20),
+                                                                           -1000, 1000))
+            full = np.sum(np.stack(ins), axis=0)
+            r = poisoned(blk, np.complex128)
+            s = ins[rank].copy()
+            desc = ("comm=%s coll=%s dtype=complex128/MPI_C_DOUBLE_COMPLEX op=SUM inplace=0 "
+                    "nonblocking=0 count=%d" % (cx.label, coll, blk))
+            if coll == "allreduce":
+                ok = fallback_call(desc, lambda: c.Allreduce(s, r, MPI.SUM))
+                exp = full
+            else:
+                ok = fallback_call(desc, lambda: c.Reduce_scatter_block(s, r, MPI.SUM))
+                exp = full[rank * blk:(rank + 1) * blk]
+            if ok:
+                TALLY.check(desc, "result", r, exp)
+
+        # derived contiguous datatype (3 ints) in allgather: both sides, in
+        # place, and INT on the send side against the contiguous type
+        ctype = MPI.INT.Create_contiguous(3).Commit()
+        for variant in ("derived", "in_place", "mixed"):
+            seq = next_seq()
+            n = 5      # elements of the contiguous type per rank
+            ins = [uniform_int(hash_bits(3 * n, seq * 7919 + j), -10 ** 6, 10 ** 6)
+                   .astype(np.int32) for j in range(size)]
+            exp = np.concatenate(ins)
+            r = poisoned(3 * n * size + GUARD, np.int32)
+            rv = r[:3 * n * size]
+            s = ins[rank].copy()
+            if variant == "in_place":
+                rv[rank * 3 * n:(rank + 1) * 3 * n] = s
+            desc = ("comm=%s coll=allgather dtype=int32/contiguous(3,MPI_INT)%s inplace=%d "
+                    "nonblocking=0 count=%d" % (cx.label, " send=MPI_INT" if variant == "mixed"
+                                                else "", variant == "in_place", n))
+            if variant == "derived":
+                fn = lambda: c.Allgather([s, n, ctype], [rv, n, ctype])
+            elif variant == "in_place":
+                fn = lambda: c.Allgather(MPI.IN_PLACE, [rv, n, ctype])
+            else:
+                fn = lambda: c.Allgather([s, 3 * n, MPI.INT], [rv, n, ctype])
+            if fallback_call(desc, fn):
+                TALLY.check(desc, "result", rv, exp, True)
+                TALLY.check(desc, "guard", r[3 * n * size:], poisoned(GUARD, np.int32), True)
+        ctype.Free()
+    MOD7.Free()
+
+
+# ----------------------------------------------------------------------- main
+
+def main():
+    t0 = time.time()
+    comms = make_comms()
+    phases = [("matrix", phase_matrix), ("counts", phase_counts), ("large", phase_large),
+              ("overlap", phase_overlap), ("fallback", phase_fallback)]
+    report = []
+    for name, fn in phases:
+        p0, f0, t1 = TALLY.passed, TALLY.failed, time.time()
+        fn(comms)
+        report.append("%s %d/%d in %.1f s" % (name, TALLY.passed - p0,
+                                              TALLY.passed - p0 + TALLY.failed - f0,
+                                              time.time() - t1))
+    calls = _SEQ[0]
+    for cx in comms[1:]:
+        cx.comm.Free()
+    # the verdict: every rank's counts, through one allreduce on COMM_WORLD
+    passed = WORLD.allreduce(TALLY.passed, op=MPI.SUM)
+    failed = WORLD.allreduce(TALLY.failed, op=MPI.SUM)
+    if WRANK == 0:
+        print("%s: %d ranks, %d cases per rank; rank 0 checks: %s; %.1f s" %
+              (PROG, WSIZE, calls, ", ".join(report), time.time() - t0), flush=True)
+        print("%s: %d passed, %d failed" % (PROG, passed, failed), flush=True)
+    return 1 if failed or TALLY.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
