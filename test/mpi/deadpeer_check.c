@@ -23,7 +23,8 @@
 #define PROGRAM "deadpeer_check"
 
 /* Tags of their own for the survivors' point-to-point agreement. */
-enum { TAG_WARMUP = 7401, TAG_FLAGS = 7402, TAG_TIMES = 7403, TAG_RESULT = 7404 };
+enum { TAG_WARMUP = 7401, TAG_DEATH = 7402, TAG_FLAGS = 7403, TAG_TIMES = 7404,
+       TAG_RESULT = 7405 };
 
 /* The checks, in the same order on every rank. The victim only takes part
  * in the first (its verdict reaches the lowest survivor before it dies). */
@@ -104,6 +105,34 @@ static void sleep_ms(int ms)
     }
 }
 
+/* One clock for all processes of the host (the victim's time of death). */
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Waits up to timeout_s for a message already sent by a rank that has died
+ * since; returns whether it came. */
+static bool recv_from_dead(void *buf, int count, MPI_Datatype type, int source, int tag,
+                           double timeout_s)
+{
+    MPI_Request req;
+    int done = 0;
+    double deadline = now_s() + timeout_s;
+    MPI_Irecv(buf, count, type, source, tag, MPI_COMM_WORLD, &req);
+    while (!done && now_s() < deadline) {
+        MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        if (!done) sleep_ms(1);
+    }
+    if (!done) {
+        MPI_Cancel(&req);
+        MPI_Request_free(&req);
+    }
+    return done;
+}
+
 /* Warm-up allreduces on comm: right sums, each carried by the engine. */
 static bool warm_up(MPI_Comm comm, int world_rank)
 {
@@ -175,11 +204,13 @@ int main(int argc, char **argv)
 
     if (world_rank == victim) {
         /* Small and eager: in the receiver's queue before MPI_Send returns. */
-        MPI_Send(&flags[CHECK_WARMUP], 1, MPI_UNSIGNED_CHAR, lowest, TAG_WARMUP,
-                 MPI_COMM_WORLD);
+        int hello[2] = { flags[CHECK_WARMUP], (int)getpid() };
+        MPI_Send(hello, 2, MPI_INT, lowest, TAG_WARMUP, MPI_COMM_WORLD);
         fflush(stdout);
         fflush(stderr);
         sleep_ms(opt.sleep_ms);   /* the others are blocked by now */
+        double death = now_s();
+        MPI_Send(&death, 1, MPI_DOUBLE, lowest, TAG_DEATH, MPI_COMM_WORLD);
         if (opt.exit_death) _exit(0);
         raise(SIGKILL);
         _exit(9);   /* not reached */
@@ -195,12 +226,12 @@ int main(int argc, char **argv)
     for (size_t k = 0; k < count; k++) send[k] = (double)k;
     dfccl_stats_t stats_before, stats_after;
     dfccl_stats_get(&stats_before);
-    double t0 = MPI_Wtime();
+    double t0 = now_s();
     int rc = MPI_Allreduce(send, recv, (int)count, MPI_DOUBLE, MPI_SUM, dup);
-    double blocked_s = MPI_Wtime() - t0;
+    double returned = now_s(), blocked_s = returned - t0;
     dfccl_stats_get(&stats_after);
     int error_class = MPI_SUCCESS;
-    char error_text[MPI_MAX_ERROR_STRING] = "";
+    char error_text[MPI_MAX_ERROR_STRING] = "MPI_SUCCESS";
     if (rc != MPI_SUCCESS) {
         int len = 0;
         MPI_Error_class(rc, &error_class);
@@ -221,18 +252,18 @@ int main(int argc, char **argv)
                 opt.bound_s, (unsigned long long)posted, (unsigned long long)failed);
 
     int one = 1, sum = 0;
-    t0 = MPI_Wtime();
+    t0 = now_s();
     int rc2 = MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, dup);
-    double again_s = MPI_Wtime() - t0;
+    double again_s = now_s() - t0;
     flags[CHECK_AGAIN_ERROR] = rc2 == MPI_SUCCESS;
     flags[CHECK_AGAIN_TIME] = !(again_s < AGAIN_BOUND_S);
     if (flags[CHECK_AGAIN_ERROR] || flags[CHECK_AGAIN_TIME])
         fprintf(stderr, "FAIL rank %d: second allreduce: rc %d after %.3f s (bound %.1f s)\n",
                 world_rank, rc2, again_s, AGAIN_BOUND_S);
 
-    t0 = MPI_Wtime();
+    t0 = now_s();
     int rc3 = MPI_Comm_free(&dup);
-    double free_s = MPI_Wtime() - t0;
+    double free_s = now_s() - t0;
     flags[CHECK_FREE] = rc3 != MPI_SUCCESS || !(free_s < opt.bound_s);
     if (flags[CHECK_FREE])
         fprintf(stderr, "FAIL rank %d: MPI_Comm_free: rc %d after %.3f s\n", world_rank, rc3,
@@ -243,51 +274,64 @@ int main(int argc, char **argv)
 
     /* Agreement over point-to-point between survivors only: a collective
      * on any communicator holding the dead rank would wait for it. */
-    double times[3] = { blocked_s, again_s, free_s };
+    int mine[CHECK_COUNT + 1];
+    for (int c = 0; c < CHECK_COUNT; c++) mine[c] = flags[c];
+    mine[CHECK_COUNT] = (int)getpid();
+    double times[4] = { blocked_s, again_s, free_s, returned };
     long total_failed = 0;
     if (world_rank != lowest) {
-        MPI_Send(flags, CHECK_COUNT, MPI_UNSIGNED_CHAR, lowest, TAG_FLAGS, MPI_COMM_WORLD);
-        MPI_Send(times, 3, MPI_DOUBLE, lowest, TAG_TIMES, MPI_COMM_WORLD);
+        MPI_Send(mine, CHECK_COUNT + 1, MPI_INT, lowest, TAG_FLAGS, MPI_COMM_WORLD);
+        MPI_Send(times, 4, MPI_DOUBLE, lowest, TAG_TIMES, MPI_COMM_WORLD);
         MPI_Recv(&total_failed, 1, MPI_LONG, lowest, TAG_RESULT, MPI_COMM_WORLD,
                  MPI_STATUS_IGNORE);
     } else {
-        unsigned char merged[CHECK_COUNT], theirs[CHECK_COUNT];
-        memcpy(merged, flags, sizeof merged);
-        printf(PROGRAM ": %d ranks, rank %d died (%s) after %d ms; allreduce of %zu bytes,"
-               " bound %.1f s\n", world_size, victim, opt.exit_death ? "_exit" : "SIGKILL",
-               opt.sleep_ms, count * sizeof(double), opt.bound_s);
-        printf(PROGRAM ": rank %d: blocked call returned after %.3f s (%s), second call after"
-               " %.3f s, comm_free %.3f s\n", world_rank, blocked_s,
-               rc == MPI_SUCCESS ? "MPI_SUCCESS" : error_text, again_s, free_s);
-        /* The victim's warm-up verdict was sent before it died; missing
-         * counts as a failure rather than a hang. */
-        unsigned char victim_warmup = 1;
-        MPI_Request req;
-        MPI_Irecv(&victim_warmup, 1, MPI_UNSIGNED_CHAR, victim, TAG_WARMUP, MPI_COMM_WORLD, &req);
-        int done = 0;
-        double deadline = MPI_Wtime() + 5.0;
-        while (!done && MPI_Wtime() < deadline) {
-            MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-            if (!done) sleep_ms(1);
-        }
-        if (!done) {
+        int merged[CHECK_COUNT], *pids = calloc((size_t)world_size, sizeof(int));
+        double *all_times = calloc((size_t)world_size * 4, sizeof(double));
+        if (pids == NULL || all_times == NULL) MPI_Abort(MPI_COMM_WORLD, 2);
+        memcpy(merged, mine, sizeof merged);
+        pids[lowest] = mine[CHECK_COUNT];
+        memcpy(&all_times[lowest * 4], times, sizeof times);
+        /* The victim's warm-up verdict and time of death were sent before
+         * it died; a missing verdict counts as a failure, not a hang. */
+        int hello[2] = { 1, 0 };
+        if (!recv_from_dead(hello, 2, MPI_INT, victim, TAG_WARMUP, 5.0)) {
             fprintf(stderr, "FAIL: the victim's warm-up verdict never arrived\n");
-            MPI_Cancel(&req);
-            victim_warmup = 1;
+            hello[0] = 1;
         }
-        merged[CHECK_WARMUP] |= victim_warmup;
+        merged[CHECK_WARMUP] |= hello[0];
+        pids[victim] = hello[1];
+        double death = 0;
+        bool death_known = recv_from_dead(&death, 1, MPI_DOUBLE, victim, TAG_DEATH, 1.0);
         for (int r = 0; r < world_size; r++) {
             if (r == lowest || r == victim) continue;
-            double t[3];
-            MPI_Recv(theirs, CHECK_COUNT, MPI_UNSIGNED_CHAR, r, TAG_FLAGS, MPI_COMM_WORLD,
+            int theirs[CHECK_COUNT + 1];
+            MPI_Recv(theirs, CHECK_COUNT + 1, MPI_INT, r, TAG_FLAGS, MPI_COMM_WORLD,
                      MPI_STATUS_IGNORE);
-            MPI_Recv(t, 3, MPI_DOUBLE, r, TAG_TIMES, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Recv(&all_times[r * 4], 4, MPI_DOUBLE, r, TAG_TIMES, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
             for (int c = 0; c < CHECK_COUNT; c++) merged[c] |= theirs[c];
-            printf(PROGRAM ": rank %d: blocked call returned after %.3f s, second call after"
-                   " %.3f s, comm_free %.3f s\n", r, t[0], t[1], t[2]);
+            pids[r] = theirs[CHECK_COUNT];
+        }
+        printf(PROGRAM ": %d ranks, rank %d died (%s) %d ms after the others entered an"
+               " allreduce of %zu bytes; bound %.1f s\n", world_size, victim,
+               opt.exit_death ? "_exit" : "SIGKILL", opt.sleep_ms, count * sizeof(double),
+               opt.bound_s);
+        printf(PROGRAM ": pids:");
+        for (int r = 0; r < world_size; r++) printf(" %d", pids[r]);
+        printf("\n");
+        printf(PROGRAM ": rank %d's error: %s\n", lowest, error_text);
+        for (int r = 0; r < world_size; r++) {
+            if (r == victim) continue;
+            const double *t = &all_times[r * 4];
+            char after_death[48] = "";
+            if (death_known)
+                snprintf(after_death, sizeof after_death, " (%.3f s after the death)",
+                         t[3] - death);
+            printf(PROGRAM ": rank %d: blocked call returned after %.3f s%s, second call after"
+                   " %.3f s, comm_free %.3f s\n", r, t[0], after_death, t[1], t[2]);
         }
         for (int c = 0; c < CHECK_COUNT; c++) {
-            total_failed += merged[c];
+            total_failed += merged[c] != 0;
             if (merged[c]) printf(PROGRAM ": failed: %s\n", check_names[c]);
         }
         printf(PROGRAM ": %ld passed, %ld failed\n", (long)CHECK_COUNT - total_failed,
@@ -295,15 +339,17 @@ int main(int argc, char **argv)
         for (int r = 0; r < world_size; r++)
             if (r != lowest && r != victim)
                 MPI_Send(&total_failed, 1, MPI_LONG, r, TAG_RESULT, MPI_COMM_WORLD);
+        free(pids);
+        free(all_times);
     }
     fflush(stdout);
     fflush(stderr);
     int status = total_failed == 0 ? 0 : 1;
     if (opt.finalize) {
-        double f0 = MPI_Wtime();
+        double f0 = now_s();
         MPI_Finalize();
         fprintf(stderr, PROGRAM ": rank %d: MPI_Finalize returned after %.3f s\n", world_rank,
-                MPI_Wtime() - f0);
+                now_s() - f0);
         return status;
     }
     _exit(status);

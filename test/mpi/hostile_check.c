@@ -5,7 +5,8 @@
  * hang, success with wrong data, or a write outside the caller's buffers
  * (every buffer has guard words on both sides). After the case, one more
  * valid allreduce on the same communicator must fail on every rank or give
- * the right result on every rank.
+ * the right result on every rank, and MPI_Comm_dup of it (whose context-id
+ * agreement runs on its allreduce) must return, alike on every rank.
  *
  * Cases (fault on rank 0 only unless "all"), for allreduce, allgather,
  * reduce_scatter and reduce_scatter_block, blocking and nonblocking:
@@ -253,10 +254,17 @@ int main(int argc, char **argv)
                 frc = follow_up(comm, &fcorrect);
                 long ferrs = p2p_reduce_long(frc != MPI_SUCCESS, P2P_SUM);
                 long fwrong = p2p_reduce_long(frc == MPI_SUCCESS && !fcorrect, P2P_SUM);
+                /* Open MPI's own agreement inside MPI_Comm_dup runs on the
+                 * communicator's allreduce: it must return, alike everywhere */
+                MPI_Comm dup = MPI_COMM_NULL;
+                int drc = MPI_Comm_dup(comm, &dup);
+                long derrs = p2p_reduce_long(drc != MPI_SUCCESS, P2P_SUM);
+                if (drc == MPI_SUCCESS) MPI_Comm_free(&dup);
                 long slowest = p2p_reduce_long((long)(took * 1000), P2P_MAX);
                 bool ended_ok = (errs == size && (allows & END_ERROR)) ||
                                 (errs == 0 && wrong == 0 && (allows & END_CORRECT));
-                bool follow_ok = fwrong == 0 && (ferrs == 0 || ferrs == size);
+                bool follow_ok = fwrong == 0 && (ferrs == 0 || ferrs == size) &&
+                                 (derrs == 0 || derrs == size);
                 bool passed = ended_ok && bad_guards == 0 && follow_ok;
                 if (print_table || !passed) {
                     /* rank 0 prints every rank's outcome, gathered in turn */

@@ -16,6 +16,8 @@
 #   DFCCL_ENGINE_LIBDIR  directory of libdfccl, prepended to LD_LIBRARY_PATH
 #   DFCCL_TEST_MCA       extra mpirun arguments, word-split, e.g.
 #                        "--mca coll_dfccl_host_buffers engine"
+#   DFCCL_TEST_MCA_EXTRA more mpirun arguments from the caller's environment
+#                        (the sanitizer check preloads its runtimes with it)
 #   DFCCL_TEST_TIMEOUT   seconds before the run is killed (default: 900)
 #   DFCCL_TEST_REQUIRE_ENGINE  non-empty: the log must show calls posted to
 #                        the engine (with --mca coll_dfccl_verbose 2)
@@ -68,7 +70,7 @@ if [ -n "${LD_LIBRARY_PATH:-}" ]; then
     env_args+=(-x LD_LIBRARY_PATH)
 fi
 # shellcheck disable=SC2206  # word splitting of the extra arguments is wanted
-extra_args=(${DFCCL_TEST_MCA:-})
+extra_args=(${DFCCL_TEST_MCA:-} ${DFCCL_TEST_MCA_EXTRA:-})
 # shellcheck disable=SC2206
 launcher=(${DFCCL_TEST_LAUNCHER:-})
 

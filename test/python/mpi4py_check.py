@@ -38,6 +38,7 @@ expected and got). The last line on rank 0 is
 "mpi4py_check: N passed, M failed" (sums over all ranks, gathered with an
 allreduce on COMM_WORLD); the exit status is non-zero when M > 0.
 """
+import os
 import sys
 import time
 import traceback
@@ -64,6 +65,39 @@ def _abort_on_exception(etype, value, tb):
 
 
 sys.excepthook = _abort_on_exception
+
+
+def detect_route(argv):
+    """'engine' when coll/dfccl carries host buffers, else 'stock': from
+    --route engine|stock, or else from the OMPI_MCA_* variables mpirun sets
+    for its --mca options (coll_dfccl_host_buffers engine, coll not
+    excluding dfccl, coll_dfccl_enable not off)."""
+    for i, a in enumerate(argv):
+        if a == "--route" and i + 1 < len(argv) and argv[i + 1] in ("engine", "stock"):
+            return argv[i + 1]
+        if a in ("--route=engine", "--route=stock"):
+            return a.split("=", 1)[1]
+    env = os.environ
+    coll = env.get("OMPI_MCA_coll", "")
+    names = [w.strip() for w in coll.lstrip("^").split(",") if w.strip()]
+    if coll.startswith("^") and "dfccl" in names:
+        return "stock"
+    if coll and not coll.startswith("^") and "dfccl" not in names:
+        return "stock"
+    if env.get("OMPI_MCA_coll_dfccl_enable", "1").lower() in ("0", "false", "no", "f", "n"):
+        return "stock"
+    return "engine" if env.get("OMPI_MCA_coll_dfccl_host_buffers", "") == "engine" else "stock"
+
+
+ROUTE = detect_route(sys.argv[1:])
+# Where Open MPI's own collectives (4.1.4 here) are known to differ from
+# what this test checks, a mismatch on the stock route is reported as
+# WAIVED, not counted as a failure; on the engine route it is a failure.
+WAIVE_ULONG = ("stock route: Open MPI 4.1 compares MPI_UNSIGNED_LONG as signed in MIN/MAX"
+               if ROUTE == "stock" else None)
+WAIVE_RS_TAIL = ("stock route: Open MPI 4.1's in-place reduce_scatter may overwrite the rest of "
+                 "the buffer (seen on comm rank 0 with recvcounts [0, ..., 0, c], np >= 4)"
+                 if ROUTE == "stock" else None)
 
 
 # ---------------------------------------------------------------- types, ops
@@ -241,20 +275,27 @@ class Tally:
     def __init__(self):
         self.passed = 0
         self.failed = 0
+        self.waived = 0
 
-    def check(self, desc, what, got, exp, bitwise=False, offset=0):
-        """One check: got must equal exp; on a mismatch print one line."""
+    def check(self, desc, what, got, exp, bitwise=False, offset=0, waiver=None):
+        """One check: got must equal exp; on a mismatch print one line. A
+        mismatch that `waiver` (a reason) covers is counted apart."""
         if len(got) != len(exp):
-            self.fail(desc, what, "length %d, expected %d" % (len(got), len(exp)))
+            self.fail(desc, what, "length %d, expected %d" % (len(got), len(exp)), waiver)
             return
         i = first_diff(got, exp, bitwise)
         if i < 0:
             self.passed += 1
         else:
             self.fail(desc, what, "first wrong index %d: expected %r, got %r"
-                      % (i + offset, exp[i].item(), got[i].item()))
+                      % (i + offset, exp[i].item(), got[i].item()), waiver)
 
-    def fail(self, desc, what, detail):
+    def fail(self, desc, what, detail, waiver=None):
+        if waiver:
+            self.waived += 1
+            print("WAIVED %s: rank %d %s check=%s: %s [%s]" % (PROG, WRANK, desc, what, detail,
+                                                             waiver), flush=True)
+            return
         self.failed += 1
         print("FAIL %s: rank %d %s check=%s: %s" % (PROG, WRANK, desc, what, detail), flush=True)
 
@@ -385,13 +426,18 @@ class Case:
         desc = self.describe()
         bitwise = self.coll == "allgather"
         n_res = len(self.expected)
-        TALLY.check(desc, "result", self.rbuf[:n_res], self.expected, bitwise)
+        waive = None
+        if (self.op in ("MIN", "MAX") and
+                mpi_type_of(self.t, self.choice) == MPI.UNSIGNED_LONG):
+            waive = WAIVE_ULONG
+        TALLY.check(desc, "result", self.rbuf[:n_res], self.expected, bitwise, waiver=waive)
         TALLY.check(desc, "guard", self.rbuf_all[self.span:], poisoned(GUARD, self.t.np), True,
                     offset=self.span)
         if self.sbuf is not None:
             TALLY.check(desc, "sendbuf", self.sbuf, self.mine, True)
         if self.inplace and self.coll in ("reduce_scatter", "reduce_scatter_block"):
-            TALLY.check(desc, "tail", self.rbuf[n_res:], self.mine[n_res:], True, offset=n_res)
+            TALLY.check(desc, "tail", self.rbuf[n_res:], self.mine[n_res:], True, offset=n_res,
+                        waiver=WAIVE_RS_TAIL if self.coll == "reduce_scatter" else None)
 
 
 def run_case(case):
@@ -637,6 +683,10 @@ def phase_fallback(comms):
 
 # ----------------------------------------------------------------------- main
 
+def _sum3(a, b):
+    return tuple(x + y for x, y in zip(a, b))
+
+
 def main():
     t0 = time.time()
     comms = make_comms()
@@ -653,11 +703,12 @@ def main():
     for cx in comms[1:]:
         cx.comm.Free()
     # the verdict: every rank's counts, through one allreduce on COMM_WORLD
-    passed = WORLD.allreduce(TALLY.passed, op=MPI.SUM)
-    failed = WORLD.allreduce(TALLY.failed, op=MPI.SUM)
+    passed, failed, waived = WORLD.allreduce((TALLY.passed, TALLY.failed, TALLY.waived),
+                                             op=_sum3)
     if WRANK == 0:
-        print("%s: %d ranks, %d cases per rank; rank 0 checks: %s; %.1f s" %
-              (PROG, WSIZE, calls, ", ".join(report), time.time() - t0), flush=True)
+        print("%s: route %s, %d ranks, %d calls per rank, %d waived; rank 0 checks: %s; %.1f s" %
+              (PROG, ROUTE, WSIZE, calls, waived, ", ".join(report), time.time() - t0),
+              flush=True)
         print("%s: %d passed, %d failed" % (PROG, passed, failed), flush=True)
     return 1 if failed or TALLY.failed else 0
 
