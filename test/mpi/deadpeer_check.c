@@ -3,8 +3,61 @@
  * collective the engine carries; the survivors' call must fail with an MPI
  * error within seconds (the engine's liveness check of its peers), long
  * before the watchdog (run with --mca coll_dfccl_timeout 60 or more).
+ * Driven by deadpeer_check.sh (make check); run by hand:
  *
- * FINDINGS_PLACEHOLDER
+ *   mpirun -np N --enable-recovery --mca coll_dfccl_host_buffers engine \
+ *       --mca coll_dfccl_gpu 0 --mca coll_dfccl_timeout 60 deadpeer_check
+ *
+ * Every rank: MPI_ERRORS_RETURN on MPI_COMM_WORLD and a dup, four warm-up
+ * allreduces on the dup (right sums, the engine's "posted" counter rises by
+ * four). The victim (the last rank, --victim R) sends its verdict and pid
+ * to the lowest surviving rank, sleeps --sleep-ms (300), sends its time of
+ * death and raise(SIGKILL)s (--death exit: _exit(0)); with --victim-joins it
+ * first starts the same allreduce itself (MPI_Iallreduce), so that it dies
+ * in the middle of the transfer. The survivors, meanwhile in an allreduce
+ * of --bytes (8 MiB) on the dup, check that it returns an error of class
+ * MPI_ERR_OTHER within --bound seconds (5), that the engine failed it (in
+ * flight: posted +1 and failed +1; or, for a survivor that comes late,
+ * refused when posted because a peer had already failed that call: both
+ * +0), that a second allreduce on the dup fails within 1 s, that
+ * MPI_Comm_free of the dup returns, and (every rank) that the engine's
+ * segments it maps have no name left in /dev/shm (/proc/self/maps). They
+ * agree over MPI_Send/MPI_Recv to the lowest survivor only (any collective
+ * on a communicator holding the dead rank would wait for it), which prints
+ * the pids, each survivor's times and "deadpeer_check: N passed, M failed".
+ *
+ * What Open MPI 4.1.4 (ORTE) needs so that the survivors run on and mpirun
+ * ends with their output (measured on Debian 12, np 2-4):
+ *   - nothing (default): mpirun aborts the job as soon as it sees the death:
+ *     a SIGKILL counts as a non-zero exit ("1 process returned a non-zero
+ *     exit code. Per user-direction, the job has been aborted"), an
+ *     _exit(0) before MPI_Finalize as "exiting improperly"; the survivors
+ *     are killed. The verdict got out only in a run where the survivors
+ *     finished before mpirun (starved by spinning ranks on 2 cores) acted;
+ *     with --linger-ms 3000 the survivors were killed before it.
+ *   - --mca orte_abort_on_non_zero_status 0: survivors run on (SIGKILL
+ *     case). Ending with _exit: output intact, but then mpirun aborts on
+ *     "exiting improperly" (status 137). Ending with MPI_Finalize (one
+ *     run): it returned on every survivor, yet mpirun never exited (killed
+ *     by the timeout after 90 s).
+ *   - --enable-recovery (same as --mca orte_enable_recovery 1; the default
+ *     --max-restarts 0 makes the job "continuously operating"): survivors
+ *     run on for either death, and mpirun ends when they have; its status
+ *     is 0 even when survivors exit non-zero, so only the verdict line
+ *     tells. mpirun prints "PMIX ERROR: BAD-PARAM in file
+ *     ../../../src/event/pmix_event_notification.c at line 1033" one to
+ *     three times per run (harmless). The survivors then end:
+ *       - with fflush and _exit(status): worked in every run (the default);
+ *       - with MPI_Finalize (--end finalize): usually returns in < 0.2 s,
+ *         but in 3 of 26 runs it hung on every survivor in
+ *         ompi_mpi_finalize (main thread in sched_yield/usleep waiting for
+ *         the PMIx fence that includes the dead rank; the engine's thread
+ *         idle in its queue), so mpirun never ended.
+ * Open MPI's shared-memory segments (vader_segment.<host>.<job>.<rank>):
+ * the killed rank's disappears from /dev/shm right after its death, the
+ * survivors' when mpirun ends (after _exit too); those of a job whose
+ * mpirun was killed by a timeout stay behind. The engine's dfccl-* names
+ * are never left: they are unlinked once every rank has mapped them.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -27,16 +80,18 @@ enum { TAG_WARMUP = 7401, TAG_DEATH = 7402, TAG_FLAGS = 7403, TAG_TIMES = 7404,
        TAG_RESULT = 7405 };
 
 /* The checks, in the same order on every rank. The victim only takes part
- * in the first (its verdict reaches the lowest survivor before it dies). */
+ * in CHECK_WARMUP and CHECK_UNLINKED (its verdict reaches the lowest
+ * survivor before it dies). */
 enum {
     CHECK_WARMUP,        /* warm-up allreduces right and carried by the engine */
     CHECK_BLOCKED_ERROR, /* the blocked allreduce returned an error ... */
     CHECK_BLOCKED_CLASS, /* ... of class MPI_ERR_OTHER ... */
     CHECK_BLOCKED_TIME,  /* ... within the bound ... */
-    CHECK_BLOCKED_ENGINE,/* ... and the engine carried it and counted it failed */
+    CHECK_BLOCKED_ENGINE,/* ... and the engine failed it (in flight or when posted) */
     CHECK_AGAIN_ERROR,   /* a second allreduce on that communicator fails ... */
     CHECK_AGAIN_TIME,    /* ... at once */
     CHECK_FREE,          /* MPI_Comm_free of the broken communicator returns */
+    CHECK_UNLINKED,      /* the engine's mapped segments have no name left */
     CHECK_COUNT
 };
 static const char *const check_names[CHECK_COUNT] = {
@@ -44,10 +99,11 @@ static const char *const check_names[CHECK_COUNT] = {
     "blocked allreduce returns an error",
     "its error class is MPI_ERR_OTHER",
     "it returns within the bound",
-    "the engine carried it and counted it failed",
+    "the engine failed it in flight or refused it when posted",
     "a second allreduce fails",
     "the second allreduce fails at once",
     "MPI_Comm_free of the broken communicator",
+    "the engine's segments mapped here are unlinked",
 };
 
 #define WARMUPS 4
@@ -61,13 +117,14 @@ typedef struct {
     bool   exit_death;    /* _exit(0) instead of raise(SIGKILL) */
     bool   finalize;      /* survivors end with MPI_Finalize, not _exit */
     int    linger_ms;     /* survivors wait this long before agreeing */
+    bool   victim_joins;  /* the victim posts the allreduce too, then dies */
 } options_t;
 
 static void usage(void)
 {
     fprintf(stderr,
             "usage: " PROGRAM " [--bound S] [--bytes B] [--victim R] [--sleep-ms M]\n"
-            "       [--linger-ms M] [--death kill|exit] [--end exit|finalize]\n");
+            "       [--linger-ms M] [--victim-joins] [--death kill|exit] [--end exit|finalize]\n");
 }
 
 static int parse(int argc, char **argv, options_t *o)
@@ -79,8 +136,13 @@ static int parse(int argc, char **argv, options_t *o)
     o->exit_death = false;
     o->finalize = false;
     o->linger_ms = 0;
+    o->victim_joins = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--victim-joins") == 0) {
+            o->victim_joins = true;
+            continue;
+        }
         if (v == NULL) return -1;
         if (strcmp(a, "--bound") == 0) o->bound_s = atof(v);
         else if (strcmp(a, "--bytes") == 0) o->bytes = strtoull(v, NULL, 0);
@@ -131,6 +193,49 @@ static bool recv_from_dead(void *buf, int count, MPI_Datatype type, int source, 
         MPI_Request_free(&req);
     }
     return done;
+}
+
+/*
+ * This process's view of /dev/shm through /proc/self/maps: how many
+ * mappings of the engine's segments (dfccl-*) it holds and how many of them
+ * still have a name (no " (deleted)"), and the prefix of Open MPI's own
+ * shared-memory segments (vader_segment.<host>.<job>.), so that the driver
+ * script can look for them after the job. Returns -1 without /proc.
+ */
+static int scan_maps(int *dfccl_mapped, int *dfccl_named, char *vader_prefix, size_t len)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[1024], seen[256] = "";
+    *dfccl_mapped = *dfccl_named = 0;
+    vader_prefix[0] = '\0';
+    if (f == NULL) return -1;
+    while (fgets(line, sizeof line, f) != NULL) {
+        char *path = strstr(line, "/dev/shm/");
+        if (path == NULL) continue;
+        path += strlen("/dev/shm/");
+        path[strcspn(path, "\n")] = '\0';
+        if (strncmp(path, "dfccl-", 6) == 0) {
+            /* one segment can be mapped more than once in a row */
+            char name[256];
+            snprintf(name, sizeof name, "%s", path);
+            name[strcspn(name, " ")] = '\0';
+            if (strcmp(name, seen) == 0) continue;
+            snprintf(seen, sizeof seen, "%s", name);
+            (*dfccl_mapped)++;
+            if (strstr(path, " (deleted)") == NULL) {
+                fprintf(stderr, PROGRAM ": /dev/shm/%s is mapped and still has its name\n", path);
+                (*dfccl_named)++;
+            }
+        } else if (strncmp(path, "vader_segment.", 14) == 0 && vader_prefix[0] == '\0') {
+            char *dot = strrchr(path, '.');
+            if (dot != NULL && (size_t)(dot - path + 1) < len) {
+                memcpy(vader_prefix, path, (size_t)(dot - path + 1));
+                vader_prefix[dot - path + 1] = '\0';
+            }
+        }
+    }
+    fclose(f);
+    return 0;
 }
 
 /* Warm-up allreduces on comm: right sums, each carried by the engine. */
@@ -198,14 +303,37 @@ int main(int argc, char **argv)
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
     MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
 
+    /* The blocked call's buffers, touched before the warm-ups so that every
+     * rank enters it (or, with --victim-joins, starts it) at once. */
+    size_t count = opt.bytes / sizeof(double);
+    double *send = malloc(count * sizeof(double)), *recv = malloc(count * sizeof(double));
+    if (send == NULL || recv == NULL) {
+        fprintf(stderr, "rank %d: out of memory\n", world_rank);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    for (size_t k = 0; k < count; k++) {
+        send[k] = (double)k;
+        recv[k] = 0;
+    }
+
     unsigned char flags[CHECK_COUNT];
     memset(flags, 0, sizeof flags);   /* 1: failed */
     flags[CHECK_WARMUP] = !warm_up(dup, world_rank);
+    int dfccl_mapped = 0, dfccl_named = 0;
+    char vader_prefix[128];
+    int maps_ok = scan_maps(&dfccl_mapped, &dfccl_named, vader_prefix, sizeof vader_prefix);
+    flags[CHECK_UNLINKED] = maps_ok == 0 && dfccl_named > 0;
 
     if (world_rank == victim) {
         /* Small and eager: in the receiver's queue before MPI_Send returns. */
-        int hello[2] = { flags[CHECK_WARMUP], (int)getpid() };
-        MPI_Send(hello, 2, MPI_INT, lowest, TAG_WARMUP, MPI_COMM_WORLD);
+        int hello[3] = { flags[CHECK_WARMUP], (int)getpid(), flags[CHECK_UNLINKED] };
+        MPI_Send(hello, 3, MPI_INT, lowest, TAG_WARMUP, MPI_COMM_WORLD);
+        if (opt.victim_joins) {
+            /* dies in the middle of the transfer (with --bytes large enough
+             * that it outlasts --sleep-ms) */
+            MPI_Request req;
+            MPI_Iallreduce(send, recv, (int)count, MPI_DOUBLE, MPI_SUM, dup, &req);
+        }
         fflush(stdout);
         fflush(stderr);
         sleep_ms(opt.sleep_ms);   /* the others are blocked by now */
@@ -216,14 +344,7 @@ int main(int argc, char **argv)
         _exit(9);   /* not reached */
     }
 
-    /* Survivors: the blocked allreduce the victim never joins. */
-    size_t count = opt.bytes / sizeof(double);
-    double *send = malloc(count * sizeof(double)), *recv = malloc(count * sizeof(double));
-    if (send == NULL || recv == NULL) {
-        fprintf(stderr, "rank %d: out of memory\n", world_rank);
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    for (size_t k = 0; k < count; k++) send[k] = (double)k;
+    /* Survivors: the allreduce the victim never joins (or never finishes). */
     dfccl_stats_t stats_before, stats_after;
     dfccl_stats_get(&stats_before);
     double t0 = now_s();
@@ -243,7 +364,11 @@ int main(int argc, char **argv)
     uint64_t posted = stats_after.posted[DFCCL_COLL_ALLREDUCE] -
                       stats_before.posted[DFCCL_COLL_ALLREDUCE];
     uint64_t failed = stats_after.failed - stats_before.failed;
-    flags[CHECK_BLOCKED_ENGINE] = !(posted == 1 && failed == 1);
+    /* In flight when the peer's death was seen (posted, then failed), or
+     * refused when posted because a peer had already failed that call (a
+     * survivor that comes late: "collective #N fails at once"). */
+    int how = posted == 1 && failed == 1 ? 1 : posted == 0 && failed == 0 ? 2 : 0;
+    flags[CHECK_BLOCKED_ENGINE] = how == 0 || (how == 2 && rc == MPI_SUCCESS);
     if (flags[CHECK_BLOCKED_ERROR] || flags[CHECK_BLOCKED_CLASS] || flags[CHECK_BLOCKED_TIME] ||
         flags[CHECK_BLOCKED_ENGINE])
         fprintf(stderr, "FAIL rank %d: blocked allreduce of %zu bytes: rc %d (class %d, \"%s\")"
@@ -277,28 +402,29 @@ int main(int argc, char **argv)
     int mine[CHECK_COUNT + 1];
     for (int c = 0; c < CHECK_COUNT; c++) mine[c] = flags[c];
     mine[CHECK_COUNT] = (int)getpid();
-    double times[4] = { blocked_s, again_s, free_s, returned };
+    double times[5] = { blocked_s, again_s, free_s, returned, how };
     long total_failed = 0;
     if (world_rank != lowest) {
         MPI_Send(mine, CHECK_COUNT + 1, MPI_INT, lowest, TAG_FLAGS, MPI_COMM_WORLD);
-        MPI_Send(times, 4, MPI_DOUBLE, lowest, TAG_TIMES, MPI_COMM_WORLD);
+        MPI_Send(times, 5, MPI_DOUBLE, lowest, TAG_TIMES, MPI_COMM_WORLD);
         MPI_Recv(&total_failed, 1, MPI_LONG, lowest, TAG_RESULT, MPI_COMM_WORLD,
                  MPI_STATUS_IGNORE);
     } else {
         int merged[CHECK_COUNT], *pids = calloc((size_t)world_size, sizeof(int));
-        double *all_times = calloc((size_t)world_size * 4, sizeof(double));
+        double *all_times = calloc((size_t)world_size * 5, sizeof(double));
         if (pids == NULL || all_times == NULL) MPI_Abort(MPI_COMM_WORLD, 2);
         memcpy(merged, mine, sizeof merged);
         pids[lowest] = mine[CHECK_COUNT];
-        memcpy(&all_times[lowest * 4], times, sizeof times);
+        memcpy(&all_times[lowest * 5], times, sizeof times);
         /* The victim's warm-up verdict and time of death were sent before
          * it died; a missing verdict counts as a failure, not a hang. */
-        int hello[2] = { 1, 0 };
-        if (!recv_from_dead(hello, 2, MPI_INT, victim, TAG_WARMUP, 5.0)) {
+        int hello[3] = { 1, 0, 1 };
+        if (!recv_from_dead(hello, 3, MPI_INT, victim, TAG_WARMUP, 5.0)) {
             fprintf(stderr, "FAIL: the victim's warm-up verdict never arrived\n");
-            hello[0] = 1;
+            hello[0] = hello[2] = 1;
         }
         merged[CHECK_WARMUP] |= hello[0];
+        merged[CHECK_UNLINKED] |= hello[2];
         pids[victim] = hello[1];
         double death = 0;
         bool death_known = recv_from_dead(&death, 1, MPI_DOUBLE, victim, TAG_DEATH, 1.0);
@@ -307,28 +433,35 @@ int main(int argc, char **argv)
             int theirs[CHECK_COUNT + 1];
             MPI_Recv(theirs, CHECK_COUNT + 1, MPI_INT, r, TAG_FLAGS, MPI_COMM_WORLD,
                      MPI_STATUS_IGNORE);
-            MPI_Recv(&all_times[r * 4], 4, MPI_DOUBLE, r, TAG_TIMES, MPI_COMM_WORLD,
+            MPI_Recv(&all_times[r * 5], 5, MPI_DOUBLE, r, TAG_TIMES, MPI_COMM_WORLD,
                      MPI_STATUS_IGNORE);
             for (int c = 0; c < CHECK_COUNT; c++) merged[c] |= theirs[c];
             pids[r] = theirs[CHECK_COUNT];
         }
-        printf(PROGRAM ": %d ranks, rank %d died (%s) %d ms after the others entered an"
-               " allreduce of %zu bytes; bound %.1f s\n", world_size, victim,
+        printf(PROGRAM ": %d ranks, rank %d died (%s) after a %d ms sleep while the others"
+               " were in an allreduce of %zu bytes%s; bound %.1f s\n", world_size, victim,
                opt.exit_death ? "_exit" : "SIGKILL", opt.sleep_ms, count * sizeof(double),
-               opt.bound_s);
+               opt.victim_joins ? " it had posted too" : "", opt.bound_s);
         printf(PROGRAM ": pids:");
         for (int r = 0; r < world_size; r++) printf(" %d", pids[r]);
         printf("\n");
         printf(PROGRAM ": rank %d's error: %s\n", lowest, error_text);
+        if (maps_ok == 0)
+            printf(PROGRAM ": rank %d maps %d engine segments, %d of them still named;"
+                   " Open MPI's segments: %s*\n", lowest, dfccl_mapped, dfccl_named,
+                   vader_prefix[0] ? vader_prefix : "(none seen) ");
         for (int r = 0; r < world_size; r++) {
             if (r == victim) continue;
-            const double *t = &all_times[r * 4];
+            const double *t = &all_times[r * 5];
             char after_death[48] = "";
             if (death_known)
-                snprintf(after_death, sizeof after_death, " (%.3f s after the death)",
+                snprintf(after_death, sizeof after_death, ", %.3f s after the death",
                          t[3] - death);
-            printf(PROGRAM ": rank %d: blocked call returned after %.3f s%s, second call after"
-                   " %.3f s, comm_free %.3f s\n", r, t[0], after_death, t[1], t[2]);
+            printf(PROGRAM ": rank %d: blocked call returned after %.3f s (%s%s), second call"
+                   " after %.3f s, comm_free %.3f s\n", r, t[0],
+                   t[4] == 1 ? "failed in flight" : t[4] == 2 ? "refused when posted"
+                                                             : "engine counters unexpected",
+                   after_death, t[1], t[2]);
         }
         for (int c = 0; c < CHECK_COUNT; c++) {
             total_failed += merged[c] != 0;

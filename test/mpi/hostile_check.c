@@ -20,9 +20,15 @@
  *                     moves the same bytes either way and completes)
  *   user_op_all       a user-defined op everywhere: stock path, correct
  *   user_op_one       a user-defined op on rank 0 only
- *   vector_type_all   a strided vector type everywhere: stock path, correct
+ *   vector_type_all   a strided vector type everywhere: reductions refused by
+ *                     Open MPI; allgather correct on the stock path
+ *   vector_type_one   allgather: rank 0 describes its N ints as a strided
+ *                     vector, the others as N ints. Legal (same signature),
+ *                     but the engine does not carry non-contiguous layouts
+ *                     yet: the ranks agree on an error instead of hanging
  *   in_place_bad      MPI_IN_PLACE as the receive buffer (Open MPI rejects)
- * With --expect stock only the cases the stock path survives run.
+ * With --expect stock only the cases the stock path survives run
+ * (--all-cases runs the others too, by hand, under a timeout).
  * Each case runs on a fresh dup of MPI_COMM_WORLD; the verdicts travel by
  * point-to-point messages (p2p_verdict.c). --table prints one line per
  * case, collective and form with every rank's outcome.
@@ -48,17 +54,19 @@ static const char *const coll_names[] = { "allreduce", "allgather", "reduce_scat
 
 typedef enum {
     NEG_COUNT_ONE, NULL_BUF_ONE, NULL_BUF_ALL, HUGE_COUNT_ONE, COUNT_DIFFERS, OP_DIFFERS,
-    TYPE_DIFFERS, USER_OP_ALL, USER_OP_ONE, VECTOR_TYPE_ALL, IN_PLACE_BAD, NCASES
+    TYPE_DIFFERS, USER_OP_ALL, USER_OP_ONE, VECTOR_TYPE_ALL, VECTOR_TYPE_ONE, IN_PLACE_BAD,
+    NCASES
 } case_t;
 static const char *const case_names[] = {
     "neg_count_one", "null_buf_one", "null_buf_all", "huge_count_one", "count_differs",
-    "op_differs", "type_differs", "user_op_all", "user_op_one", "vector_type_all", "in_place_bad"
+    "op_differs", "type_differs", "user_op_all", "user_op_one", "vector_type_all",
+    "vector_type_one", "in_place_bad"
 };
 
 /* What a case may end in, on every rank alike. */
 enum { END_ERROR = 1, END_CORRECT = 2 };
 
-static int rank, size, engine, print_table;
+static int rank, size, engine, print_table, all_cases;
 static MPI_Op user_sum;
 
 static void user_sum_fn(void *in, void *inout, int *len, MPI_Datatype *type)
@@ -75,7 +83,7 @@ static int case_allows(case_t k, coll_t c, bool *runs)
     /* Through the stock path only the cases it survives run: on the others
      * it hangs (a rank missing), faults, or returns success with wrong data
      * (README, hostile-input table). */
-    *runs = engine || k == USER_OP_ALL || k == VECTOR_TYPE_ALL || k == IN_PLACE_BAD ||
+    *runs = engine || all_cases || k == USER_OP_ALL || k == VECTOR_TYPE_ALL || k == IN_PLACE_BAD ||
             (k == TYPE_DIFFERS && c == ALLGATHER);
     if (!*runs) return 0;
     switch (k) {
@@ -94,6 +102,9 @@ static int case_allows(case_t k, coll_t c, bool *runs)
     case VECTOR_TYPE_ALL:
         /* Open MPI refuses predefined ops on derived types (MPI_ERR_OP) */
         return is_reduction(c) ? END_ERROR : END_CORRECT;
+    case VECTOR_TYPE_ONE:   /* a known limit (README): an error on every rank */
+        *runs = engine && c == ALLGATHER;
+        return END_ERROR;
     case NULL_BUF_ONE:
         return END_ERROR;
     default:
@@ -129,8 +140,11 @@ static int run_case(case_t k, coll_t c, bool blocking, MPI_Comm comm, bool *corr
     case TYPE_DIFFERS:  if (bad) type = MPI_FLOAT; break;
     case USER_OP_ALL:   op = user_sum; break;
     case USER_OP_ONE:   if (bad) op = user_sum; break;
+    case VECTOR_TYPE_ONE:
+        if (!bad) break;
+        /* fall through */
     case VECTOR_TYPE_ALL:
-        /* every other int: the stock path, holes untouched */
+        /* every other int, holes untouched */
         {
             MPI_Datatype strided;
             MPI_Type_vector(N, 1, 2, MPI_INT, &strided);
@@ -143,7 +157,7 @@ static int run_case(case_t k, coll_t c, bool blocking, MPI_Comm comm, bool *corr
     case IN_PLACE_BAD:  rptr = MPI_IN_PLACE; break;
     default: break;
     }
-    if (k == VECTOR_TYPE_ALL) count = 1;   /* one vector of N ints per block */
+    if (vector != MPI_DATATYPE_NULL) count = 1;   /* one vector of N ints per block */
     for (int i = 0; i < size; i++) recvcounts[i] = count < 0 ? count : (c == REDUCE_SCATTER &&
                                                    k == COUNT_DIFFERS && bad ? 2 * N : count);
     if (k == NEG_COUNT_ONE && bad) recvcounts[size - 1] = -1;
@@ -165,12 +179,13 @@ static int run_case(case_t k, coll_t c, bool blocking, MPI_Comm comm, bool *corr
      * allgather with type_differs) */
     *correct = true;
     if (rc == MPI_SUCCESS) {
-        int stride = k == VECTOR_TYPE_ALL ? 2 : 1, blocks = c == ALLGATHER ? size : 1;
+        int stride = vector != MPI_DATATYPE_NULL ? 2 : 1, blocks = c == ALLGATHER ? size : 1;
         for (int b = 0; b < blocks && *correct; b++) {
             for (int i = 0; i < N; i++) {
                 int got = recv[(b * N + i) * stride], want = 0;
-                if (c == ALLGATHER) {
-                    want = value(b, i * stride);
+                if (c == ALLGATHER) {   /* strided on the senders that used the vector */
+                    int from = k == VECTOR_TYPE_ALL || (k == VECTOR_TYPE_ONE && b == 0) ? 2 : 1;
+                    want = value(b, i * from);
                 } else {
                     int at = (c == ALLREDUCE ? i : rank * N + i) * stride;
                     for (int r = 0; r < size; r++) want += value(r, at);
@@ -224,6 +239,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--expect") == 0 && i + 1 < argc) engine = !strcmp(argv[++i], "engine");
         else if (strcmp(argv[i], "--table") == 0) print_table = 1;
+        else if (strcmp(argv[i], "--all-cases") == 0) all_cases = 1;   /* by hand: stock hangs */
         else if (strcmp(argv[i], "--case") == 0 && i + 1 < argc) {
             const char *name = argv[++i];
             for (int k = 0; k < NCASES; k++) if (!strcmp(name, case_names[k])) only = k;

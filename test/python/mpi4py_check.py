@@ -28,15 +28,29 @@ Phases (the same calls, in the same order, on every rank):
              four collectives x blocking x in place x communicators
   large      one count over 1 MiB per collective x blocking x in place
   overlap    nonblocking calls on all four communicators outstanding at once
-  fallback   what must go to Open MPI's own code: a user-defined op,
-             MAXLOC/MINLOC on MPI.DOUBLE_INT, complex128 SUM, a derived
-             contiguous datatype (and mixed send/receive types) in allgather
+  fallback   what dfccl hands to Open MPI's own code and must still be
+             right: a user-defined op (allreduce, in-place
+             reduce_scatter_block), MAXLOC/MINLOC on MPI.DOUBLE_INT,
+             complex128 SUM; and derived types in allgather: contiguous
+             (both sides, in place, against INT), which dfccl carries as
+             bytes, and a strided vector on the send side, the receive side
+             and in place (the receive buffer's gaps must stay untouched)
 
-Each failed check prints one line (rank, communicator, collective, check,
-dtype/MPI type, op, in place, nonblocking, count, first wrong index,
-expected and got). The last line on rank 0 is
-"mpi4py_check: N passed, M failed" (sums over all ranks, gathered with an
-allreduce on COMM_WORLD); the exit status is non-zero when M > 0.
+Each failed check prints one line "FAIL mpi4py_check: rank R comm=...
+coll=... dtype=<numpy>/<MPI type> op=... inplace=0|1 nonblocking=0|1
+count=... check=...: first wrong index I: expected X, got Y". The last
+line on rank 0 is "mpi4py_check: N passed, M failed" (sums over all ranks,
+gathered with an allreduce on COMM_WORLD); the exit status is non-zero
+when M > 0.
+
+Route: "engine" when coll/dfccl carries host buffers (from --route
+engine|stock, else from the OMPI_MCA_* variables mpirun sets for --mca
+coll_dfccl_host_buffers engine, coll, coll_dfccl_enable), else "stock".
+On the stock route two known differences of Open MPI 4.1's own collectives
+are printed as WAIVED lines and counted apart, not as failures: MIN/MAX on
+MPI_UNSIGNED_LONG compared as signed, and an in-place reduce_scatter that
+overwrites the rest of comm rank 0's buffer (recvcounts [0, ..., 0, c],
+np >= 4). On the engine route they are failures like any other.
 """
 import os
 import sys
@@ -100,6 +114,13 @@ WAIVE_RS_TAIL = ("stock route: Open MPI 4.1's in-place reduce_scatter may overwr
                  if ROUTE == "stock" else None)
 
 
+def say(line):
+    """One whole line in one write, so that mpirun's forwarding does not
+    splice another rank's output into it."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 # ---------------------------------------------------------------- types, ops
 
 class DType:
@@ -157,10 +178,12 @@ _M2 = np.uint64(0xBF58476D1CE4E5B9)
 _M3 = np.uint64(0x94D049BB133111EB)
 
 
-def hash_bits(n, seed):
-    """n pseudo-random 64-bit words (splitmix64 of index + seed), vectorized."""
+def hash_bits(n, seed, start=0):
+    """Pseudo-random 64-bit words for elements start .. start+n-1 (splitmix64
+    of index + seed, vectorized): any slice of a sequence can be made alone."""
     with np.errstate(over="ignore"):
-        z = np.arange(n, dtype=np.uint64) + np.uint64(seed & 0xFFFFFFFFFFFFFFFF)
+        z = (np.arange(start, start + n, dtype=np.uint64) +
+             np.uint64((seed * 0x9E3779B1) & 0xFFFFFFFFFFFFFFFF))
         z *= _M1
         z ^= z >> np.uint64(30)
         z *= _M2
@@ -171,10 +194,19 @@ def hash_bits(n, seed):
 
 
 def uniform_int(bits, lo, hi):
-    """Integers in [lo, hi] (inclusive) as int64 from the low 62 bits."""
+    """Integers in [lo, hi] (inclusive), int64 or, for a wide range from 0,
+    uint64. Ranges up to 2**62 wide: the low 62 bits modulo the span. Wider
+    ones (64-bit SUM, MIN, MAX): [-2**e, 2**e) or [0, 2**e), the largest
+    power of two that fits, from the bits shifted right."""
     span = hi - lo + 1
-    low = (bits & np.uint64((1 << 62) - 1)).astype(np.int64)
-    return low % span + lo
+    if span <= 1 << 62:
+        low = (bits & np.uint64((1 << 62) - 1)).astype(np.int64)
+        return low % np.int64(span) + np.int64(lo)
+    if lo < 0:
+        e = min(-lo, hi + 1).bit_length() - 1
+        return bits.view(np.int64) >> np.int64(63 - e)
+    e = min(hi + 1, 1 << 64).bit_length() - 1
+    return bits >> np.uint64(64 - e) if e < 64 else bits.copy()
 
 
 def fraction(bits, p):
@@ -182,10 +214,11 @@ def fraction(bits, p):
     return (bits >> np.uint64(40)).astype(np.int64) % 1000 < int(p * 1000)
 
 
-def make_input(t, op, n, size, seed):
-    """One member's input: n elements of t for op (None: allgather) such that
-    the reduction over `size` members is exact and meaningful."""
-    bits = hash_bits(n, seed)
+def make_input(t, op, n, size, seed, start=0):
+    """Elements start .. start+n-1 of one member's input, of type t for op
+    (None: allgather), such that the reduction over `size` members is exact
+    and meaningful. Element-wise: a slice is the same as part of the whole."""
+    bits = hash_bits(n, seed, start)
     dt = t.np
     if t.kind == "c":
         return (uniform_int(bits, 33, 126)).astype(np.uint8).view("S1")
@@ -293,11 +326,11 @@ class Tally:
     def fail(self, desc, what, detail, waiver=None):
         if waiver:
             self.waived += 1
-            print("WAIVED %s: rank %d %s check=%s: %s [%s]" % (PROG, WRANK, desc, what, detail,
-                                                             waiver), flush=True)
+            say("WAIVED %s: rank %d %s check=%s: %s [%s]" % (PROG, WRANK, desc, what, detail,
+                                                           waiver))
             return
         self.failed += 1
-        print("FAIL %s: rank %d %s check=%s: %s" % (PROG, WRANK, desc, what, detail), flush=True)
+        say("FAIL %s: rank %d %s check=%s: %s" % (PROG, WRANK, desc, what, detail))
 
 
 TALLY = Tally()
@@ -359,28 +392,29 @@ class Case:
         size, rank = cx.size, cx.rank
         dt = t.np
         self.counts = None
-        if coll == "allgather":
-            n_in = count
-        elif coll == "allreduce":
+        if coll in ("allgather", "allreduce"):
             n_in = count
         else:
             self.counts = (rs_counts(count, size, shape) if coll == "reduce_scatter"
                            else [count] * size)
             n_in = sum(self.counts)
-        inputs = [make_input(t, op, n_in, size, self.seq * 1000003 + j) for j in range(size)]
-        mine = inputs[rank]
+        seed = self.seq * 1000003
+        mine = make_input(t, op, n_in, size, seed + rank)
         if coll == "allgather":
-            self.expected = np.concatenate(inputs) if size else mine
+            self.expected = np.concatenate([mine if j == rank else
+                                            make_input(t, op, n_in, size, seed + j)
+                                            for j in range(size)])
             n_out = count * size
-        else:
-            full = reduce_ref(np.stack(inputs), t, op)
-            if coll == "allreduce":
-                self.expected = full
-                n_out = count
-            else:
-                off = sum(self.counts[:rank])
-                self.expected = full[off:off + self.counts[rank]]
-                n_out = self.counts[rank]
+        elif coll == "allreduce":
+            self.expected = reduce_ref(np.stack([mine if j == rank else
+                                                 make_input(t, op, n_in, size, seed + j)
+                                                 for j in range(size)]), t, op)
+            n_out = count
+        else:   # only this rank's block of every member's input is needed
+            off, n_out = sum(self.counts[:rank]), self.counts[rank]
+            self.expected = reduce_ref(np.stack([mine[off:off + n_out] if j == rank else
+                                                 make_input(t, op, n_out, size, seed + j, off)
+                                                 for j in range(size)]), t, op)
         self.mine = mine
         # receive buffers: the span MPI is given, then GUARD poisoned elements
         if inplace:
@@ -398,8 +432,7 @@ class Case:
         self.span = span
         self.rbuf = self.rbuf_all[:span]
         self.mpitype = choice
-        op_obj = getattr(MPI, op) if op else None
-        self.op_obj = op_obj
+        self.op_obj = getattr(MPI, op) if op else None
 
     def describe(self):
         extra = ""
@@ -651,33 +684,65 @@ def phase_fallback(comms):
             if ok:
                 TALLY.check(desc, "result", r, exp)
 
-        # derived contiguous datatype (3 ints) in allgather: both sides, in
-        # place, and INT on the send side against the contiguous type
+        # derived datatypes in allgather, 3 ints per element: a contiguous
+        # type on both sides, in place, and against INT on the send side
+        # (dfccl carries contiguous layouts as bytes); a strided vector
+        # (3 ints at stride 2, extent 5 ints) on the send side, on the
+        # receive side (nonblocking), and in place: not contiguous, so
+        # Open MPI's own allgather, or packed where dfccl packs. In a
+        # strided receive buffer the gaps must keep their poison.
         ctype = MPI.INT.Create_contiguous(3).Commit()
-        for variant in ("derived", "in_place", "mixed"):
+        vtype = MPI.INT.Create_vector(3, 1, 2).Commit()
+        n = 5      # elements of the derived type per rank
+        picks = (5 * np.arange(n * size)[:, None] + 2 * np.arange(3)[None, :]).ravel()
+        for variant in ("contiguous", "in_place", "mixed", "strided_send", "strided_recv",
+                        "strided_in_place"):
             seq = next_seq()
-            n = 5      # elements of the contiguous type per rank
             ins = [uniform_int(hash_bits(3 * n, seq * 7919 + j), -10 ** 6, 10 ** 6)
                    .astype(np.int32) for j in range(size)]
-            exp = np.concatenate(ins)
-            r = poisoned(3 * n * size + GUARD, np.int32)
-            rv = r[:3 * n * size]
             s = ins[rank].copy()
-            if variant == "in_place":
-                rv[rank * 3 * n:(rank + 1) * 3 * n] = s
-            desc = ("comm=%s coll=allgather dtype=int32/contiguous(3,MPI_INT)%s inplace=%d "
-                    "nonblocking=0 count=%d" % (cx.label, " send=MPI_INT" if variant == "mixed"
-                                                else "", variant == "in_place", n))
-            if variant == "derived":
+            strided = variant in ("strided_recv", "strided_in_place")
+            span = (5 if strided else 3) * n * size
+            r = poisoned(span + GUARD, np.int32)
+            rv = r[:span]
+            if strided:    # element m of the whole buffer: ints 5m, 5m+2, 5m+4
+                exp = poisoned(span, np.int32)
+                exp[picks] = np.concatenate(ins)
+                if variant == "strided_in_place":
+                    rv[picks[rank * 3 * n:(rank + 1) * 3 * n]] = s
+            else:
+                exp = np.concatenate(ins)
+                if variant == "in_place":
+                    rv[rank * 3 * n:(rank + 1) * 3 * n] = s
+            if variant == "strided_send":
+                sv = poisoned(5 * n, np.int32)
+                sv[picks[:3 * n]] = s
+            nb = variant == "strided_recv"
+            dname = {"contiguous": "contiguous(3,MPI_INT)",
+                     "in_place": "contiguous(3,MPI_INT)",
+                     "mixed": "contiguous(3,MPI_INT) send=MPI_INT x3",
+                     "strided_send": "MPI_INT x3 send=vector(3,1,2,MPI_INT)",
+                     "strided_recv": "vector(3,1,2,MPI_INT) send=MPI_INT x3",
+                     "strided_in_place": "vector(3,1,2,MPI_INT)"}[variant]
+            desc = ("comm=%s coll=allgather dtype=int32/%s inplace=%d nonblocking=%d count=%d"
+                    % (cx.label, dname, "in_place" in variant, nb, n))
+            if variant == "contiguous":
                 fn = lambda: c.Allgather([s, n, ctype], [rv, n, ctype])
             elif variant == "in_place":
                 fn = lambda: c.Allgather(MPI.IN_PLACE, [rv, n, ctype])
-            else:
+            elif variant == "mixed":
                 fn = lambda: c.Allgather([s, 3 * n, MPI.INT], [rv, n, ctype])
+            elif variant == "strided_send":
+                fn = lambda: c.Allgather([sv, n, vtype], [rv, 3 * n, MPI.INT])
+            elif variant == "strided_recv":
+                fn = lambda: c.Iallgather([s, 3 * n, MPI.INT], [rv, n, vtype])
+            else:
+                fn = lambda: c.Allgather(MPI.IN_PLACE, [rv, n, vtype])
             if fallback_call(desc, fn):
                 TALLY.check(desc, "result", rv, exp, True)
-                TALLY.check(desc, "guard", r[3 * n * size:], poisoned(GUARD, np.int32), True)
+                TALLY.check(desc, "guard", r[span:], poisoned(GUARD, np.int32), True, offset=span)
         ctype.Free()
+        vtype.Free()
     MOD7.Free()
 
 
@@ -706,10 +771,9 @@ def main():
     passed, failed, waived = WORLD.allreduce((TALLY.passed, TALLY.failed, TALLY.waived),
                                              op=_sum3)
     if WRANK == 0:
-        print("%s: route %s, %d ranks, %d calls per rank, %d waived; rank 0 checks: %s; %.1f s" %
-              (PROG, ROUTE, WSIZE, calls, waived, ", ".join(report), time.time() - t0),
-              flush=True)
-        print("%s: %d passed, %d failed" % (PROG, passed, failed), flush=True)
+        say("%s: route %s, %d ranks, %d calls per rank, %d waived; rank 0 checks: %s; %.1f s" %
+            (PROG, ROUTE, WSIZE, calls, waived, ", ".join(report), time.time() - t0))
+        say("%s: %d passed, %d failed" % (PROG, passed, failed))
     return 1 if failed or TALLY.failed else 0
 
 

@@ -63,9 +63,11 @@ done
 
 # ---- mpirun arguments and the route they select
 DFCCL_TEST_MCA=${DFCCL_TEST_MCA-"--mca coll_dfccl_host_buffers engine --mca coll_dfccl_gpu 0"}
-coll_list= host_buffers= enable=1 has_verbose=
+coll_list='' host_buffers='' enable=1 has_verbose=''
+set -f   # words, not file names
 # shellcheck disable=SC2086  # the words of the MCA arguments are wanted
 set -- $DFCCL_TEST_MCA
+set +f
 while [ $# -gt 0 ]; do
     if { [ "$1" = --mca ] || [ "$1" = -mca ]; } && [ $# -ge 3 ]; then
         case $2 in
