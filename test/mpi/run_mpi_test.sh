@@ -39,6 +39,7 @@ program=$2
 shift 2
 name=$(basename "$program")
 name=${name%.exe}
+name=${name%.py}
 
 mpirun_cmd=${MPIRUN:-mpirun}
 timeout_s=${DFCCL_TEST_TIMEOUT:-900}

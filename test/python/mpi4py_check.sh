@@ -24,10 +24,8 @@
 #                    set (even empty): used as given.
 #   DFCCL_TEST_TIMEOUT  unset: 300 (a 4-rank run takes well under a minute)
 #
-# The program reports "mpi4py_check: N passed, M failed"; run_mpi_test.sh
-# looks for "<basename of PROGRAM>: N passed, 0 failed", so PROGRAM is a
-# launcher named mpi4py_check, made in a temporary folder, that runs
-# /usr/bin/python3 on the script (no execute bit needed on the .py).
+# The program (executable, #!/usr/bin/python3) reports "mpi4py_check: N
+# passed, M failed", the verdict run_mpi_test.sh looks for.
 #
 # By hand, from the build tree:
 #   DFCCL_COMPONENT_DIR=$PWD/test/components DFCCL_ENGINE_LIBDIR=$PWD/src/engine/.libs \
@@ -100,22 +98,6 @@ fi
 DFCCL_TEST_TIMEOUT=${DFCCL_TEST_TIMEOUT:-300}
 export DFCCL_TEST_MCA DFCCL_TEST_REQUIRE_ENGINE DFCCL_TEST_TIMEOUT
 
-# ---- a launcher whose name is the verdict's
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mpi4py_check.XXXXXX") || exit 2
-trap 'rm -rf "$tmp"' EXIT
-printf '#!/bin/sh\nexec %s "%s" "$@"\n' "$python" "$script" > "$tmp/mpi4py_check"
-chmod +x "$tmp/mpi4py_check"
-
 echo "mpi4py_check.sh: np $np, route $route, require engine '${DFCCL_TEST_REQUIRE_ENGINE}'"
-# In the background, so that a TERM, INT or HUP reaching this script is
-# passed on to run_mpi_test.sh, which then stops the mpirun job.
-"$runner" "$np" "$tmp/mpi4py_check" &
-pid=$!
-trap 'kill -TERM "$pid" 2>/dev/null' TERM INT HUP
-wait "$pid"
-status=$?
-while kill -0 "$pid" 2>/dev/null; do   # a trapped signal ended the wait, not the run
-    wait "$pid"
-    status=$?
-done
-exit "$status"
+# run_mpi_test.sh names the verdict after the program, less its .py
+exec "$runner" "$np" "$script"
