@@ -124,10 +124,30 @@ typedef struct mca_coll_dfccl_module_t {
 
 OBJ_CLASS_DECLARATION(mca_coll_dfccl_module_t);
 
+/* Open MPI 4.1 takes every request a nonblocking collective returns for an
+ * ompi_coll_base_nbc_request_t: after the call it retains non-predefined
+ * datatypes and user ops in the fields that type adds to ompi_request_t
+ * (ompi_coll_base_retain_datatypes), so our requests begin with one. Its
+ * header (coll/base/coll_base_util.h) includes op.h, which distributions
+ * ship without the Fortran header it needs: the layout is restated here,
+ * and the class is Open MPI's own. */
+typedef struct {
+    ompi_request_t super;
+    union {
+        ompi_request_complete_fn_t req_complete_cb;
+        ompi_request_free_fn_t     req_free;
+    } cb;
+    void *req_complete_cb_data;
+    union {
+        opal_object_t *objs[2];
+    } data;
+} mca_coll_dfccl_nbc_request_t;
+OMPI_DECLSPEC extern opal_class_t ompi_coll_base_nbc_request_t_class;
+
 /* An MPI request completed by the progress hook from the engine's
  * completion queue. */
 typedef struct mca_coll_dfccl_request_t {
-    ompi_request_t       super;
+    mca_coll_dfccl_nbc_request_t super;
     ompi_communicator_t *comm;        /* retained while the collective runs */
     bool                 on_host;     /* posted to the host side (counted in host_in_flight) */
     int32_t              refs;        /* the engine's and the caller's: the last one

@@ -72,10 +72,10 @@ static void dfccl_wait_blocking(mca_coll_dfccl_request_t *req, uint64_t spin_ns)
     dfccl_context_t *ctx = mca_coll_dfccl_component.context;
     uint64_t spin_until = mca_coll_dfccl_now_ns() + spin_ns;
 
-    while (!REQUEST_COMPLETE(&req->super)) {
+    while (!REQUEST_COMPLETE(&req->super.super)) {
         if (mca_coll_dfccl_progress() > 0) continue;
         opal_progress();
-        if (!REQUEST_COMPLETE(&req->super) && mca_coll_dfccl_now_ns() > spin_until)
+        if (!REQUEST_COMPLETE(&req->super.super) && mca_coll_dfccl_now_ns() > spin_until)
             dfccl_context_wait(ctx, DFCCL_WAIT_NAP_NS);
     }
 }
@@ -190,12 +190,12 @@ static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_route_t route, dfccl_coll
                   route.path == DFCCL_ROUTE_GPU ? " (GPU)" : "",
                   route.stage ? ", staged" : "");
     if (request != NULL) {
-        *request = &req->super;
+        *request = &req->super.super;
         return OMPI_SUCCESS;
     }
     dfccl_wait_blocking(req, route.path == DFCCL_ROUTE_GPU ? DFCCL_WAIT_SPIN_GPU_NS
                                                            : DFCCL_WAIT_SPIN_NS);
-    rc = req->super.req_status.MPI_ERROR;
+    rc = req->super.super.req_status.MPI_ERROR;
     mca_coll_dfccl_request_release(req);
     return rc;
 }

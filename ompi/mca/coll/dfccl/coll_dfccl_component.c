@@ -320,6 +320,16 @@ int mca_coll_dfccl_context_get(dfccl_context_t **context_p)
         config.gpu_ll_early_send = c->gpu_ll_early_send;
         config.gpu_trace = c->gpu_trace;
         config.gpu_fence_system = c->gpu_fence_system;
+        if (ompi_coll_base_nbc_request_t_class.cls_sizeof != sizeof(mca_coll_dfccl_nbc_request_t)) {
+            /* the layout restated in coll_dfccl.h no longer matches this Open MPI */
+            DFCCL_ERROR("Open MPI's nonblocking collective request is %zu bytes, dfccl was built"
+                        " for %zu: collectives take the stock path",
+                        ompi_coll_base_nbc_request_t_class.cls_sizeof,
+                        sizeof(mca_coll_dfccl_nbc_request_t));
+            c->context_failed = true;
+            OPAL_THREAD_UNLOCK(&c->lock);
+            return OMPI_ERROR;
+        }
         opal_free_list_init(&c->requests, sizeof(mca_coll_dfccl_request_t),
                             opal_cache_line_size, OBJ_CLASS(mca_coll_dfccl_request_t),
                             0, 0, 8, -1, 8, NULL, 0, NULL, NULL, NULL);
@@ -388,11 +398,11 @@ int mca_coll_dfccl_progress(void)
     for (i = 0; i < n; i++) {
         mca_coll_dfccl_request_t *req = done[i].user;
         if (req->on_host) opal_atomic_add_fetch_32(&mca_coll_dfccl_component.host_in_flight, -1);
-        req->super.req_status.MPI_ERROR = mca_coll_dfccl_request_error(done[i].status);
+        req->super.super.req_status.MPI_ERROR = mca_coll_dfccl_request_error(done[i].status);
         /* a staged call's result reaches the caller's buffer before completion */
-        if (req->super.req_status.MPI_ERROR == MPI_SUCCESS)
-            req->super.req_status.MPI_ERROR = mca_coll_dfccl_stage_out(req);
-        ompi_request_complete(&req->super, true);
+        if (req->super.super.req_status.MPI_ERROR == MPI_SUCCESS)
+            req->super.super.req_status.MPI_ERROR = mca_coll_dfccl_stage_out(req);
+        ompi_request_complete(&req->super.super, true);
         mca_coll_dfccl_request_release(req);   /* the engine's reference */
     }
     return n;

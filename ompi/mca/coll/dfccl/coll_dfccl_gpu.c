@@ -85,8 +85,8 @@ static void dfccl_gpu_cancel_requests(mca_coll_dfccl_gpu_setup_t *s)
 static void dfccl_gpu_fail_request(mca_coll_dfccl_request_t *req, dfccl_status_t status)
 {
     opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, -1);
-    req->super.req_status.MPI_ERROR = mca_coll_dfccl_request_error(status);
-    ompi_request_complete(&req->super, true);
+    req->super.super.req_status.MPI_ERROR = mca_coll_dfccl_request_error(status);
+    ompi_request_complete(&req->super.super, true);
     mca_coll_dfccl_request_release(req);   /* the engine's reference */
 }
 

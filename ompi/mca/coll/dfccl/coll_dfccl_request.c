@@ -12,7 +12,8 @@ static void dfccl_request_construct(mca_coll_dfccl_request_t *req)
     req->stage_buf = NULL;
 }
 
-OBJ_CLASS_INSTANCE(mca_coll_dfccl_request_t, ompi_request_t, dfccl_request_construct, NULL);
+OBJ_CLASS_INSTANCE(mca_coll_dfccl_request_t, ompi_coll_base_nbc_request_t, dfccl_request_construct,
+                   NULL);
 
 static int dfccl_request_free(ompi_request_t **request)
 {
@@ -35,14 +36,19 @@ mca_coll_dfccl_request_t *mca_coll_dfccl_request_get(ompi_communicator_t *comm)
     mca_coll_dfccl_request_t *req = (mca_coll_dfccl_request_t *)item;
 
     if (req == NULL) return NULL;
-    OMPI_REQUEST_INIT(&req->super, false);
-    req->super.req_type = OMPI_REQUEST_COLL;
-    req->super.req_state = OMPI_REQUEST_ACTIVE;
-    req->super.req_free = dfccl_request_free;
-    req->super.req_cancel = dfccl_request_cancel;
-    req->super.req_status.MPI_ERROR = MPI_SUCCESS;
-    req->super.req_status._cancelled = 0;
-    req->super.req_mpi_object.comm = comm;
+    OMPI_REQUEST_INIT(&req->super.super, false);
+    req->super.super.req_type = OMPI_REQUEST_COLL;
+    req->super.super.req_state = OMPI_REQUEST_ACTIVE;
+    req->super.super.req_free = dfccl_request_free;
+    req->super.super.req_cancel = dfccl_request_cancel;
+    req->super.super.req_status.MPI_ERROR = MPI_SUCCESS;
+    req->super.super.req_status._cancelled = 0;
+    req->super.super.req_mpi_object.comm = comm;
+    /* what Open MPI retains for the call (released at completion) */
+    req->super.cb.req_complete_cb = NULL;
+    req->super.req_complete_cb_data = NULL;
+    req->super.data.objs[0] = NULL;
+    req->super.data.objs[1] = NULL;
     req->refs = 2;
     req->comm = comm;
     req->stage_buf = NULL;
@@ -56,7 +62,7 @@ void mca_coll_dfccl_request_release(mca_coll_dfccl_request_t *req)
     mca_coll_dfccl_stage_drop(req);   /* the engine is done with it too */
     OBJ_RELEASE(req->comm);
     req->comm = NULL;
-    OMPI_REQUEST_FINI(&req->super);
+    OMPI_REQUEST_FINI(&req->super.super);
     opal_free_list_return(&mca_coll_dfccl_component.requests, (opal_free_list_item_t *)req);
 }
 
