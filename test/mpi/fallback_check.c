@@ -4,9 +4,9 @@
  * unchanged: derived datatypes (contiguous and vector), MAXLOC/MINLOC on
  * pair types, user ops, types outside the carried list, and
  * inter-communicators. Each case runs on world, a dup and a parity split,
- * blocking and nonblocking. Allgathers of contiguous layouts (derived types,
+ * blocking and nonblocking. Allgathers (derived types, contiguous or strided,
  * other predefined types, differing send/recv types of equal signature) are
- * carried as bytes, and checked here for that too.
+ * carried as bytes, strided layouts packed, and checked here for that too.
  *
  * A control call that the engine does carry (allreduce of MPI_INT, SUM)
  * opens and closes the run: with --expect engine it must raise the counter
@@ -92,8 +92,9 @@ static void record(context_t *ctx, const char *name, bool blocking, int rc,
 }
 
 /* An allgather the engine carries although its datatypes are not the
- * reductions' predefined ones: contiguous layouts travel as bytes, so that
- * ranks describing the same data differently take the same route. */
+ * reductions' predefined ones: layouts travel as bytes (packed where they
+ * are not contiguous), so that ranks describing the same data differently
+ * take the same route. */
 static void record_gather_bytes(context_t *ctx, const char *name, bool blocking, int rc,
                                 const engine_snapshot_t *before, bool results_ok,
                                 const char *result_why)
@@ -318,7 +319,7 @@ static void check_vector(context_t *ctx, const case_comm_t *cc, bool blocking)
         engine_snapshot_take(&before);
         rc = allgather_call(blocking, send, 1, every_other, recv, 1, every_other,
                             cc->comm);
-        record(ctx, "vector_allgather", blocking, rc, &before,
+        record_gather_bytes(ctx, "vector_allgather", blocking, rc, &before,
                ints_match(recv, expected, 4 * cc->size, why, sizeof why), why);
     }
     MPI_Op_free(&strided_sum);

@@ -21,11 +21,9 @@
  *   user_op_all       a user-defined op everywhere: stock path, correct
  *   user_op_one       a user-defined op on rank 0 only
  *   vector_type_all   a strided vector type everywhere: reductions refused by
- *                     Open MPI; allgather correct on the stock path
+ *                     Open MPI; allgather correct (packed into the engine)
  *   vector_type_one   allgather: rank 0 describes its N ints as a strided
- *                     vector, the others as N ints. Legal (same signature),
- *                     but the engine does not carry non-contiguous layouts
- *                     yet: the ranks agree on an error instead of hanging
+ *                     vector, the others as N ints (legal: same signature)
  *   in_place_bad      MPI_IN_PLACE as the receive buffer (Open MPI rejects)
  * With --expect stock only the cases the stock path survives run
  * (--all-cases runs the others too, by hand, under a timeout).
@@ -84,7 +82,7 @@ static int case_allows(case_t k, coll_t c, bool *runs)
      * it hangs (a rank missing), faults, or returns success with wrong data
      * (README, hostile-input table). */
     *runs = engine || all_cases || k == USER_OP_ALL || k == VECTOR_TYPE_ALL || k == IN_PLACE_BAD ||
-            (k == TYPE_DIFFERS && c == ALLGATHER);
+            ((k == TYPE_DIFFERS || k == VECTOR_TYPE_ONE) && c == ALLGATHER);
     if (!*runs) return 0;
     switch (k) {
     case NULL_BUF_ALL:
@@ -102,9 +100,9 @@ static int case_allows(case_t k, coll_t c, bool *runs)
     case VECTOR_TYPE_ALL:
         /* Open MPI refuses predefined ops on derived types (MPI_ERR_OP) */
         return is_reduction(c) ? END_ERROR : END_CORRECT;
-    case VECTOR_TYPE_ONE:   /* a known limit (README): an error on every rank */
-        *runs = engine && c == ALLGATHER;
-        return END_ERROR;
+    case VECTOR_TYPE_ONE:
+        *runs = *runs && c == ALLGATHER;
+        return END_CORRECT;
     case NULL_BUF_ONE:
         return END_ERROR;
     default:

@@ -159,7 +159,23 @@ typedef struct mca_coll_dfccl_request_t {
     void                *stage_user_out;  /* the caller's receive buffer */
     const void          *stage_out;       /* where the path leaves the result */
     size_t               stage_out_bytes;
+    /* packing (allgather of a non-contiguous layout): the blocks arrive
+     * packed at stage_out and are unpacked into the caller's buffer */
+    ompi_datatype_t     *pack_dtype;      /* retained; NULL: not packed */
+    int                  pack_count;      /* elements per rank's block */
+    int                  pack_blocks;     /* ranks */
 } mca_coll_dfccl_request_t;
+
+/* What an allgather of a non-contiguous layout needs to be carried as bytes
+ * (mca_coll_dfccl_pack_in). */
+typedef struct {
+    const void      *sbuf;     /* MPI_IN_PLACE or the caller's send buffer */
+    int              scount;
+    ompi_datatype_t *sdtype;
+    void            *rbuf;
+    int              rcount;
+    ompi_datatype_t *rdtype;
+} mca_coll_dfccl_pack_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_dfccl_request_t);
 
@@ -205,6 +221,10 @@ int  mca_coll_dfccl_stage_in(mca_coll_dfccl_request_t *req, dfccl_coll_args_t *a
                              int size, bool on_device);
 int  mca_coll_dfccl_stage_out(mca_coll_dfccl_request_t *req);
 void mca_coll_dfccl_stage_drop(mca_coll_dfccl_request_t *req);
+/* packs this rank's block into host memory and points args at it; the
+ * completion unpacks every block (stage_out) */
+int  mca_coll_dfccl_pack_in(mca_coll_dfccl_request_t *req, dfccl_coll_args_t *args,
+                            const mca_coll_dfccl_pack_t *pack, int rank, int size);
 
 /* GPU side (coll_dfccl_gpu.c) */
 int  mca_coll_dfccl_gpu_progress(void);

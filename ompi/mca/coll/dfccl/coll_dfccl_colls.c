@@ -23,6 +23,7 @@
 typedef struct {
     enum { DFCCL_ROUTE_STOCK, DFCCL_ROUTE_HOST, DFCCL_ROUTE_GPU } path;
     bool stage;   /* this rank's buffers are not of the path's memory kind */
+    const mca_coll_dfccl_pack_t *pack;   /* allgather of a non-contiguous layout */
 } dfccl_route_t;
 
 static dfccl_route_t dfccl_route(const mca_coll_dfccl_module_t *m, const void *sbuf,
@@ -31,7 +32,7 @@ static dfccl_route_t dfccl_route(const mca_coll_dfccl_module_t *m, const void *s
     bool send_dev = mca_coll_dfccl_is_device_memory(sbuf);
     bool recv_dev = mca_coll_dfccl_is_device_memory(rbuf);
     bool all_dev = (sbuf == MPI_IN_PLACE || send_dev) && recv_dev;
-    dfccl_route_t route = { DFCCL_ROUTE_STOCK, false };
+    dfccl_route_t route = { DFCCL_ROUTE_STOCK, false, NULL };
 
     if (mca_coll_dfccl_component.host_buffers == MCA_COLL_DFCCL_HOST_BUFFERS_ENGINE) {
         if (m->gpu_agreed) {
@@ -144,9 +145,12 @@ static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_route_t route, dfccl_coll
     }
     req = mca_coll_dfccl_request_get(m->comm);
     if (req == NULL) return OMPI_ERR_OUT_OF_RESOURCE;   /* never fall back alone */
-    if (route.stage) {
-        rc = mca_coll_dfccl_stage_in(req, args, ompi_comm_rank(m->comm), ompi_comm_size(m->comm),
-                                     route.path == DFCCL_ROUTE_GPU);
+    if (route.stage || route.pack != NULL) {
+        rc = route.pack != NULL
+                 ? mca_coll_dfccl_pack_in(req, args, route.pack, ompi_comm_rank(m->comm),
+                                          ompi_comm_size(m->comm))
+                 : mca_coll_dfccl_stage_in(req, args, ompi_comm_rank(m->comm),
+                                           ompi_comm_size(m->comm), route.path == DFCCL_ROUTE_GPU);
         if (rc != OMPI_SUCCESS) {   /* an error, never a lone fallback */
             mca_coll_dfccl_request_release(req);
             mca_coll_dfccl_request_release(req);
@@ -251,29 +255,48 @@ int mca_coll_dfccl_iallreduce(const void *sbuf, void *rbuf, int count, ompi_data
                                   m->previous_iallreduce_module);
 }
 
-/* Allgather carries bytes: contiguous layouts whose byte counts agree on
- * both sides, whatever datatypes describe them (MPI matches signatures). */
+/* Allgather carries bytes, whatever datatypes describe them (MPI matches
+ * type signatures): contiguous layouts where they are, others packed on the
+ * host engine (pack, filled here). */
 static bool dfccl_prepare_allgather(const mca_coll_dfccl_module_t *m, const void *sbuf, int scount,
                                     ompi_datatype_t *sdtype, void *rbuf, int rcount,
                                     ompi_datatype_t *rdtype, dfccl_coll_args_t *args,
-                                    dfccl_route_t *route)
+                                    dfccl_route_t *route, mca_coll_dfccl_pack_t *pack)
 {
-    size_t bytes, send_bytes;
-    ptrdiff_t roff, soff = 0;
+    size_t bytes, send_bytes, rsize = 0, ssize = 0;
+    ptrdiff_t roff = 0, soff = 0;
+    bool contiguous;
 
     if (rcount < 0 || (*route = dfccl_route(m, sbuf, rbuf)).path == DFCCL_ROUTE_STOCK) return false;
-    if (!mca_coll_dfccl_map_gather_type(rdtype, rcount, &bytes, &roff)) return false;
-    if (sbuf != MPI_IN_PLACE &&
-        (!mca_coll_dfccl_map_gather_type(sdtype, scount, &send_bytes, &soff) ||
-         send_bytes != bytes))
-        return false;
+    if (rdtype == NULL || rdtype == MPI_DATATYPE_NULL) return false;
+    ompi_datatype_type_size(rdtype, &rsize);
+    bytes = rsize * (size_t)rcount;
+    if (sbuf != MPI_IN_PLACE) {
+        if (sdtype == NULL || sdtype == MPI_DATATYPE_NULL || scount < 0) return false;
+        ompi_datatype_type_size(sdtype, &ssize);
+        if (ssize * (size_t)scount != bytes) return false;
+    }
+    contiguous = mca_coll_dfccl_map_gather_type(rdtype, rcount, &bytes, &roff) &&
+                 (sbuf == MPI_IN_PLACE ||
+                  mca_coll_dfccl_map_gather_type(sdtype, scount, &send_bytes, &soff));
     args->type = DFCCL_COLL_ALLGATHER;
-    args->sendbuf = sbuf == MPI_IN_PLACE ? DFCCL_IN_PLACE : (const char *)sbuf + soff;
-    args->recvbuf = (char *)rbuf + roff;
     args->count = bytes;
     args->counts = NULL;
     args->dtype = DFCCL_BYTE;
     args->op = DFCCL_OP_NONE;
+    if (contiguous) {
+        args->sendbuf = sbuf == MPI_IN_PLACE ? DFCCL_IN_PLACE : (const char *)sbuf + soff;
+        args->recvbuf = (char *)rbuf + roff;
+        return true;
+    }
+    /* packing copies through host memory: the host engine's route, with the
+     * caller's buffers in host memory (the other routes take the stock path,
+     * agreed by all ranks or failed on all) */
+    if (route->path != DFCCL_ROUTE_HOST || route->stage || bytes > (size_t)INT_MAX) return false;
+    *pack = (mca_coll_dfccl_pack_t){ sbuf, scount, sdtype, rbuf, rcount, rdtype };
+    route->pack = pack;
+    args->sendbuf = NULL;   /* the packed block, set by mca_coll_dfccl_pack_in */
+    args->recvbuf = NULL;
     return true;
 }
 
@@ -282,11 +305,13 @@ int mca_coll_dfccl_allgather(const void *sbuf, int scount, ompi_datatype_t *sdty
                              mca_coll_base_module_t *module)
 {
     mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
+    mca_coll_dfccl_pack_t pack;
     dfccl_coll_args_t args;
     dfccl_route_t route;
     int rc;
 
-    if (dfccl_prepare_allgather(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, &args, &route)) {
+    if (dfccl_prepare_allgather(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, &args, &route,
+                                &pack)) {
         rc = dfccl_run(m, route, &args, NULL);
         if (rc != DFCCL_FALLBACK) return rc;
     }
@@ -301,11 +326,13 @@ int mca_coll_dfccl_iallgather(const void *sbuf, int scount, ompi_datatype_t *sdt
                               ompi_request_t **request, mca_coll_base_module_t *module)
 {
     mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
+    mca_coll_dfccl_pack_t pack;
     dfccl_coll_args_t args;
     dfccl_route_t route;
     int rc;
 
-    if (dfccl_prepare_allgather(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, &args, &route)) {
+    if (dfccl_prepare_allgather(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, &args, &route,
+                                &pack)) {
         rc = dfccl_run(m, route, &args, request);
         if (rc != DFCCL_FALLBACK) return rc;
     }

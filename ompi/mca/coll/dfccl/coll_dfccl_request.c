@@ -10,6 +10,7 @@ static void dfccl_request_construct(mca_coll_dfccl_request_t *req)
     req->comm = NULL;
     req->refs = 0;
     req->stage_buf = NULL;
+    req->pack_dtype = NULL;
 }
 
 OBJ_CLASS_INSTANCE(mca_coll_dfccl_request_t, ompi_coll_base_nbc_request_t, dfccl_request_construct,
@@ -52,6 +53,7 @@ mca_coll_dfccl_request_t *mca_coll_dfccl_request_get(ompi_communicator_t *comm)
     req->refs = 2;
     req->comm = comm;
     req->stage_buf = NULL;
+    req->pack_dtype = NULL;
     OBJ_RETAIN(comm);   /* MPI_Comm_free may come before completion */
     return req;
 }

@@ -86,15 +86,78 @@ int mca_coll_dfccl_stage_in(mca_coll_dfccl_request_t *req, dfccl_coll_args_t *ar
     return OMPI_SUCCESS;
 }
 
+/*
+ * Allgather of a non-contiguous layout (a strided vector, say) on the host
+ * engine: MPI matches type signatures, so a rank describing its data that
+ * way must take the route of its peers that describe it contiguously. Its
+ * block is packed (MPI_Pack: the signature's byte stream) into host
+ * memory, the engine gathers the packed blocks, and each is unpacked into
+ * the caller's buffer before the request completes.
+ */
+int mca_coll_dfccl_pack_in(mca_coll_dfccl_request_t *req, dfccl_coll_args_t *args,
+                           const mca_coll_dfccl_pack_t *pack, int rank, int size)
+{
+    size_t block = args->count, out_at = dfccl_stage_align(block);
+    ptrdiff_t lb, extent;
+    char *stage = malloc(out_at + block * (size_t)size + 1);
+    int position = 0, rc;
+
+    if (stage == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
+    ompi_datatype_get_extent(pack->rdtype, &lb, &extent);
+    if (pack->sbuf == MPI_IN_PLACE)
+        rc = MPI_Pack((char *)pack->rbuf + (ptrdiff_t)rank * pack->rcount * extent, pack->rcount,
+                      pack->rdtype, stage, (int)block, &position, MPI_COMM_SELF);
+    else
+        rc = MPI_Pack(pack->sbuf, pack->scount, pack->sdtype, stage, (int)block, &position,
+                      MPI_COMM_SELF);
+    if (rc != MPI_SUCCESS || (size_t)position != block) {
+        free(stage);
+        return rc != MPI_SUCCESS ? rc : MPI_ERR_TRUNCATE;
+    }
+    req->stage_buf = stage;
+    req->stage_on_device = false;
+    req->stage_user_out = pack->rbuf;
+    req->stage_out = stage + out_at;
+    req->stage_out_bytes = block;
+    OBJ_RETAIN(pack->rdtype);
+    req->pack_dtype = pack->rdtype;
+    req->pack_count = pack->rcount;
+    req->pack_blocks = size;
+    args->sendbuf = stage;
+    args->recvbuf = stage + out_at;
+    return OMPI_SUCCESS;
+}
+
+static int dfccl_unpack_out(mca_coll_dfccl_request_t *req)
+{
+    ptrdiff_t lb, extent;
+
+    ompi_datatype_get_extent(req->pack_dtype, &lb, &extent);
+    for (int i = 0; i < req->pack_blocks; i++) {
+        int position = 0;
+        int rc = MPI_Unpack((const char *)req->stage_out + (size_t)i * req->stage_out_bytes,
+                            (int)req->stage_out_bytes, &position,
+                            (char *)req->stage_user_out + (ptrdiff_t)i * req->pack_count * extent,
+                            req->pack_count, req->pack_dtype, MPI_COMM_SELF);
+        if (rc != MPI_SUCCESS) return rc;
+    }
+    return MPI_SUCCESS;
+}
+
 int mca_coll_dfccl_stage_out(mca_coll_dfccl_request_t *req)
 {
     if (req->stage_buf == NULL) return MPI_SUCCESS;
+    if (req->pack_dtype != NULL) return dfccl_unpack_out(req);
     return dfccl_gpu_copy(mca_coll_dfccl_component.context, req->stage_user_out, req->stage_out,
                           req->stage_out_bytes) == DFCCL_OK ? MPI_SUCCESS : MPI_ERR_OTHER;
 }
 
 void mca_coll_dfccl_stage_drop(mca_coll_dfccl_request_t *req)
 {
+    if (req->pack_dtype != NULL) {
+        OBJ_RELEASE(req->pack_dtype);
+        req->pack_dtype = NULL;
+    }
     if (req->stage_buf == NULL) return;
     if (req->stage_on_device)
         dfccl_gpu_stage_free(mca_coll_dfccl_component.context, req->stage_buf);
