@@ -181,9 +181,8 @@ dfccl_status_t dfccl_coll_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args
     coll = calloc(1, sizeof(*coll) + max_steps * sizeof(dfccl_step_t));
     if (coll == NULL) return DFCCL_ERR_NO_MEMORY;
     in_place = args->sendbuf == DFCCL_IN_PLACE;
-    status = dfccl_plan_ring(args->type, comm->rank, comm->size, in_place, comm->gpu == NULL,
-                             args->count, args->counts, coll->steps, &coll->exec.nsteps,
-                             &max_block);
+    status = dfccl_plan_ring(args->type, comm->rank, comm->size, in_place, args->count,
+                             args->counts, coll->steps, &coll->exec.nsteps, &max_block);
     if (status != DFCCL_OK) {
         free(coll);
         return status;

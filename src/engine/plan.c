@@ -28,8 +28,7 @@ static int ring_index(int rank, int delta, int size)
 
 uint32_t dfccl_plan_max_steps(int size)
 {
-    /* allreduce: 2 (size - 1) transfer steps; reduce-scatter in place adds
-     * a local copy; size 1 needs one copy. */
+    /* allreduce: 2 (size - 1) transfer steps; size 1 needs one copy. */
     return 2u * (uint32_t)size + 1u;
 }
 
@@ -100,7 +99,7 @@ static uint64_t displacement(const size_t *counts, int c)
     return d;
 }
 
-static void plan_reduce_scatter(plan_builder_t *b, int r, int n, int in_place, int front_direct,
+static void plan_reduce_scatter(plan_builder_t *b, int r, int n, int in_place,
                                 const size_t *counts)
 {
     dfccl_buf_t src = in_place ? DFCCL_BUF_RECV : DFCCL_BUF_SEND;
@@ -117,22 +116,13 @@ static void plan_reduce_scatter(plan_builder_t *b, int r, int n, int in_place, i
         c = ring_index(r, -j, n);
         plan_push(b, 1, 1, 1, src, displacement(counts, c), DFCCL_BUF_NONE, 0, counts[c]);
     }
-    if (!in_place || front_direct) {
-        /* In place, the result goes straight to the front: rounds move
-         * ascending element ranges, so every input element still to be read
-         * (this round's later slices, later rounds) lies past what has been
-         * written, and the mover handles the overlap of this slice's source
-         * and destination. The rest of the buffer keeps the caller's input,
-         * as MPI's in-place reduce-scatter leaves it. */
-        plan_push(b, 1, 0, 1, src, own_off, DFCCL_BUF_RECV, 0, counts[r]);
-    } else {
-        /* A mover that cannot take that overlap (GPU threads of one slice)
-         * reduces where the input sits, then moves the result to the front:
-         * the reduced block is left behind past the result. */
-        plan_push(b, 1, 0, 1, src, own_off, DFCCL_BUF_RECV, own_off, counts[r]);
-        if (own_off != 0 && counts[r] != 0)
-            plan_push(b, 0, 0, 0, DFCCL_BUF_RECV, own_off, DFCCL_BUF_RECV, 0, counts[r]);
-    }
+    /* In place, the result goes straight to the front: rounds move ascending
+     * element ranges, so every input element still to be read (this round's
+     * later slices, later rounds) lies past what has been written, and the
+     * movers combine in the received slot where this slice's source and
+     * destination overlap. The rest of the buffer keeps the caller's input,
+     * as MPI's in-place reduce-scatter leaves it. */
+    plan_push(b, 1, 0, 1, src, own_off, DFCCL_BUF_RECV, 0, counts[r]);
 }
 
 int dfccl_plan_parts_allowed(dfccl_coll_type_t type, int in_place, const size_t *counts, int size)
@@ -154,7 +144,7 @@ uint64_t dfccl_plan_chunk_elems(size_t slot_bytes, uint32_t nslots, size_t esize
 }
 
 dfccl_status_t dfccl_plan_ring(dfccl_coll_type_t type, int rank, int size, int in_place,
-                               int front_direct, size_t count, const size_t *counts,
+                               size_t count, const size_t *counts,
                                dfccl_step_t *steps, uint32_t *nsteps, uint64_t *max_block)
 {
     plan_builder_t b = { steps, 0 };
@@ -169,7 +159,7 @@ dfccl_status_t dfccl_plan_ring(dfccl_coll_type_t type, int rank, int size, int i
         break;
     case DFCCL_COLL_REDUCE_SCATTER:
         if (counts == NULL) return DFCCL_ERR_INVALID_PARAM;
-        plan_reduce_scatter(&b, rank, size, in_place, front_direct, counts);
+        plan_reduce_scatter(&b, rank, size, in_place, counts);
         break;
     default:
         return DFCCL_ERR_INVALID_PARAM;

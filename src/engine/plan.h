@@ -37,23 +37,22 @@ uint32_t dfccl_plan_max_steps(int size);
 
 /*
  * Builds this rank's ring program. counts: REDUCE_SCATTER's per-rank counts
- * (size entries), otherwise NULL. front_direct: an in-place reduce-scatter
- * writes its result straight to the front of the buffer, so that the rest
- * keeps the caller's input (needs a mover whose slice may read its source
- * after writing a destination that overlaps it from below, as the host's
- * does); 0: it reduces in place and then moves the result. steps must hold dfccl_plan_max_steps(size).
+ * (size entries), otherwise NULL. An in-place reduce-scatter writes its
+ * result straight to the front of the buffer (the rest keeps the caller's
+ * input): its last step's source and destination may overlap, which the
+ * movers take by combining in the received slot. steps must hold dfccl_plan_max_steps(size).
  * *max_block: the largest block of the collective, the same on every rank
  * (the executor's number of rounds follows from it).
  */
 dfccl_status_t dfccl_plan_ring(dfccl_coll_type_t type, int rank, int size, int in_place,
-                               int front_direct, size_t count, const size_t *counts,
+                               size_t count, const size_t *counts,
                                dfccl_step_t *steps, uint32_t *nsteps, uint64_t *max_block);
 
 /* 1 when the plan's steps may be cut into parts that move side by side
  * (GPU channels); 0 when they must move in order. Reduce-scatter in place
- * ends by moving each rank's result to the front of its buffer, over input
- * blocks that the other parts may still be sending: it runs as one part
- * unless no rank moves anything. Decided from what every rank knows alike. */
+ * writes each rank's result to the front of its buffer, over input blocks
+ * that the other parts may still be sending: it runs as one part unless no
+ * rank's result moves. Decided from what every rank knows alike. */
 int dfccl_plan_parts_allowed(dfccl_coll_type_t type, int in_place, const size_t *counts, int size);
 
 /* Elements of every block moved per round: half of a FIFO's slots. */

@@ -290,7 +290,16 @@ __device__ static __noinline__ void gpu_slice_move(const dfccl_exec_t *x, const 
 {
     size_t bytes = s->count * x->esize;
 
-    if (s->in && s->reduce) {
+    if (s->in && s->reduce && s->dst && s->dst != s->src && s->dst < s->src + bytes &&
+        s->src < s->dst + bytes) {
+        /* an in-place reduce-scatter's result moving to the front over its
+         * own input: threads would read input that others already wrote, so
+         * combine in the received slot (ours until it is released), then
+         * copy it out */
+        gpu_reduce((char *)s->in, NULL, s->in, s->src, s->count, x->esize, x->dtype, x->op);
+        __syncthreads();
+        gpu_copy(s->dst, s->out, s->in, bytes);
+    } else if (s->in && s->reduce) {
         gpu_reduce(s->dst, s->out, s->in, s->src, s->count, x->esize, x->dtype, x->op);
     } else if (s->in) {
         gpu_copy(s->dst, s->out, s->in, bytes);

@@ -85,10 +85,7 @@ static void run_case(dfccl_coll_type_t type, int n, size_t count, int in_place,
         }
         uint64_t max_block;
         uint32_t nsteps;
-        /* the host's mover takes the in-place reduce-scatter's result straight
-         * to the front; GPU channels (parts) reduce in place and move it */
-        if (dfccl_plan_ring(type, r, n, in_place, PARTS == 1, count, counts, st[r].steps, &nsteps,
-                            &max_block)) {
+        if (dfccl_plan_ring(type, r, n, in_place, count, counts, st[r].steps, &nsteps, &max_block)) {
             report("plan", type, n, count, in_place, dt, op, r, 0);
             goto out;
         }
@@ -152,7 +149,7 @@ static void run_case(dfccl_coll_type_t type, int n, size_t count, int in_place,
         }
         /* MPI's in-place reduce-scatter leaves the rest of the buffer as the
          * caller wrote it */
-        if (type == DFCCL_COLL_REDUCE_SCATTER && in_place && PARTS == 1) {
+        if (type == DFCCL_COLL_REDUCE_SCATTER && in_place) {
             for (k = counts[r]; k < displ[n]; k++) {
                 checks++;
                 if (memcmp(st[r].recv + k * esize, st[r].send + k * esize, esize) != 0) {
