@@ -213,13 +213,12 @@ static int follow_up(MPI_Comm comm, bool *correct)
     return rc;
 }
 
-static const char *outcome(int rc, bool correct)
+static const char *outcome(int rc, bool correct, char *text, size_t len)
 {
-    static char text[64];
     int cls = 0;
     if (rc == MPI_SUCCESS) return correct ? "ok" : "WRONG";
     MPI_Error_class(rc, &cls);
-    snprintf(text, sizeof(text), "err%d", cls);
+    snprintf(text, len, "err%d", cls);
     return text;
 }
 
@@ -283,8 +282,10 @@ int main(int argc, char **argv)
                 if (print_table || !passed) {
                     /* rank 0 prints every rank's outcome, gathered in turn */
                     char mine[160];
-                    snprintf(mine, sizeof(mine), "%s/%s", outcome(rc, correct),
-                             outcome(frc, fcorrect));
+                    char call_s[16], follow_s[16];
+                    snprintf(mine, sizeof(mine), "%s/%s",
+                             outcome(rc, correct, call_s, sizeof(call_s)),
+                             outcome(frc, fcorrect, follow_s, sizeof(follow_s)));
                     if (rank == 0) {
                         printf("%s %-16s %-20s %-11s %5ld ms  r0 %s", passed ? "ok  " : "FAIL",
                                case_names[k], coll_names[c], form ? "nonblocking" : "blocking",
