@@ -439,8 +439,10 @@ static bool check_call(checker_t *ck, const call_t *call)
         passed = false;
     }
     /* MPI's in-place reduce-scatter leaves the rest of the receive buffer
-     * as the caller wrote it (mpi4py's tests and users rely on it) */
-    if (call->in_place && span > result_elems) {
+     * as the caller wrote it (mpi4py's tests and users rely on it). Stock
+     * Open MPI 4.1.4 does not always: rank 0's buffer at 4 ranks and more
+     * (ompi_coll_base_reduce_scatter), so only the engine is held to it. */
+    if (call->in_place && span > result_elems && ck->opts.expect == EXPECT_ENGINE) {
         values_fill(ck->send, input_elems, 0, me, &spec);
         if (memcmp(ck->recv + result_bytes, ck->send + result_bytes,
                    (span - result_elems) * esize) != 0) {
