@@ -54,7 +54,7 @@
 /* Slices moved per executor call before the clock is read again. */
 #define DAEMON_SLICE_BATCH 64
 
-typedef enum { RUN_DONE, RUN_PROGRESS, RUN_BLOCKED } daemon_run_t;
+typedef enum { RUN_DONE, RUN_PROGRESS, RUN_BLOCKED, RUN_MISMATCH } daemon_run_t;
 
 typedef struct daemon {
     dfccl_context_t      *ctx;
@@ -130,7 +130,12 @@ static daemon_run_t daemon_run(daemon_t *d, dfccl_coll_t *coll, uint64_t budget_
     int moved = 0;
 
     for (;;) {
-        dfccl_exec_result_t r = dfccl_exec_host_advance(&coll->exec, DAEMON_SLICE_BATCH);
+        dfccl_exec_result_t r = DFCCL_EXEC_BLOCKED;
+        /* no byte moves before the sending peer is known to make the same
+         * call; waiting for its post is waiting for a peer like any other */
+        dfccl_status_t ident = coll->checked ? DFCCL_OK : dfccl_watch_ident(coll);
+        if (ident == DFCCL_ERR_MISMATCH) return RUN_MISMATCH;
+        if (ident == DFCCL_OK) r = dfccl_exec_host_advance(&coll->exec, DAEMON_SLICE_BATCH);
         if (r == DFCCL_EXEC_DONE) return RUN_DONE;
         now = dfccl_now_ns();
         if (r == DFCCL_EXEC_PROGRESS) {
@@ -179,16 +184,9 @@ static int daemon_pass(daemon_t *d)
             progressed = 1;
             continue;
         }
-        /* no byte moves before the sending peer is known to make the same call */
-        dfccl_status_t ident = coll->checked ? DFCCL_OK : dfccl_watch_ident(coll);
-        if (ident != DFCCL_OK && ident != DFCCL_INPROGRESS) {
-            daemon_finish(d, link, ident);
-            progressed = 1;
-            continue;
-        }
         budget = dfccl_sched_turn_budget(&d->budgets, coll->budget_ns, first);
         first = 0;
-        daemon_run_t r = ident == DFCCL_OK ? daemon_run(d, coll, budget) : RUN_BLOCKED;
+        daemon_run_t r = daemon_run(d, coll, budget);
         uint64_t now = dfccl_now_ns(), gap = now - coll->last_visit_ns;
         coll->last_visit_ns = now;
         dfccl_board_progress(coll->comm->board, coll->seq, coll->exec.round, coll->exec.step,
@@ -198,6 +196,10 @@ static int daemon_pass(daemon_t *d)
         switch (r) {
         case RUN_DONE:
             daemon_finish(d, link, DFCCL_OK);
+            progressed = 1;
+            continue;
+        case RUN_MISMATCH:   /* said, and the communicator broken, by watch.c */
+            daemon_finish(d, link, DFCCL_ERR_MISMATCH);
             progressed = 1;
             continue;
         case RUN_PROGRESS:
