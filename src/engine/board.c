@@ -120,23 +120,29 @@ void dfccl_board_post(dfccl_board_t *board, uint64_t seq, const dfccl_ident_t *i
 int dfccl_board_ident(const dfccl_board_t *board, uint64_t seq, dfccl_ident_t *id)
 {
     const dfccl_ident_t *e = &board->ident[seq % DFCCL_BOARD_IDENTS];
-    uint64_t s = LOAD(&e->seq1);
 
-    if (s == seq + 1) {
-        id->count = __atomic_load_n(&e->count, __ATOMIC_RELAXED);
-        id->type = __atomic_load_n(&e->type, __ATOMIC_RELAXED);
-        id->dtype = __atomic_load_n(&e->dtype, __ATOMIC_RELAXED);
-        id->op = __atomic_load_n(&e->op, __ATOMIC_RELAXED);
-        id->rejected = __atomic_load_n(&e->rejected, __ATOMIC_RELAXED);
-        id->reason = __atomic_load_n(&e->reason, __ATOMIC_RELAXED);
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        if (LOAD(&e->seq1) == seq + 1) {
-            id->seq1 = seq + 1;
-            return 1;
+    for (;;) {
+        uint64_t s = LOAD(&e->seq1);
+
+        if (s == seq + 1) {
+            id->count = __atomic_load_n(&e->count, __ATOMIC_RELAXED);
+            id->type = __atomic_load_n(&e->type, __ATOMIC_RELAXED);
+            id->dtype = __atomic_load_n(&e->dtype, __ATOMIC_RELAXED);
+            id->op = __atomic_load_n(&e->op, __ATOMIC_RELAXED);
+            id->rejected = __atomic_load_n(&e->rejected, __ATOMIC_RELAXED);
+            id->reason = __atomic_load_n(&e->reason, __ATOMIC_RELAXED);
+            __atomic_thread_fence(__ATOMIC_ACQUIRE);
+            if (LOAD(&e->seq1) == seq + 1) {
+                id->seq1 = seq + 1;
+                return 1;
+            }
+            continue;   /* rewritten while it was read: look again */
         }
-        return -1;   /* reused while it was read */
+        if (s > seq + 1) return -1;                  /* reused by a later collective */
+        if (LOAD(&board->posted) <= seq) return 0;   /* not posted yet */
+        /* posted, but the entry was read before its owner finished writing
+         * it (its posted counter is stored after the entry): read it again */
     }
-    return LOAD(&board->posted) > seq ? -1 : 0;
 }
 
 void dfccl_board_break(dfccl_board_t *board, uint64_t seq, dfccl_status_t status, const char *why)
