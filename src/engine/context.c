@@ -98,19 +98,14 @@ static dfccl_status_t coll_check_args(const dfccl_comm_t *comm, const dfccl_coll
  * than a request that fails). A peer's failure breaks it here too. */
 dfccl_status_t dfccl_comm_post_check(dfccl_comm_t *comm)
 {
-    uint64_t seq = __atomic_load_n(&comm->next_seq, __ATOMIC_RELAXED), at;
-    char why[DFCCL_BOARD_WHY], line[DFCCL_BOARD_WHY + 64];
+    uint64_t seq = __atomic_load_n(&comm->next_seq, __ATOMIC_RELAXED);
+    char line[DFCCL_BOARD_WHY + 96];
 
     if (__atomic_load_n(&comm->broken, __ATOMIC_ACQUIRE)) return DFCCL_ERR_BROKEN;
-    for (int i = 0; i < comm->size; i++) {
-        if (i == comm->rank || !dfccl_board_broken(comm->peer_boards[i], &at, why, sizeof(why)) ||
-            at > seq)
-            continue;
-        snprintf(line, sizeof(line), "rank %d failed #%llu: %s", i, (unsigned long long)at, why);
+    if (dfccl_watch_peer_broke(comm, seq, line, sizeof(line))) {
         dfccl_error("rank %d of comm %#llx: collective #%llu fails at once: %s", comm->rank,
                     (unsigned long long)comm->key, (unsigned long long)seq, line);
-        dfccl_board_break(comm->board, seq, DFCCL_ERR_PEER_FAILED, line);
-        __atomic_store_n(&comm->broken, DFCCL_ERR_PEER_FAILED, __ATOMIC_RELEASE);
+        dfccl_comm_break(comm, seq, DFCCL_ERR_PEER_FAILED, line);
         return DFCCL_ERR_PEER_FAILED;
     }
     return DFCCL_OK;
@@ -127,8 +122,7 @@ uint64_t dfccl_coll_post_marker(dfccl_comm_t *comm, dfccl_ident_t *ident)
         dfccl_error("rank %d of comm %#llx: out of memory for the place of #%llu: the"
                     " communicator cannot be used further", comm->rank,
                     (unsigned long long)comm->key, (unsigned long long)seq);
-        dfccl_board_break(comm->board, seq, DFCCL_ERR_NO_MEMORY, "out of memory");
-        __atomic_store_n(&comm->broken, DFCCL_ERR_NO_MEMORY, __ATOMIC_RELEASE);
+        dfccl_comm_break(comm, seq, DFCCL_ERR_NO_MEMORY, "out of memory");
         return seq;
     }
     marker->marker = 1;

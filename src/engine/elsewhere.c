@@ -26,8 +26,7 @@ static dfccl_status_t elsewhere_fail(dfccl_comm_t *comm, uint64_t seq, dfccl_sta
 {
     dfccl_error("rank %d of comm %#llx (size %d): #%llu fails: %s", comm->rank,
                 (unsigned long long)comm->key, comm->size, (unsigned long long)seq, why);
-    dfccl_board_break(comm->board, seq, status, why);
-    __atomic_store_n(&comm->broken, status, __ATOMIC_RELEASE);
+    dfccl_comm_break(comm, seq, status, why);
     return status;
 }
 
@@ -36,22 +35,19 @@ static dfccl_status_t elsewhere_fail(dfccl_comm_t *comm, uint64_t seq, dfccl_sta
 static int elsewhere_look(dfccl_comm_t *comm, uint64_t seq, const dfccl_ident_t *mine,
                           int check_pids, dfccl_status_t *status)
 {
-    char what[120], theirs_s[160], mine_s[160], why[512], peer_why[DFCCL_BOARD_WHY];
+    char what[120], theirs_s[160], mine_s[160], why[512];
     int all = 1;
-    uint64_t at;
 
+    if (dfccl_watch_peer_broke(comm, seq, why, sizeof(why))) {
+        *status = elsewhere_fail(comm, seq, DFCCL_ERR_PEER_FAILED, why);
+        return 1;
+    }
     for (int i = 0; i < comm->size; i++) {
         const dfccl_board_t *b = comm->peer_boards[i];
         dfccl_ident_t theirs;
         int got;
 
         if (i == comm->rank) continue;
-        if (dfccl_board_broken(b, &at, peer_why, sizeof(peer_why)) && at <= seq) {
-            snprintf(why, sizeof(why), "rank %d failed #%llu: %s", i, (unsigned long long)at,
-                     peer_why);
-            *status = elsewhere_fail(comm, seq, DFCCL_ERR_PEER_FAILED, why);
-            return 1;
-        }
         got = dfccl_board_ident(b, seq, &theirs);
         if (got == 0) {
             all = 0;

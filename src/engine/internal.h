@@ -90,6 +90,11 @@ void dfccl_gpu_destroy(dfccl_context_t *context);
 void dfccl_gpu_poll(dfccl_context_t *context);   /* completions, without the proxy */
 
 /* watch.c: the daemon's view of its peers (board.h) */
+/* Breaks the communicator here (later posts fail at once) and tells the
+ * peers why on our board. */
+void dfccl_comm_break(dfccl_comm_t *comm, uint64_t seq, dfccl_status_t status, const char *why);
+/* 1 when a peer broke at collective seq or before: "rank R failed #S: why". */
+int dfccl_watch_peer_broke(const dfccl_comm_t *comm, uint64_t seq, char *line, size_t len);
 /* DFCCL_OK once the sending peer's identity matched (or can no longer be
  * read); DFCCL_INPROGRESS while it has not posted the collective;
  * DFCCL_ERR_MISMATCH (said, and the communicator broken) when it differs. */

@@ -44,13 +44,30 @@ int dfccl_watch_dump_requested(void)
     return 1;
 }
 
-/* Marks the communicator broken here and tells the peers why. */
+void dfccl_comm_break(dfccl_comm_t *comm, uint64_t seq, dfccl_status_t status, const char *why)
+{
+    dfccl_board_break(comm->board, seq, status, why);
+    __atomic_store_n(&comm->broken, status, __ATOMIC_RELEASE);
+}
+
+int dfccl_watch_peer_broke(const dfccl_comm_t *comm, uint64_t seq, char *line, size_t len)
+{
+    char why[DFCCL_BOARD_WHY];
+    uint64_t at;
+
+    for (int i = 0; i < comm->size; i++) {
+        if (i == comm->rank || !dfccl_board_broken(comm->peer_boards[i], &at, why, sizeof(why)) ||
+            at > seq)
+            continue;
+        snprintf(line, len, "rank %d failed #%llu: %s", i, (unsigned long long)at, why);
+        return 1;
+    }
+    return 0;
+}
+
 static void watch_break(dfccl_coll_t *coll, dfccl_status_t status, const char *why)
 {
-    dfccl_comm_t *comm = coll->comm;
-
-    dfccl_board_break(comm->board, coll->seq, status, why);
-    __atomic_store_n(&comm->broken, status, __ATOMIC_RELEASE);
+    dfccl_comm_break(coll->comm, coll->seq, status, why);
 }
 
 dfccl_status_t dfccl_watch_ident(dfccl_coll_t *coll)
@@ -81,14 +98,9 @@ dfccl_status_t dfccl_watch_ident(dfccl_coll_t *coll)
 dfccl_status_t dfccl_watch_peers(dfccl_coll_t *coll)
 {
     dfccl_comm_t *comm = coll->comm;
-    char why[DFCCL_BOARD_WHY], line[DFCCL_BOARD_WHY + 96];
-    uint64_t at;
+    char line[DFCCL_BOARD_WHY + 96];
 
-    for (int i = 0; i < comm->size; i++) {
-        if (i == comm->rank || !dfccl_board_broken(comm->peer_boards[i], &at, why, sizeof(why)) ||
-            at > coll->seq)
-            continue;
-        snprintf(line, sizeof(line), "rank %d failed #%llu: %s", i, (unsigned long long)at, why);
+    if (dfccl_watch_peer_broke(comm, coll->seq, line, sizeof(line))) {
         dfccl_error("rank %d of comm %#llx: %s #%llu fails: %s", comm->rank,
                     (unsigned long long)comm->key, dfccl_coll_type_name(coll->type),
                     (unsigned long long)coll->seq, line);
