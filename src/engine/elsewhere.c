@@ -12,14 +12,8 @@
 #include "clock.h"
 #include "internal.h"
 #include "log.h"
+#include "wait_policy.h"
 
-/* Polling the peers' boards: spin this long (they usually declare within
- * microseconds), then nap between looks so that waiting ranks leave the
- * cores to the ones still on their way. */
-#define ELSEWHERE_SPIN_NS     20000ull
-#define ELSEWHERE_NAP_NS      50000L
-/* How often the peers' pids are looked at while waiting. */
-#define ELSEWHERE_LIVENESS_NS 500000000ull
 
 static dfccl_status_t elsewhere_fail(dfccl_comm_t *comm, uint64_t seq, dfccl_status_t status,
                                      const char *why)
@@ -89,19 +83,14 @@ dfccl_status_t dfccl_coll_elsewhere(dfccl_comm_t *comm, dfccl_coll_type_t type, 
     seq = dfccl_coll_post_marker(comm, &mine);
     timeout_ns = (uint64_t)(comm->context->config.timeout_sec * 1e9);
     start = dfccl_now_ns();
-    next_pid_check = start + ELSEWHERE_LIVENESS_NS;
+    next_pid_check = start + DFCCL_WAIT_LIVENESS_PERIOD_NS;
     for (;;) {
         now = dfccl_now_ns();
         int check_pids = now >= next_pid_check;
-        if (check_pids) next_pid_check = now + ELSEWHERE_LIVENESS_NS;
+        if (check_pids) next_pid_check = now + DFCCL_WAIT_LIVENESS_PERIOD_NS;
         if (elsewhere_look(comm, seq, &mine, check_pids, &status)) return status;
         if (now - start > timeout_ns) break;
-        if (now - start < ELSEWHERE_SPIN_NS) {
-            sched_yield();
-        } else {
-            struct timespec nap = { 0, ELSEWHERE_NAP_NS };
-            nanosleep(&nap, NULL);
-        }
+        dfccl_wait_pause(now - start);
     }
     snprintf(why, sizeof(why), "%s #%llu, carried outside the engine, waited %.1f s for its"
              " peers to make the same call", dfccl_coll_type_name(type), (unsigned long long)seq,

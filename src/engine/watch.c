@@ -10,11 +10,7 @@
 #include "clock.h"
 #include "internal.h"
 #include "log.h"
-
-/* How often a blocked collective looks whether its peers' processes still
- * exist (counted in blocked time): a dead peer fails it within about twice
- * this, and a kill(2) per peer costs nothing at that rate. */
-#define WATCH_LIVENESS_PERIOD_NS 500000000ull
+#include "wait_policy.h"
 
 static volatile sig_atomic_t watch_dump_requested;
 
@@ -108,7 +104,7 @@ dfccl_status_t dfccl_watch_peers(dfccl_coll_t *coll)
         return DFCCL_ERR_PEER_FAILED;
     }
     if (coll->blocked_ns < coll->next_live_check_ns) return DFCCL_OK;
-    coll->next_live_check_ns = coll->blocked_ns + WATCH_LIVENESS_PERIOD_NS;
+    coll->next_live_check_ns = coll->blocked_ns + DFCCL_WAIT_LIVENESS_PERIOD_NS;
     for (int i = 0; i < comm->size; i++) {
         pid_t pid = (pid_t)comm->peer_boards[i]->pid;
         if (i == comm->rank || dfccl_process_alive(pid)) continue;
@@ -124,7 +120,7 @@ dfccl_status_t dfccl_watch_peers(dfccl_coll_t *coll)
 
 void dfccl_watch_peers_reset(dfccl_coll_t *coll)
 {
-    coll->next_live_check_ns = WATCH_LIVENESS_PERIOD_NS;
+    coll->next_live_check_ns = DFCCL_WAIT_LIVENESS_PERIOD_NS;
 }
 
 /* One line per peer: what it does with respect to coll. */

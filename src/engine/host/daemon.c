@@ -36,17 +36,8 @@
 #include "internal.h"
 #include "log.h"
 #include "sched_policy.h"
+#include "wait_policy.h"
 
-/* While waiting within a budget: spin briefly (a peer on another core
- * answers within microseconds), then yield (ranks may outnumber cores). */
-#define DAEMON_SPIN_NS   20000ull
-/* A pass that moved nothing: back off further, then nap so that a
- * collective waiting for a late rank does not burn a core. */
-#define DAEMON_YIELD_NS  1000000ull
-#define DAEMON_NAP_NS    50000L
-/* An idle daemon polls for new work this long before it sleeps on the queue:
- * back-to-back collectives then skip a thread wake-up. */
-#define DAEMON_IDLE_SPIN_NS 50000ull
 /* Watchdog accounting: the time between two turns of a blocked collective
  * counts against it up to this much; beyond, the daemon was busy with other
  * collectives that moved, and the gap is not this one's fault. */
@@ -106,20 +97,6 @@ static void daemon_finish(daemon_t *d, dfccl_coll_t **link, dfccl_status_t statu
     free(coll);
 }
 
-static void daemon_relax(uint64_t waited_ns)
-{
-    if (waited_ns < DAEMON_SPIN_NS) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-    } else if (waited_ns < DAEMON_YIELD_NS) {
-        sched_yield();
-    } else {
-        struct timespec nap = { 0, DAEMON_NAP_NS };
-        nanosleep(&nap, NULL);
-    }
-}
-
 /* One turn: run while data moves; give way after budget_ns without, or
  * at once when new collectives wait to be admitted (one of them may come
  * first in the global order: ranks that started in different orders then
@@ -147,7 +124,7 @@ static daemon_run_t daemon_run(daemon_t *d, dfccl_coll_t *coll, uint64_t budget_
         if (now - blocked_since >= budget_ns ||
             __atomic_load_n(&d->ctx->submit.pending, __ATOMIC_ACQUIRE))
             return moved ? RUN_PROGRESS : RUN_BLOCKED;
-        daemon_relax(now - blocked_since);
+        dfccl_wait_pause(now - blocked_since);
     }
 }
 
@@ -250,7 +227,7 @@ void *dfccl_daemon_main(void *arg)
             uint64_t idle_since = dfccl_now_ns();
             while (!__atomic_load_n(&sq->pending, __ATOMIC_ACQUIRE) &&
                    !__atomic_load_n(&sq->stop, __ATOMIC_ACQUIRE) &&
-                   dfccl_now_ns() - idle_since < DAEMON_IDLE_SPIN_NS)
+                   dfccl_now_ns() - idle_since < DFCCL_WAIT_IDLE_SPIN_NS)
                 sched_yield();
         }
         if (d.active == NULL || __atomic_load_n(&sq->pending, __ATOMIC_ACQUIRE))
@@ -262,7 +239,7 @@ void *dfccl_daemon_main(void *arg)
         } else {
             uint64_t now = dfccl_now_ns();
             if (stalled_since == 0) stalled_since = now;
-            daemon_relax(now - stalled_since);
+            dfccl_wait_pause(now - stalled_since);
         }
     }
     /* shutting down: nothing still queued or running will complete */

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include "internal.h"
+#include "wait_policy.h"
 
 void dfccl_queue_init(dfccl_queue_t *q)
 {
@@ -41,7 +42,7 @@ dfccl_coll_t *dfccl_queue_take_all(dfccl_queue_t *q, int wait)
          * still answers the dump signal (watch.c) */
         struct timespec deadline;
         clock_gettime(CLOCK_REALTIME, &deadline);
-        deadline.tv_nsec += 200000000L;
+        deadline.tv_nsec += (long)DFCCL_WAIT_IDLE_SLEEP_NS;
         if (deadline.tv_nsec >= 1000000000L) {
             deadline.tv_sec++;
             deadline.tv_nsec -= 1000000000L;

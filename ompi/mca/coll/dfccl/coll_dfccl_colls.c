@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include "coll_dfccl.h"
+#include "wait_policy.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/info.h"
 
@@ -55,18 +56,9 @@ static dfccl_route_t dfccl_route(const mca_coll_dfccl_module_t *m, const void *s
     return route;
 }
 
-/*
- * A blocking call's wait: keep Open MPI progressing (a peer's pending
- * point-to-point traffic may need this rank), but after a short spin sleep
- * on the completion queue between rounds, so the daemon gets the core when
- * ranks outnumber cores. Bounded: the engine's watchdog completes a stuck
- * collective with an error.
- */
-#define DFCCL_WAIT_SPIN_NS  20000ull
-#define DFCCL_WAIT_NAP_NS   100000ull
-/* A GPU collective needs no core from us while it runs, but a nap costs a
- * thread wake-up (tens of microseconds) at its end: spin longer. */
-#define DFCCL_WAIT_SPIN_GPU_NS 2000000ull
+/* A blocking call's wait (spin, then sleep on the completion queue between
+ * rounds of Open MPI's progress: wait_policy.h). Bounded: the engine's
+ * watchdog completes a stuck collective with an error. */
 
 static void dfccl_wait_blocking(mca_coll_dfccl_request_t *req, uint64_t spin_ns)
 {
@@ -77,7 +69,7 @@ static void dfccl_wait_blocking(mca_coll_dfccl_request_t *req, uint64_t spin_ns)
         if (mca_coll_dfccl_progress() > 0) continue;
         opal_progress();
         if (!REQUEST_COMPLETE(&req->super.super) && mca_coll_dfccl_now_ns() > spin_until)
-            dfccl_context_wait(ctx, DFCCL_WAIT_NAP_NS);
+            dfccl_context_wait(ctx, DFCCL_WAIT_CALLER_SLEEP_NS);
     }
 }
 
@@ -197,7 +189,7 @@ static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_route_t route, dfccl_coll
         *request = &req->super.super;
         return OMPI_SUCCESS;
     }
-    dfccl_wait_blocking(req, route.path == DFCCL_ROUTE_GPU ? DFCCL_WAIT_SPIN_GPU_NS
+    dfccl_wait_blocking(req, route.path == DFCCL_ROUTE_GPU ? DFCCL_WAIT_CALLER_SPIN_GPU_NS
                                                            : DFCCL_WAIT_SPIN_NS);
     rc = req->super.super.req_status.MPI_ERROR;
     mca_coll_dfccl_request_release(req);

@@ -1,0 +1,61 @@
+/*
+ * wait_policy.h - how long the engine's host threads spin, yield and nap
+ * while they wait for peers or for work, in one place.
+ *
+ * One policy for every host-side wait: spin while a peer on another core is
+ * likely to answer within microseconds; then yield, because ranks may
+ * outnumber cores and the peer may need this one; then nap, so that a wait
+ * for a late rank does not burn a core the others could use.
+ */
+#ifndef DFCCL_WAIT_POLICY_H
+#define DFCCL_WAIT_POLICY_H
+
+#include <sched.h>
+#include <stdint.h>
+#include <time.h>
+
+/* A peer on another core answers a FIFO slot or a board post within a few
+ * microseconds: longer spins only burn the core a late peer may need. */
+#define DFCCL_WAIT_SPIN_NS 20000ull
+/* Yield (not nap) up to this long: a nap costs a timer wake-up of tens of
+ * microseconds, which a yield avoids while waits are still short. */
+#define DFCCL_WAIT_YIELD_NS 1000000ull
+/* Beyond the yields, nap this long between looks. */
+#define DFCCL_WAIT_NAP_NS 50000L
+
+/* An idle host daemon polls for new work this long before it sleeps on its
+ * queue: back-to-back collectives then skip a thread wake-up. */
+#define DFCCL_WAIT_IDLE_SPIN_NS 50000ull
+/* The sleeping daemon still looks every so often (a dump request, a stop
+ * that raced with the signal). */
+#define DFCCL_WAIT_IDLE_SLEEP_NS 200000000ull
+
+/* A blocked collective looks at its peers' pids this often: a dead peer is
+ * found within this time, while the look (a system call per peer) stays rare. */
+#define DFCCL_WAIT_LIVENESS_PERIOD_NS 500000000ull
+
+/* A caller blocked in MPI keeps Open MPI progressing (a peer's pending
+ * point-to-point traffic may need this rank); after the spin it sleeps on
+ * the completion queue at most this long between rounds, so the daemon gets
+ * the core when ranks outnumber cores. */
+#define DFCCL_WAIT_CALLER_SLEEP_NS 100000ull
+/* A GPU collective needs no core from its caller while it runs, but a sleep
+ * costs a thread wake-up of tens of microseconds at its end: spin longer. */
+#define DFCCL_WAIT_CALLER_SPIN_GPU_NS 2000000ull
+
+/* One pause of a wait that has lasted waited_ns so far. */
+static inline void dfccl_wait_pause(uint64_t waited_ns)
+{
+    if (waited_ns < DFCCL_WAIT_SPIN_NS) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    } else if (waited_ns < DFCCL_WAIT_YIELD_NS) {
+        sched_yield();
+    } else {
+        struct timespec nap = { 0, DFCCL_WAIT_NAP_NS };
+        nanosleep(&nap, NULL);
+    }
+}
+
+#endif
