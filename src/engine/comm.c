@@ -1,129 +1,205 @@
 /*
- * comm.c - communicators: FIFO set-up through the caller's bootstrap
- * allgather, and reference-counted teardown.
+ * comm.c - communicators: creation through the caller's non-blocking
+ * bootstrap, and reference-counted teardown.
  *
- * Every rank creates the segment holding its incoming FIFO, all ranks learn
- * every name, each maps its successor's segment, and a second exchange
- * confirms that everyone has mapped before the names are unlinked. Each
- * exchange carries a status, so a failure anywhere fails the creation on
- * every rank alike.
+ * Set-up is a state machine the caller advances (dfccl_comm_create_test):
+ * the hellos exchange (each rank's connection details, from its backend's
+ * begin), the backend's connect, then the outcomes exchange, so that every
+ * rank learns every rank's result and all succeed or all fail alike. The
+ * caller's exchanges only move bytes; deadlines and the protocol are ours.
  */
 #include <stdlib.h>
 #include <string.h>
+#include "backend.h"
+#include "clock.h"
 #include "internal.h"
 #include "log.h"
+#include "wait_policy.h"
 
-typedef struct comm_hello {
-    int32_t  status;
-    uint32_t nslots;
-    uint64_t slot_bytes;
-    char     name[DFCCL_SHM_NAME_MAX];
-} comm_hello_t;
+/* A rank whose own outcome was OK keeps waiting for the others' this many
+ * timeouts: failing alone would leave the ranks that heard from everyone
+ * using a communicator this one gave up (a rank that never joins makes
+ * another fail the hellos exchange, and its failed outcome reaches us). */
+#define COMM_SETUP_MAX_EXTENSIONS 10
 
-static void comm_fifo_init(dfccl_fifo_t *fifo, void *base, const dfccl_config_t *cfg, int peer)
+typedef enum { SETUP_HELLOS, SETUP_OUTCOMES, SETUP_ENDED } setup_round_t;
+
+struct dfccl_comm_setup {
+    dfccl_bootstrap_t boot;
+    setup_round_t     round;
+    size_t            hello_bytes;
+    char             *hellos;       /* size * hello_bytes, rank-ordered */
+    int32_t          *outcomes;     /* size */
+    void             *request;      /* the exchange under way, if any */
+    uint64_t          deadline_ns;
+    int               extensions;
+};
+
+static const char *const setup_round_names[] = { "hellos", "outcomes", "ended" };
+
+static uint64_t setup_timeout_ns(const dfccl_comm_t *comm)
 {
-    fifo->ctrl       = (dfccl_fifo_ctrl_t *)base;
-    fifo->slots      = (char *)base + sizeof(dfccl_fifo_ctrl_t);
-    fifo->slot_bytes = cfg->slot_bytes;
-    fifo->nslots     = cfg->fifo_slots;
-    fifo->peer       = peer;
-    fifo->count      = 0;
+    return (uint64_t)(comm->context->config.timeout_sec * 1e9);
 }
 
-/* Exchanges one status and returns the worst one seen on any rank. */
-static dfccl_status_t comm_agree(const dfccl_comm_params_t *p, dfccl_status_t mine)
+static void setup_free(dfccl_comm_setup_t *s)
 {
-    int32_t *all = malloc(sizeof(int32_t) * (size_t)p->size), me = (int32_t)mine;
-    dfccl_status_t worst = DFCCL_OK;
+    free(s->hellos);
+    free(s->outcomes);
+    free(s);
+}
 
-    if (all == NULL) return DFCCL_ERR_NO_MEMORY;
-    if (p->allgather(&me, all, sizeof(me), p->allgather_arg) != 0) {
-        worst = DFCCL_ERR_BOOTSTRAP;
+/* Ends the set-up with the outcome every rank agreed on (or this rank's own,
+ * when the exchanges failed: the peers then fail by their own deadlines). */
+static dfccl_status_t setup_end(dfccl_comm_t *comm, dfccl_status_t outcome)
+{
+    dfccl_comm_setup_t *s = comm->setup;
+
+    if (s->request != NULL) {
+        if (s->boot.allgather_cancel != NULL) s->boot.allgather_cancel(s->boot.arg, s->request);
+        s->request = NULL;
+    }
+    s->round = SETUP_ENDED;
+    outcome = comm->ops->finish(comm, outcome);
+    if (outcome == DFCCL_OK) {
+        dfccl_stats_add_comm();
+        dfccl_debug("comm %#llx: rank %d of %d connected (%s backend)",
+                    (unsigned long long)comm->key, comm->rank, comm->size, comm->ops->name);
     } else {
-        for (int i = 0; i < p->size; i++)
-            if (all[i] != DFCCL_OK) worst = (dfccl_status_t)all[i];
+        dfccl_info("comm %#llx: creation failed on rank %d: %s", (unsigned long long)comm->key,
+                   comm->rank, dfccl_status_string(outcome));
     }
-    free(all);
-    return worst;
+    comm->setup = NULL;
+    setup_free(s);
+    __atomic_store_n(&comm->setup_status, outcome, __ATOMIC_RELEASE);
+    return outcome;
 }
 
-/* Maps every peer's board: the successor's with its FIFO, the others' alone. */
-static dfccl_status_t comm_attach_peers(dfccl_comm_t *comm, const comm_hello_t *all, int next,
-                                        size_t seg_bytes)
+/* Starts one exchange of `bytes` per rank from buf + rank * bytes into buf. */
+static dfccl_status_t setup_exchange(dfccl_comm_t *comm, void *buf, size_t bytes)
 {
-    dfccl_status_t status = dfccl_shm_attach(&comm->send_seg, all[next].name, seg_bytes);
+    dfccl_comm_setup_t *s = comm->setup;
 
-    for (int i = 0; i < comm->size && status == DFCCL_OK; i++) {
-        if (i == comm->rank) {
-            comm->peer_boards[i] = comm->board;
-        } else if (i == next) {
-            comm->peer_boards[i] = (dfccl_board_t *)comm->send_seg.addr;
-        } else {
-            status = dfccl_shm_attach(&comm->peer_segs[i], all[i].name, DFCCL_BOARD_BYTES);
-            comm->peer_boards[i] = (dfccl_board_t *)comm->peer_segs[i].addr;
+    s->deadline_ns = dfccl_now_ns() + setup_timeout_ns(comm);
+    s->extensions = 0;
+    if (comm->size == 1) return DFCCL_OK;   /* our own block is all there is */
+    if (s->boot.allgather_start(s->boot.arg, (char *)buf + (size_t)comm->rank * bytes, buf, bytes,
+                                &s->request) != 0) {
+        s->request = NULL;
+        dfccl_error("comm %#llx: rank %d could not start the set-up's %s exchange",
+                    (unsigned long long)comm->key, comm->rank, setup_round_names[s->round]);
+        return DFCCL_ERR_BOOTSTRAP;
+    }
+    return DFCCL_OK;
+}
+
+static dfccl_status_t setup_outcomes_start(dfccl_comm_t *comm, dfccl_status_t mine)
+{
+    dfccl_comm_setup_t *s = comm->setup;
+
+    s->round = SETUP_OUTCOMES;
+    s->outcomes[comm->rank] = (int32_t)mine;
+    if (setup_exchange(comm, s->outcomes, sizeof(int32_t)) != DFCCL_OK)
+        return setup_end(comm, DFCCL_ERR_BOOTSTRAP);
+    return DFCCL_INPROGRESS;
+}
+
+/* The current exchange is past its deadline. */
+static dfccl_status_t setup_late(dfccl_comm_t *comm)
+{
+    dfccl_comm_setup_t *s = comm->setup;
+    double waited = comm->context->config.timeout_sec * (s->extensions + 1);
+
+    if (s->round == SETUP_HELLOS) {
+        /* tell every peer that we fail, so that those that hear from all
+         * agree on failure with us */
+        dfccl_error("rank %d of comm %#llx: the set-up's hellos exchange did not end within"
+                    " %.0f s: some rank never joined it", comm->rank,
+                    (unsigned long long)comm->key, waited);
+        if (s->boot.allgather_cancel != NULL) s->boot.allgather_cancel(s->boot.arg, s->request);
+        s->request = NULL;
+        return setup_outcomes_start(comm, DFCCL_ERR_TIMEOUT);
+    }
+    if (s->outcomes[comm->rank] == DFCCL_OK && ++s->extensions < COMM_SETUP_MAX_EXTENSIONS) {
+        dfccl_error("rank %d of comm %#llx: still waiting for the set-up outcome of some peers"
+                    " after %.0f s", comm->rank, (unsigned long long)comm->key, waited);
+        s->deadline_ns = dfccl_now_ns() + setup_timeout_ns(comm);
+        return DFCCL_INPROGRESS;
+    }
+    return setup_end(comm, DFCCL_ERR_TIMEOUT);
+}
+
+dfccl_status_t dfccl_comm_create_test(dfccl_comm_t *comm)
+{
+    dfccl_comm_setup_t *s;
+    int done = 1;
+
+    if (comm == NULL) return DFCCL_ERR_INVALID_PARAM;
+    s = comm->setup;
+    if (s == NULL) return __atomic_load_n(&comm->setup_status, __ATOMIC_ACQUIRE);
+    if (s->request != NULL) {
+        done = s->boot.allgather_test(s->boot.arg, s->request);
+        if (done < 0) {
+            s->request = NULL;
+            dfccl_error("comm %#llx: rank %d: the set-up's %s exchange failed",
+                        (unsigned long long)comm->key, comm->rank, setup_round_names[s->round]);
+            return setup_end(comm, DFCCL_ERR_BOOTSTRAP);
         }
+        if (done == 0) return dfccl_now_ns() > s->deadline_ns ? setup_late(comm) : DFCCL_INPROGRESS;
+        s->request = NULL;
     }
-    return status;
+    if (s->round == SETUP_HELLOS)
+        return setup_outcomes_start(comm, comm->ops->connect(comm, s->hellos));
+    dfccl_status_t worst = DFCCL_OK;
+    for (int r = 0; r < comm->size; r++)
+        if (s->outcomes[r] != DFCCL_OK) worst = (dfccl_status_t)s->outcomes[r];
+    return setup_end(comm, worst);
 }
 
-static dfccl_status_t comm_connect(dfccl_comm_t *comm, const dfccl_comm_params_t *p)
+static int comm_params_valid(const dfccl_comm_params_t *p)
 {
-    const dfccl_config_t *cfg = &comm->context->config;
-    size_t bytes = DFCCL_BOARD_BYTES + dfccl_fifo_bytes(cfg->slot_bytes, cfg->fifo_slots);
-    int next = (p->rank + 1) % p->size, prev = (p->rank + p->size - 1) % p->size;
-    comm_hello_t mine, *all;
-    dfccl_status_t status;
-
-    all = calloc((size_t)p->size, sizeof(*all));
-    if (all == NULL) return DFCCL_ERR_NO_MEMORY;
-    memset(&mine, 0, sizeof(mine));
-    mine.status = (int32_t)dfccl_shm_create(&comm->recv_seg, bytes);
-    if (mine.status == DFCCL_OK) {
-        comm->board = (dfccl_board_t *)comm->recv_seg.addr;
-        dfccl_board_init(comm->board);
-    }
-    mine.nslots = cfg->fifo_slots;
-    mine.slot_bytes = cfg->slot_bytes;
-    memcpy(mine.name, comm->recv_seg.name, sizeof(mine.name));
-    if (p->allgather(&mine, all, sizeof(mine), p->allgather_arg) != 0) {
-        status = DFCCL_ERR_BOOTSTRAP;
-        goto out;
-    }
-    status = DFCCL_OK;
-    for (int i = 0; i < p->size; i++) {
-        if (all[i].status != DFCCL_OK) status = (dfccl_status_t)all[i].status;
-        else if (all[i].nslots != mine.nslots || all[i].slot_bytes != mine.slot_bytes) {
-            if (p->rank == 0)
-                dfccl_error("comm %#llx: rank %d uses FIFOs of %u x %llu bytes, rank 0 %u x %llu:"
-                            " FIFO settings must be equal on all ranks",
-                            (unsigned long long)p->key, i, all[i].nslots,
-                            (unsigned long long)all[i].slot_bytes, mine.nslots,
-                            (unsigned long long)mine.slot_bytes);
-            status = DFCCL_ERR_INVALID_PARAM;
-        }
-    }
-    if (status != DFCCL_OK) goto out;
-    status = comm_agree(p, comm_attach_peers(comm, all, next, bytes));
-    if (status != DFCCL_OK) goto out;
-    /* everyone has mapped what they need: the names can go */
-    dfccl_shm_unlink(&comm->recv_seg);
-    comm_fifo_init(&comm->recv_fifo, (char *)comm->recv_seg.addr + DFCCL_BOARD_BYTES, cfg, prev);
-    comm_fifo_init(&comm->send_fifo, (char *)comm->send_seg.addr + DFCCL_BOARD_BYTES, cfg, next);
-out:
-    free(all);
-    return status;
+    if (p->size < 1 || p->rank < 0 || p->rank >= p->size) return 0;
+    if (p->backend != DFCCL_BACKEND_HOST && p->backend != DFCCL_BACKEND_GPU) return 0;
+    return p->size == 1 || (p->bootstrap.allgather_start != NULL &&
+                            p->bootstrap.allgather_test != NULL);
 }
 
-static void comm_unmap(dfccl_comm_t *comm)
+dfccl_status_t dfccl_comm_create_start(dfccl_context_t *context, const dfccl_comm_params_t *params,
+                                       dfccl_comm_t **comm_p)
 {
-    if (comm->peer_segs != NULL)
-        for (int i = 0; i < comm->size; i++) dfccl_shm_release(&comm->peer_segs[i]);
-    free(comm->peer_segs);
-    free(comm->peer_boards);
-    comm->peer_segs = NULL;
-    comm->peer_boards = NULL;
-    dfccl_shm_release(&comm->send_seg);
-    dfccl_shm_release(&comm->recv_seg);
+    dfccl_comm_t *comm;
+    dfccl_comm_setup_t *s;
+
+    if (context == NULL || params == NULL || comm_p == NULL || !comm_params_valid(params))
+        return DFCCL_ERR_INVALID_PARAM;
+    comm = calloc(1, sizeof(*comm));
+    s = calloc(1, sizeof(*s));
+    if (comm == NULL || s == NULL) goto err_memory;
+    comm->context = context;
+    comm->rank    = params->rank;
+    comm->size    = params->size;
+    comm->key     = params->key;
+    comm->refs    = 1;
+    comm->ops     = params->backend == DFCCL_BACKEND_GPU ? &dfccl_gpu_backend : &dfccl_host_backend;
+    comm->setup   = s;
+    comm->setup_status = DFCCL_INPROGRESS;
+    s->boot = params->bootstrap;
+    s->round = SETUP_HELLOS;
+    s->hello_bytes = comm->ops->hello_bytes(comm);
+    s->hellos = calloc((size_t)comm->size, s->hello_bytes);
+    s->outcomes = calloc((size_t)comm->size, sizeof(int32_t));
+    if (s->hellos == NULL || s->outcomes == NULL) goto err_memory;
+    /* a failure here travels in the hello: every rank learns it */
+    comm->ops->begin(comm, s->hellos + (size_t)comm->rank * s->hello_bytes);
+    if (setup_exchange(comm, s->hellos, s->hello_bytes) != DFCCL_OK)
+        setup_end(comm, DFCCL_ERR_BOOTSTRAP);   /* the peers fail by their deadlines */
+    *comm_p = comm;
+    return DFCCL_OK;
+
+err_memory:
+    if (s != NULL) setup_free(s);
+    free(comm);
+    return DFCCL_ERR_NO_MEMORY;
 }
 
 dfccl_status_t dfccl_comm_create(dfccl_context_t *context, const dfccl_comm_params_t *params,
@@ -131,39 +207,17 @@ dfccl_status_t dfccl_comm_create(dfccl_context_t *context, const dfccl_comm_para
 {
     dfccl_comm_t *comm;
     dfccl_status_t status;
+    uint64_t start = dfccl_now_ns();
 
-    if (context == NULL || params == NULL || comm_p == NULL || params->size < 1 ||
-        params->rank < 0 || params->rank >= params->size || params->allgather == NULL)
-        return DFCCL_ERR_INVALID_PARAM;
-    comm = calloc(1, sizeof(*comm));
-    if (comm == NULL) return DFCCL_ERR_NO_MEMORY;
-    comm->context = context;
-    comm->rank    = params->rank;
-    comm->size    = params->size;
-    comm->key     = params->key;
-    comm->refs    = 1;
-    comm->board   = &comm->board_local;
-    dfccl_board_init(comm->board);
-    comm->peer_boards = calloc((size_t)params->size, sizeof(*comm->peer_boards));
-    comm->peer_segs = calloc((size_t)params->size, sizeof(*comm->peer_segs));
-    if (comm->peer_boards == NULL || comm->peer_segs == NULL) {
-        status = DFCCL_ERR_NO_MEMORY;
-    } else if (params->size > 1) {
-        status = comm_connect(comm, params);
-    } else {
-        comm->peer_boards[0] = comm->board;   /* one rank: its own board alone */
-        status = DFCCL_OK;
-    }
+    if (comm_p == NULL) return DFCCL_ERR_INVALID_PARAM;
+    status = dfccl_comm_create_start(context, params, &comm);
+    if (status != DFCCL_OK) return status;
+    while ((status = dfccl_comm_create_test(comm)) == DFCCL_INPROGRESS)
+        dfccl_wait_pause(dfccl_now_ns() - start);
     if (status != DFCCL_OK) {
-        dfccl_info("comm %#llx: creation failed on rank %d: %s", (unsigned long long)params->key,
-                   params->rank, dfccl_status_string(status));
-        comm_unmap(comm);
-        free(comm);
+        dfccl_comm_destroy(comm);
         return status;
     }
-    dfccl_stats_add_comm();
-    dfccl_debug("comm %#llx: rank %d of %d connected", (unsigned long long)comm->key,
-                comm->rank, comm->size);
     *comm_p = comm;
     return DFCCL_OK;
 }
@@ -171,15 +225,18 @@ dfccl_status_t dfccl_comm_create(dfccl_context_t *context, const dfccl_comm_para
 void dfccl_comm_release(dfccl_comm_t *comm)
 {
     if (__atomic_sub_fetch(&comm->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
-    if (comm->gpu != NULL) dfccl_gpu_comm_release(comm);
-    comm_unmap(comm);
+    comm->ops->release(comm);
     free(comm);
 }
 
 void dfccl_comm_destroy(dfccl_comm_t *comm)
 {
+    if (comm == NULL) return;
+    /* a set-up still under way is abandoned: its exchange cancelled, what
+     * the backend took freed */
+    if (comm->setup != NULL) setup_end(comm, DFCCL_ERR_SHUTDOWN);
     /* collectives still queued hold their own references and finish first */
-    if (comm != NULL) dfccl_comm_release(comm);
+    dfccl_comm_release(comm);
 }
 
 int dfccl_comm_rank(const dfccl_comm_t *comm) { return comm->rank; }

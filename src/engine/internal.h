@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include "backend.h"
 #include "board.h"
 #include "dfccl.h"
 #include "exec_host.h"
@@ -42,11 +43,16 @@ typedef struct dfccl_coll {
     dfccl_step_t       steps[];     /* the plan */
 } dfccl_coll_t;
 
+typedef struct dfccl_comm_setup dfccl_comm_setup_t;   /* comm.c */
+
 struct dfccl_comm {
     dfccl_context_t *context;
     int              rank;
     int              size;
     uint64_t         key;
+    const dfccl_backend_ops_t *ops;
+    dfccl_comm_setup_t *setup;      /* while the set-up runs */
+    dfccl_status_t   setup_status;  /* DFCCL_INPROGRESS, then its agreed outcome (atomic) */
     uint64_t         next_seq;      /* posting thread side */
     uint64_t         next_run_seq;  /* daemon side: the collective that may use the FIFOs */
     int              refs;          /* user + in-flight collectives (atomic) */
@@ -74,8 +80,17 @@ struct dfccl_context {
 };
 
 void dfccl_comm_release(dfccl_comm_t *comm);
-/* context.c: DFCCL_OK, or why a post on this host communicator fails at once
- * (it broke here, or a peer broke before this collective). */
+/* coll.c: a call's arguments checked (total: elements of this rank's plan),
+ * and the engine's record of it with its ring plan (no sequence number, no
+ * reference on the communicator yet). */
+dfccl_status_t dfccl_coll_check_args(const dfccl_comm_t *comm, const dfccl_coll_args_t *a,
+                                     size_t *total);
+dfccl_status_t dfccl_coll_new(dfccl_comm_t *comm, const dfccl_coll_args_t *args, size_t total,
+                              dfccl_coll_t **coll_p);
+/* host/post_host.c: the host backend's post; DFCCL_OK, or why a post on this
+ * host communicator fails at once (it broke here, or a peer broke before
+ * this collective). */
+dfccl_status_t dfccl_host_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args);
 dfccl_status_t dfccl_comm_post_check(dfccl_comm_t *comm);
 /* Takes the next place in the communicator's order for a call that moves
  * nothing here (ident: rejected or carried elsewhere); returns its number. */

@@ -1,5 +1,6 @@
 /* sim_ranks.c - forked ranks, a shared-memory allgather, inputs and references. */
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,14 +12,101 @@
 #include "sim_ranks.h"
 
 #define SIM_SLOT_BYTES 4096
+/* Exchanges of the non-blocking bootstrap that may be under way at once. */
+#define SIM_AREAS 4
+
+/* One exchange of the non-blocking bootstrap: serves exchange number gen;
+ * the last rank to leave it hands it to exchange gen + SIM_AREAS. */
+typedef struct {
+    uint64_t gen;
+    int      arrived, departed;
+} sim_area_t;
 
 struct sim_world {
     pthread_barrier_t barrier;
     int               size;
-    char              slots[][SIM_SLOT_BYTES];
+    sim_area_t        areas[SIM_AREAS];
+    char              slots[][SIM_SLOT_BYTES];   /* size for sim_allgather, then
+                                                    SIM_AREAS x size for the areas */
 };
 
-static int sim_rank;   /* each forked rank sets its own copy */
+typedef struct {
+    int      area;
+    uint64_t gen;
+    void    *recv;
+    size_t   bytes;
+} sim_request_t;
+
+static int sim_rank;             /* each forked rank sets its own copy */
+static uint64_t sim_exchanges;   /* this rank's bootstrap exchanges so far */
+
+static char *sim_area_block(sim_world_t *w, int area, int rank)
+{
+    return w->slots[w->size * (1 + area) + rank];
+}
+
+static int sim_exchange_start(void *arg, const void *send, void *recv, size_t bytes,
+                              void **request_p)
+{
+    sim_world_t *w = arg;
+    sim_request_t *req = malloc(sizeof(*req));
+    uint64_t gen = sim_exchanges++;
+    int a = (int)(gen % SIM_AREAS);
+
+    if (req == NULL || bytes > SIM_SLOT_BYTES) {
+        free(req);
+        return -1;
+    }
+    /* the area is free once every rank left its previous exchange */
+    while (__atomic_load_n(&w->areas[a].gen, __ATOMIC_ACQUIRE) != gen) sched_yield();
+    memcpy(sim_area_block(w, a, sim_rank), send, bytes);
+    __atomic_add_fetch(&w->areas[a].arrived, 1, __ATOMIC_ACQ_REL);
+    *req = (sim_request_t){ a, gen, recv, bytes };
+    *request_p = req;
+    return 0;
+}
+
+static int sim_exchange_test(void *arg, void *request)
+{
+    sim_world_t *w = arg;
+    sim_request_t *req = request;
+    sim_area_t *area = &w->areas[req->area];
+
+    if (__atomic_load_n(&area->arrived, __ATOMIC_ACQUIRE) < w->size) return 0;
+    for (int r = 0; r < w->size; r++)
+        memcpy((char *)req->recv + (size_t)r * req->bytes, sim_area_block(w, req->area, r),
+               req->bytes);
+    if (__atomic_add_fetch(&area->departed, 1, __ATOMIC_ACQ_REL) == w->size) {
+        area->arrived = 0;
+        area->departed = 0;
+        __atomic_store_n(&area->gen, req->gen + SIM_AREAS, __ATOMIC_RELEASE);
+    }
+    free(req);
+    return 1;
+}
+
+static void sim_exchange_cancel(void *arg, void *request)
+{
+    (void)arg;
+    free(request);   /* the others may still read our block: it stays */
+}
+
+dfccl_comm_params_t sim_comm_params(sim_world_t *world, int rank, uint64_t key,
+                                    dfccl_backend_t backend)
+{
+    dfccl_comm_params_t p;
+
+    memset(&p, 0, sizeof(p));
+    p.rank = rank;
+    p.size = world->size;
+    p.key = key;
+    p.backend = backend;
+    p.bootstrap.allgather_start = sim_exchange_start;
+    p.bootstrap.allgather_test = sim_exchange_test;
+    p.bootstrap.allgather_cancel = sim_exchange_cancel;
+    p.bootstrap.arg = world;
+    return p;
+}
 
 int sim_allgather(const void *send, void *recv, size_t bytes, void *arg)
 {
@@ -35,7 +123,7 @@ int sim_allgather(const void *send, void *recv, size_t bytes, void *arg)
 int sim_run(int size, double timeout_sec,
             int (*body)(int rank, int size, sim_world_t *world, void *arg), void *arg)
 {
-    size_t bytes = sizeof(sim_world_t) + (size_t)size * SIM_SLOT_BYTES;
+    size_t bytes = sizeof(sim_world_t) + (size_t)size * (1 + SIM_AREAS) * SIM_SLOT_BYTES;
     sim_world_t *w = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     pthread_barrierattr_t attr;
     pid_t *pids = calloc((size_t)size, sizeof(pid_t));
@@ -44,6 +132,7 @@ int sim_run(int size, double timeout_sec,
 
     if (w == MAP_FAILED || pids == NULL) return size;
     w->size = size;
+    for (int a = 0; a < SIM_AREAS; a++) w->areas[a].gen = (uint64_t)a;
     pthread_barrierattr_init(&attr);
     pthread_barrierattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
     pthread_barrier_init(&w->barrier, &attr, (unsigned)size);

@@ -31,8 +31,13 @@ typedef struct sim_world sim_world_t;
 int sim_run(int size, double timeout_sec,
             int (*body)(int rank, int size, sim_world_t *world, void *arg), void *arg);
 
-/* Bootstrap allgather among the world's ranks (bytes <= 4096). */
+/* A blocking allgather among the world's ranks (bytes <= 4096). */
 int sim_allgather(const void *send, void *recv, size_t bytes, void *world);
+/* Communicator parameters whose bootstrap is a non-blocking exchange in the
+ * world's shared memory; every rank creates its communicators in the same
+ * order. */
+dfccl_comm_params_t sim_comm_params(sim_world_t *world, int rank, uint64_t key,
+                                    dfccl_backend_t backend);
 
 /* Deterministic input element i of rank r, stored into out (esize bytes);
  * chosen so that every (type, op) reduction over <= 16 ranks is exact. */

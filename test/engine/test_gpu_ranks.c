@@ -144,8 +144,8 @@ static int body_collectives(int rank, int size, sim_world_t *world, void *arg)
     (void)arg;
 
     if (gpu_setup(rank, &ctx, 60)) return 1;
-    dfccl_comm_params_t p = { rank, size, 42, sim_allgather, world };
-    CHECK(dfccl_gpu_comm_create(ctx, &p, &comm) == DFCCL_OK, "GPU comm");
+    dfccl_comm_params_t p = sim_comm_params(world, rank, 42, DFCCL_BACKEND_GPU);
+    CHECK(dfccl_comm_create(ctx, &p, &comm) == DFCCL_OK, "GPU comm");
     for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
         for (int ip = 0; ip < 2; ip++) {
             size_t r = (c + (size_t)ip) % (sizeof(reds) / sizeof(reds[0]));
@@ -183,8 +183,8 @@ static int body_disorder(int rank, int size, sim_world_t *world, void *arg)
 
     if (gpu_setup(rank, &ctx, 60)) return 1;
     for (int c = 0; c < NCOMMS; c++) {
-        dfccl_comm_params_t p = { rank, size, 200 + (uint64_t)c, sim_allgather, world };
-        CHECK(dfccl_gpu_comm_create(ctx, &p, &comm[c]) == DFCCL_OK, "comm %d", c);
+        dfccl_comm_params_t p = sim_comm_params(world, rank, 200 + (uint64_t)c, DFCCL_BACKEND_GPU);
+        CHECK(dfccl_comm_create(ctx, &p, &comm[c]) == DFCCL_OK, "comm %d", c);
         CUDA_OK(cudaMalloc((void **)&out[c], sizeof(float) * count));
     }
     sim_fill_input(h, count, DFCCL_FLOAT, DFCCL_OP_SUM, rank, 0);
@@ -237,8 +237,8 @@ static int body_direct_fallback(int rank, int size, sim_world_t *world, void *ar
     (void)arg;
 
     if (gpu_setup(rank, &ctx, 60)) return 1;
-    dfccl_comm_params_t p = { rank, size, 77, sim_allgather, world };
-    CHECK(dfccl_gpu_comm_create(ctx, &p, &comm) == DFCCL_OK, "comm");
+    dfccl_comm_params_t p = sim_comm_params(world, rank, 77, DFCCL_BACKEND_GPU);
+    CHECK(dfccl_comm_create(ctx, &p, &comm) == DFCCL_OK, "comm");
     CUDA_OK(cudaStreamCreate(&st));
     CUDA_OK(cudaMalloc((void **)&in, sizeof(float) * count));
     CUDA_OK(cudaMalloc((void **)&out, sizeof(float) * count));
@@ -283,8 +283,8 @@ static int body_timeout(int rank, int size, sim_world_t *world, void *arg)
     (void)arg;
 
     if (gpu_setup(rank, &ctx, 2.0)) return 1;
-    dfccl_comm_params_t p = { rank, size, 7, sim_allgather, world };
-    CHECK(dfccl_gpu_comm_create(ctx, &p, &comm) == DFCCL_OK, "comm");
+    dfccl_comm_params_t p = sim_comm_params(world, rank, 7, DFCCL_BACKEND_GPU);
+    CHECK(dfccl_comm_create(ctx, &p, &comm) == DFCCL_OK, "comm");
     CUDA_OK(cudaMalloc((void **)&buf, sizeof(float) * 1000000));
     if (rank == 0) {
         dfccl_coll_args_t a = { DFCCL_COLL_ALLREDUCE, DFCCL_IN_PLACE, buf, 1000000, NULL,
@@ -314,8 +314,8 @@ static int body_bench(int rank, int size, sim_world_t *world, void *arg)
     (void)arg;
 
     if (gpu_setup(rank, &ctx, 60)) return 1;
-    dfccl_comm_params_t p = { rank, size, 5, sim_allgather, world };
-    CHECK(dfccl_gpu_comm_create(ctx, &p, &comm) == DFCCL_OK, "comm");
+    dfccl_comm_params_t p = sim_comm_params(world, rank, 5, DFCCL_BACKEND_GPU);
+    CHECK(dfccl_comm_create(ctx, &p, &comm) == DFCCL_OK, "comm");
     CUDA_OK(cudaMalloc((void **)&buf, 256 << 20));
     CUDA_OK(cudaMemset(buf, 0, 256 << 20));
     for (size_t b = 0; b < sizeof(bytes) / sizeof(bytes[0]); b++) {

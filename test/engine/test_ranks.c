@@ -58,7 +58,7 @@ static int body_collectives(int rank, int size, sim_world_t *world, void *arg)
     cfg.timeout_sec = 60;
     CHECK(dfccl_context_create(&cfg, &ctx) == DFCCL_OK, "context");
     for (int c = 0; c < 3; c++) {
-        dfccl_comm_params_t p = { rank, size, 100 + (uint64_t)c, sim_allgather, world };
+        dfccl_comm_params_t p = sim_comm_params(world, rank, 100 + (uint64_t)c, DFCCL_BACKEND_HOST);
         CHECK(dfccl_comm_create(ctx, &p, &comm[c]) == DFCCL_OK, "comm %d", c);
     }
     CHECK(own_segments_left() == stale_segments, "shm names must be unlinked once mapped");
@@ -120,7 +120,7 @@ static int body_timeout(int rank, int size, sim_world_t *world, void *arg)
     dfccl_config_init(&cfg);
     cfg.timeout_sec = 0.5;
     CHECK(dfccl_context_create(&cfg, &ctx) == DFCCL_OK, "context");
-    dfccl_comm_params_t p = { rank, size, 7, sim_allgather, world };
+    dfccl_comm_params_t p = sim_comm_params(world, rank, 7, DFCCL_BACKEND_HOST);
     CHECK(dfccl_comm_create(ctx, &p, &comm) == DFCCL_OK, "comm");
     if (rank == 0) {
         dfccl_coll_args_t a = { DFCCL_COLL_ALLREDUCE, in, out, 64, NULL, DFCCL_FLOAT, DFCCL_OP_SUM, 0, NULL };
@@ -159,7 +159,7 @@ static int body_disorder(int rank, int size, sim_world_t *world, void *arg)
     cfg.timeout_sec = serial ? 1.0 : 60.0;
     CHECK(dfccl_context_create(&cfg, &ctx) == DFCCL_OK, "context");
     for (int c = 0; c < NCOMMS; c++) {
-        dfccl_comm_params_t p = { rank, size, 200 + (uint64_t)c, sim_allgather, world };
+        dfccl_comm_params_t p = sim_comm_params(world, rank, 200 + (uint64_t)c, DFCCL_BACKEND_HOST);
         CHECK(dfccl_comm_create(ctx, &p, &comm[c]) == DFCCL_OK, "comm %d", c);
         out[c] = malloc(sizeof(float) * COUNT);
     }
@@ -206,7 +206,7 @@ static int body_mismatch(int rank, int size, sim_world_t *world, void *arg)
     dfccl_config_init(&cfg);
     cfg.slot_bytes = rank == 0 ? 4096 : 8192;
     CHECK(dfccl_context_create(&cfg, &ctx) == DFCCL_OK, "context");
-    dfccl_comm_params_t p = { rank, size, 9, sim_allgather, world };
+    dfccl_comm_params_t p = sim_comm_params(world, rank, 9, DFCCL_BACKEND_HOST);
     CHECK(dfccl_comm_create(ctx, &p, &comm) == DFCCL_ERR_INVALID_PARAM, "mismatch must fail");
     CHECK(own_segments_left() == 0, "failed creation must not leave segments");
     dfccl_context_destroy(ctx);

@@ -13,51 +13,55 @@ int dfccl_gpu_available(char *why, size_t why_len)
     return 0;
 }
 
-size_t dfccl_gpu_hello_bytes(void) { return sizeof(int32_t); }
 int dfccl_gpu_max_ranks(void) { return 0; }
 
-dfccl_status_t dfccl_gpu_comm_begin(dfccl_context_t *context, const dfccl_comm_params_t *params,
-                                    dfccl_comm_t **comm_p, void *hello)
+static size_t none_hello_bytes(const dfccl_comm_t *comm)
+{
+    (void)comm;
+    return sizeof(int32_t);
+}
+
+/* The hello says so, and every rank's set-up fails alike. */
+static dfccl_status_t none_begin(dfccl_comm_t *comm, void *hello)
 {
     int32_t status = DFCCL_ERR_UNSUPPORTED;
-    (void)context;
-    (void)params;
+    (void)comm;
     memcpy(hello, &status, sizeof(status));
-    *comm_p = NULL;
     return DFCCL_ERR_UNSUPPORTED;
 }
 
-dfccl_status_t dfccl_gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
+static dfccl_status_t none_connect(dfccl_comm_t *comm, const void *hellos)
 {
     (void)comm;
     (void)hellos;
     return DFCCL_ERR_UNSUPPORTED;
 }
 
-dfccl_status_t dfccl_gpu_comm_finish(dfccl_comm_t *comm, dfccl_status_t agreed)
+static dfccl_status_t none_finish(dfccl_comm_t *comm, dfccl_status_t agreed)
 {
     (void)comm;
-    (void)agreed;
-    return DFCCL_ERR_UNSUPPORTED;
+    return agreed == DFCCL_OK ? DFCCL_ERR_UNSUPPORTED : agreed;
 }
 
-dfccl_status_t dfccl_gpu_comm_create(dfccl_context_t *context, const dfccl_comm_params_t *params,
-                                     dfccl_comm_t **comm_p)
-{
-    (void)context;
-    (void)params;
-    *comm_p = NULL;
-    return DFCCL_ERR_UNSUPPORTED;
-}
+static void none_release(dfccl_comm_t *comm) { (void)comm; }
 
-dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *args)
+static dfccl_status_t none_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args)
 {
-    (void)coll;
+    (void)comm;
     (void)args;
     return DFCCL_ERR_UNSUPPORTED;
 }
 
-void dfccl_gpu_comm_release(dfccl_comm_t *comm) { (void)comm; }
+const dfccl_backend_ops_t dfccl_gpu_backend = {
+    .name        = "gpu (not built)",
+    .hello_bytes = none_hello_bytes,
+    .begin       = none_begin,
+    .connect     = none_connect,
+    .finish      = none_finish,
+    .release     = none_release,
+    .post        = none_post,
+};
+
 void dfccl_gpu_destroy(dfccl_context_t *context) { (void)context; }
 void dfccl_gpu_poll(dfccl_context_t *context) { (void)context; }
 

@@ -2,14 +2,15 @@
  * dfccl.h - public C API of the dfccl engine.
  *
  * The engine knows nothing of MPI: a caller (the Open MPI component, or a
- * test that simulates ranks) supplies a bootstrap allgather, posts collective
- * descriptors to a per-process context and reads completions back.
+ * test that simulates ranks) supplies a non-blocking bootstrap allgather,
+ * posts collective descriptors to a per-process context and reads
+ * completions back.
  *
  *   dfccl_context_create()      one per process: daemon, submission and
  *                               completion queues
- *   dfccl_comm_create()         collective over the ranks of a communicator:
- *                               exchanges connection set-up through the
- *                               bootstrap callback
+ *   dfccl_comm_create_start()   collective over the ranks of a communicator,
+ *   dfccl_comm_create_test()    on the host or the GPU backend: the engine
+ *                               runs the set-up over the bootstrap callbacks
  *   dfccl_coll_post()           submit; returns at once
  *   dfccl_context_poll()        drain completions {user cookie, status}
  */
@@ -28,7 +29,7 @@ extern "C" {
 
 typedef enum {
     DFCCL_OK                = 0,
-    DFCCL_INPROGRESS        = 1,
+    DFCCL_INPROGRESS        = 1,   /* not yet done: dfccl_comm_create_test */
     DFCCL_ERR_INVALID_PARAM = -1,
     DFCCL_ERR_NO_MEMORY     = -2,
     DFCCL_ERR_SYSTEM        = -3,  /* an OS call failed (shm, threads) */
@@ -134,58 +135,75 @@ void dfccl_context_destroy(dfccl_context_t *context);
 
 /*
  * Bootstrap: an allgather over the communicator's ranks, supplied by the
- * caller. It must be collective and blocking: every rank contributes `bytes`
- * bytes and receives size * bytes, rank-ordered. Returns 0 on success.
+ * caller, which only moves bytes; the engine runs its set-up protocols over
+ * it. Non-blocking, so that a program whose ranks create (or first use)
+ * several communicators in different orders never waits inside one set-up
+ * for a rank that is busy with another:
+ *
+ *   allgather_start   every rank contributes `bytes` bytes from sendbuf and
+ *                     receives size * bytes in recvbuf, rank-ordered; 0 on
+ *                     success, *request_p then names the exchange
+ *   allgather_test    1 once done, 0 while under way, negative when it
+ *                     failed; the request ends with 1 or a failure
+ *   allgather_cancel  the engine gives the exchange up (its deadline passed,
+ *                     or the communicator is destroyed during set-up); may
+ *                     say which peers are missing
+ *
+ * The engine's buffers are valid only until the exchange ends or is
+ * cancelled: a transport that may still touch them after a cancel must
+ * work on copies of its own.
  */
-typedef int (*dfccl_allgather_fn_t)(const void *sendbuf, void *recvbuf,
-                                    size_t bytes, void *arg);
+typedef struct dfccl_bootstrap {
+    int  (*allgather_start)(void *arg, const void *sendbuf, void *recvbuf, size_t bytes,
+                            void **request_p);
+    int  (*allgather_test)(void *arg, void *request);
+    void (*allgather_cancel)(void *arg, void *request);
+    void  *arg;
+} dfccl_bootstrap_t;
+
+/* Which backend carries a communicator's collectives. */
+typedef enum {
+    DFCCL_BACKEND_HOST,   /* host buffers, the daemon thread, shared-memory FIFOs */
+    DFCCL_BACKEND_GPU     /* device buffers, the daemon kernel on the calling thread's
+                             current CUDA device (created on first use) */
+} dfccl_backend_t;
 
 typedef struct dfccl_comm_params {
-    int                  rank;
-    int                  size;
-    uint64_t             key;        /* identical on every rank; names the comm in
-                                        diagnostics and orders collectives */
-    dfccl_allgather_fn_t allgather;
-    void                *allgather_arg;
+    int               rank;
+    int               size;
+    uint64_t          key;        /* identical on every rank; names the comm in
+                                     diagnostics and orders collectives */
+    dfccl_backend_t   backend;
+    dfccl_bootstrap_t bootstrap;
 } dfccl_comm_params_t;
 
-/* Collective over params->size ranks. */
+/*
+ * Communicator creation, collective over params->size ranks:
+ * dfccl_comm_create_start() returns the communicator at once (unless the
+ * arguments are wrong or memory ran out), and dfccl_comm_create_test()
+ * advances its set-up: DFCCL_INPROGRESS while it runs, DFCCL_OK once it is
+ * usable, or the status every rank agreed on when it failed (then destroy
+ * it). Two exchanges: each rank's connection details, then each rank's
+ * outcome, so that all ranks succeed or all fail. An exchange that does not
+ * end within the configured timeout fails the set-up.
+ * dfccl_comm_create() does both, waiting.
+ */
+dfccl_status_t dfccl_comm_create_start(dfccl_context_t *context,
+                                       const dfccl_comm_params_t *params,
+                                       dfccl_comm_t **comm_p);
+dfccl_status_t dfccl_comm_create_test(dfccl_comm_t *comm);
 dfccl_status_t dfccl_comm_create(dfccl_context_t *context,
                                  const dfccl_comm_params_t *params,
                                  dfccl_comm_t **comm_p);
-/* Local; the communicator's memory goes once its last collective has ended. */
+/* Local; the communicator's memory goes once its last collective has ended.
+ * A set-up still under way is abandoned. */
 void dfccl_comm_destroy(dfccl_comm_t *comm);
 int  dfccl_comm_rank(const dfccl_comm_t *comm);
 int  dfccl_comm_size(const dfccl_comm_t *comm);
 
-/*
- * GPU communicators: device buffers, carried by the daemon kernel. Set-up is
- * split so that the caller can exchange the hellos without blocking (MPI
- * programs may start their first collectives on several communicators in
- * different orders on different ranks):
- *   1. dfccl_gpu_comm_begin(): allocates this rank's FIFOs and inbox on the
- *      calling thread's current CUDA device and fills `hello`
- *      (dfccl_gpu_hello_bytes() bytes). Creates the GPU side of the context
- *      on first use. Always fills the hello (a failure travels in it) and
- *      returns the communicator unless memory ran out.
- *   2. the caller gathers every rank's hello, rank-ordered;
- *   3. dfccl_gpu_comm_connect(): maps the peers' memory (CUDA IPC); returns
- *      this rank's outcome;
- *   4. the caller agrees on the worst outcome of all ranks, then
- *      dfccl_gpu_comm_finish(comm, agreed): the communicator is usable when
- *      agreed is DFCCL_OK; otherwise its collectives fail with that status.
- * dfccl_gpu_comm_create() runs all four with the params' blocking allgather.
- */
 /* 1 when the engine was built with the GPU backend and a CUDA device is
  * usable from this process; else 0 and why in `why`. */
 int dfccl_gpu_available(char *why, size_t why_len);
-size_t dfccl_gpu_hello_bytes(void);
-dfccl_status_t dfccl_gpu_comm_begin(dfccl_context_t *context, const dfccl_comm_params_t *params,
-                                    dfccl_comm_t **comm_p, void *hello);
-dfccl_status_t dfccl_gpu_comm_connect(dfccl_comm_t *comm, const void *hellos);
-dfccl_status_t dfccl_gpu_comm_finish(dfccl_comm_t *comm, dfccl_status_t agreed);
-dfccl_status_t dfccl_gpu_comm_create(dfccl_context_t *context, const dfccl_comm_params_t *params,
-                                     dfccl_comm_t **comm_p);
 /* Largest communicator the GPU backend carries. */
 int dfccl_gpu_max_ranks(void);
 

@@ -19,6 +19,7 @@
 #include "opal/class/opal_free_list.h"
 #include "opal/threads/mutex.h"
 #include "dfccl.h"
+#include "ompi/mca/coll/base/coll_tags.h"
 
 BEGIN_C_DECLS
 
@@ -86,12 +87,30 @@ typedef enum {
 } mca_coll_dfccl_engine_state_t;
 
 typedef struct mca_coll_dfccl_gpu_setup_t mca_coll_dfccl_gpu_setup_t;
+struct mca_coll_dfccl_module_t;
+
+/* Tags of the engine's set-up exchanges, at the far end of the collective
+ * tag space (hcoll's range, counted from its other end): no stock
+ * collective or libnbc schedule uses them, so an exchange never matches a
+ * collective running beside it. */
+#define DFCCL_TAG_GPU_SETUP    (MCA_COLL_BASE_TAG_HCOLL_END + 1)
+#define DFCCL_TAG_ENGINE_SETUP (MCA_COLL_BASE_TAG_HCOLL_END + 2)
+
+/* The engine's bootstrap on one communicator (coll_dfccl_bootstrap.c): its
+ * tag, and what a missing rank's message says. */
+typedef struct {
+    struct mca_coll_dfccl_module_t *module;
+    int                             tag;
+    const char                     *what;   /* "engine", "GPU" */
+    const char                     *hint;   /* appended to "rank R never joined ..." */
+} mca_coll_dfccl_bootstrap_t;
 
 typedef struct mca_coll_dfccl_module_t {
     mca_coll_base_module_t super;
     ompi_communicator_t   *comm;
     dfccl_comm_t          *engine_comm;
     mca_coll_dfccl_engine_state_t engine_state;
+    mca_coll_dfccl_bootstrap_t engine_boot;
     /* GPU side, for device buffers: set up on the first such call */
     bool                   all_local;   /* every rank on this node (CUDA IPC reaches them) */
     bool                   gpu_agreed;  /* host_buffers=engine: every rank offered the GPU
@@ -102,6 +121,7 @@ typedef struct mca_coll_dfccl_module_t {
     dfccl_comm_t          *gpu_comm;
     mca_coll_dfccl_engine_state_t gpu_state;
     mca_coll_dfccl_gpu_setup_t   *gpu_setup;
+    mca_coll_dfccl_bootstrap_t    gpu_boot;
 
     /* the functions of the components below us, for everything we do not carry */
     mca_coll_base_module_allreduce_fn_t                previous_allreduce;
@@ -225,6 +245,15 @@ void mca_coll_dfccl_stage_drop(mca_coll_dfccl_request_t *req);
  * completion unpacks every block (stage_out) */
 int  mca_coll_dfccl_pack_in(mca_coll_dfccl_request_t *req, dfccl_coll_args_t *args,
                             const mca_coll_dfccl_pack_t *pack, int rank, int size);
+
+/* bootstrap (coll_dfccl_bootstrap.c): the engine's non-blocking exchange
+ * over the PML; a blocking allgather of the same kind for the component's
+ * own agreements (0, or -1 after the timeout or a failure) */
+void mca_coll_dfccl_bootstrap_init(mca_coll_dfccl_bootstrap_t *b, struct mca_coll_dfccl_module_t *m,
+                                   int tag, const char *what, const char *hint);
+dfccl_bootstrap_t mca_coll_dfccl_bootstrap_of(mca_coll_dfccl_bootstrap_t *b);
+int mca_coll_dfccl_bootstrap_allgather(mca_coll_dfccl_bootstrap_t *b, const void *send, void *recv,
+                                       size_t bytes);
 
 /* GPU side (coll_dfccl_gpu.c) */
 int  mca_coll_dfccl_gpu_progress(void);

@@ -14,7 +14,7 @@
 #define DFCCL_FALLBACK OMPI_ERR_NOT_SUPPORTED   /* internal: take the stock path */
 
 /*
- * Routing (DESIGN.md). By default device buffers go to the GPU side and host
+ * Routing (docs/design.md). By default device buffers go to the GPU side and host
  * buffers to the stock path: a rank whose buffers differ in kind from its
  * peers' takes another route than they do, and their watchdog names it.
  * With coll_dfccl_host_buffers=engine the route is the communicator's, agreed

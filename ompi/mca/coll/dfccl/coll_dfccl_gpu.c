@@ -5,25 +5,17 @@
  * MPI programs may start their first collectives on several communicators in
  * different orders on different ranks; a blocking exchange inside the first
  * call would make such ranks wait for each other forever. So the first call
- * only starts the exchange (every rank sends its hello to every other rank,
- * all at once) and queues its collective; the progress hook finishes the
- * exchange (two rounds: hellos, then every rank's outcome) and posts what
- * was queued, in order. The outcome is agreed: all ranks use the GPU side or
- * none does. A rank that never joins (it passed host buffers, which take the
- * stock path by default) is named once the timeout passes.
+ * only starts the engine's set-up (dfccl_comm_create_start, over the
+ * non-blocking bootstrap) and queues its collective; the progress hook
+ * advances the set-up (dfccl_comm_create_test) and posts what was queued,
+ * in order. The engine agrees the outcome: all ranks use the GPU side or
+ * none does. A rank that never joins (it passed host buffers, which take
+ * the stock path by default) is named once the timeout passes.
  */
 #include <stdlib.h>
 #include <string.h>
 #include "coll_dfccl.h"
-#include "ompi/mca/coll/base/coll_tags.h"
-#include "ompi/mca/pml/pml.h"
 #include "opal/runtime/opal_progress.h"
-
-/* Tags at the far end of the collective tag space (hcoll's range, counted
- * from its other end): no stock collective or libnbc schedule uses them, so
- * the exchange never matches a collective running beside it. */
-#define DFCCL_TAG_GPU_HELLO   (MCA_COLL_BASE_TAG_HCOLL_END + 1)
-#define DFCCL_TAG_GPU_OUTCOME (MCA_COLL_BASE_TAG_HCOLL_END + 2)
 
 typedef struct dfccl_pending {
     struct dfccl_pending *next;
@@ -34,52 +26,8 @@ typedef struct dfccl_pending {
 struct mca_coll_dfccl_gpu_setup_t {
     mca_coll_dfccl_module_t *module;
     struct mca_coll_dfccl_gpu_setup_t *next;   /* component's list of set-ups in progress */
-    int              round;          /* 1: hellos, 2: outcomes */
-    bool             broken;         /* the exchange could not start */
-    bool             abandoned;      /* requests were cancelled: their buffers stay */
-    int              extensions;     /* round 2 deadlines passed while our outcome was OK */
-    size_t           hello_bytes;
-    char            *hellos;         /* size * hello_bytes, rank-ordered */
-    int32_t         *outcomes;
-    ompi_request_t **reqs;           /* 2 (size - 1): receives first */
-    int              nreqs;
-    double           deadline;
     dfccl_pending_t *pending, *pending_tail;
 };
-
-static int dfccl_gpu_post_round(mca_coll_dfccl_gpu_setup_t *s, char *blocks, size_t bytes, int tag)
-{
-    ompi_communicator_t *comm = s->module->comm;
-    int size = ompi_comm_size(comm), me = ompi_comm_rank(comm), n = 0;
-
-    for (int p = 0; p < size; p++) {
-        if (p == me) continue;
-        if (MCA_PML_CALL(irecv(blocks + (size_t)p * bytes, (int)bytes, MPI_BYTE, p, tag, comm,
-                               &s->reqs[n++])) != OMPI_SUCCESS)
-            return OMPI_ERROR;
-    }
-    for (int p = 0; p < size; p++) {
-        if (p == me) continue;
-        if (MCA_PML_CALL(isend(blocks + (size_t)me * bytes, (int)bytes, MPI_BYTE, p, tag,
-                               MCA_PML_BASE_SEND_STANDARD, comm, &s->reqs[n++])) != OMPI_SUCCESS)
-            return OMPI_ERROR;
-    }
-    s->nreqs = n;
-    return OMPI_SUCCESS;
-}
-
-/* A send cannot be cancelled and a matched receive may not be: the PML may
- * still use their buffers, which therefore stay allocated (a few bytes per
- * rank, only on this failure path). */
-static void dfccl_gpu_cancel_requests(mca_coll_dfccl_gpu_setup_t *s)
-{
-    s->abandoned = true;
-    for (int i = 0; i < 2 * (ompi_comm_size(s->module->comm) - 1); i++) {
-        if (s->reqs[i] == MPI_REQUEST_NULL || s->reqs[i] == NULL) continue;
-        ompi_request_cancel(s->reqs[i]);
-        ompi_request_free(&s->reqs[i]);
-    }
-}
 
 /* Completes a queued collective's request that will never run. */
 static void dfccl_gpu_fail_request(mca_coll_dfccl_request_t *req, dfccl_status_t status)
@@ -88,16 +36,6 @@ static void dfccl_gpu_fail_request(mca_coll_dfccl_request_t *req, dfccl_status_t
     req->super.super.req_status.MPI_ERROR = mca_coll_dfccl_request_error(status);
     ompi_request_complete(&req->super.super, true);
     mca_coll_dfccl_request_release(req);   /* the engine's reference */
-}
-
-static void dfccl_gpu_setup_free(mca_coll_dfccl_gpu_setup_t *s)
-{
-    if (!s->abandoned) {
-        free(s->hellos);
-        free(s->outcomes);
-    }
-    free(s->reqs);
-    free(s);
 }
 
 /* The set-up ended (agreed outcome, the same on every rank): post or fail
@@ -134,106 +72,18 @@ static void dfccl_gpu_setup_end(mca_coll_dfccl_gpu_setup_t *s, dfccl_status_t ou
     m->gpu_setup = NULL;
     opal_atomic_wmb();
     m->gpu_state = outcome == DFCCL_OK ? MCA_COLL_DFCCL_ENGINE_READY : MCA_COLL_DFCCL_ENGINE_FAILED;
-    dfccl_gpu_setup_free(s);
-}
-
-/* Round 1 did not complete in time: name who is missing, then (the caller)
- * tell every peer that this rank fails the set-up (round 2 with outcome
- * TIMEOUT), so that every rank that completes round 2 agrees on failure.
- * Returns false when no memory is left for the outcomes. */
-static bool dfccl_gpu_round1_timeout(mca_coll_dfccl_gpu_setup_t *s)
-{
-    mca_coll_dfccl_module_t *m = s->module;
-    int size = ompi_comm_size(m->comm), me = ompi_comm_rank(m->comm);
-
-    for (int i = 0, p = 0; p < size; p++) {
-        if (p == me) continue;
-        if (s->reqs[i] != MPI_REQUEST_NULL && !REQUEST_COMPLETE(s->reqs[i]))
-            DFCCL_ERROR("rank %d of comm %s: rank %d never joined the GPU set-up of this"
-                        " communicator within %.0f s: did it pass host buffers, which take the"
-                        " stock path (coll_dfccl_host_buffers=stock)?", me, m->comm->c_name, p,
-                        mca_coll_dfccl_component.timeout);
-        i++;
-    }
-    dfccl_gpu_cancel_requests(s);
-    /* the old buffers stay with the PML (see the cancel); round 2 gets new ones */
-    s->hellos = NULL;
-    s->outcomes = calloc((size_t)size, sizeof(int32_t));
-    s->abandoned = false;
-    if (s->outcomes == NULL) {
-        s->abandoned = true;
-        return false;
-    }
-    return true;
+    free(s);
 }
 
 /* Advances one set-up; returns 1 when it has ended. */
 static int dfccl_gpu_setup_advance(mca_coll_dfccl_gpu_setup_t *s)
 {
     mca_coll_dfccl_module_t *m = s->module;
-    int size = ompi_comm_size(m->comm), me = ompi_comm_rank(m->comm), done = 0;
+    dfccl_status_t status = m->gpu_comm != NULL ? dfccl_comm_create_test(m->gpu_comm)
+                                                : DFCCL_ERR_BOOTSTRAP;
 
-    if (s->broken) {
-        dfccl_gpu_setup_end(s, DFCCL_ERR_BOOTSTRAP);
-        return 1;
-    }
-    if (s->nreqs > 0 &&
-        (ompi_request_test_all(s->nreqs, s->reqs, &done, MPI_STATUSES_IGNORE) != OMPI_SUCCESS)) {
-        DFCCL_ERROR("comm %s: GPU set-up exchange failed", m->comm->c_name);
-        dfccl_gpu_cancel_requests(s);
-        dfccl_gpu_setup_end(s, DFCCL_ERR_BOOTSTRAP);
-        return 1;
-    }
-    if (s->nreqs > 0 && !done) {
-        if (MPI_Wtime() < s->deadline) return 0;
-        if (s->round == 1) {
-            if (!dfccl_gpu_round1_timeout(s)) {
-                dfccl_gpu_setup_end(s, DFCCL_ERR_NO_MEMORY);
-                return 1;
-            }
-            s->outcomes[me] = DFCCL_ERR_TIMEOUT;
-            goto round2;
-        }
-        /* Round 2: our outcome is out. If it said OK, failing alone now
-         * would leave the peers that hear from everyone using the GPU side
-         * while we do not: keep waiting, saying so, for a few more timeouts
-         * (a peer that never joined makes another rank fail round 1, and its
-         * TIMEOUT outcome reaches us). */
-        if (s->outcomes[me] == DFCCL_OK && ++s->extensions < 10) {
-            DFCCL_ERROR("rank %d of comm %s: still waiting for the GPU set-up outcome of some"
-                        " peers after %.0f s", me, m->comm->c_name,
-                        s->extensions * mca_coll_dfccl_component.timeout);
-            s->deadline = MPI_Wtime() + mca_coll_dfccl_component.timeout;
-            return 0;
-        }
-        dfccl_gpu_cancel_requests(s);
-        dfccl_gpu_setup_end(s, DFCCL_ERR_TIMEOUT);
-        return 1;
-    }
-    if (s->round == 1) {
-        dfccl_status_t mine = m->gpu_comm ? dfccl_gpu_comm_connect(m->gpu_comm, s->hellos)
-                                          : DFCCL_ERR_UNSUPPORTED;
-        s->outcomes[me] = (int32_t)mine;
-round2:
-        s->deadline = MPI_Wtime() + mca_coll_dfccl_component.timeout;
-        s->round = 2;
-        s->nreqs = 0;
-        if (size > 1 && dfccl_gpu_post_round(s, (char *)s->outcomes, sizeof(int32_t),
-                                             DFCCL_TAG_GPU_OUTCOME) != OMPI_SUCCESS) {
-            dfccl_gpu_cancel_requests(s);
-            dfccl_gpu_setup_end(s, DFCCL_ERR_BOOTSTRAP);
-            return 1;
-        }
-        return 0;
-    }
-    dfccl_status_t worst = DFCCL_OK;
-    for (int p = 0; p < size; p++)
-        if (s->outcomes[p] != DFCCL_OK) worst = (dfccl_status_t)s->outcomes[p];
-    if (m->gpu_comm != NULL) dfccl_gpu_comm_finish(m->gpu_comm, worst);
-    if (worst != DFCCL_OK)
-        DFCCL_VERBOSE(1, "comm %s: GPU side not usable on every rank (%s)", m->comm->c_name,
-                      dfccl_status_string(worst));
-    dfccl_gpu_setup_end(s, worst);
+    if (status == DFCCL_INPROGRESS) return 0;
+    dfccl_gpu_setup_end(s, status);
     return 1;
 }
 
@@ -272,46 +122,30 @@ static int dfccl_gpu_setup_start(mca_coll_dfccl_module_t *m)
 {
     mca_coll_dfccl_component_t *c = &mca_coll_dfccl_component;
     ompi_communicator_t *comm = m->comm;
-    int size = ompi_comm_size(comm), me = ompi_comm_rank(comm);
     mca_coll_dfccl_gpu_setup_t *s = calloc(1, sizeof(*s));
     dfccl_context_t *ctx = NULL;
     dfccl_comm_params_t params;
+    dfccl_status_t status = DFCCL_ERR_SYSTEM;
 
     if (s == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
     s->module = m;
-    s->hello_bytes = dfccl_gpu_hello_bytes();
-    s->hellos = calloc((size_t)size, s->hello_bytes);
-    s->outcomes = calloc((size_t)size, sizeof(int32_t));
-    s->reqs = calloc((size_t)(2 * size), sizeof(ompi_request_t *));
-    if (s->hellos == NULL || s->outcomes == NULL || s->reqs == NULL) {
-        dfccl_gpu_setup_free(s);
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    for (int i = 0; i < 2 * size; i++) s->reqs[i] = MPI_REQUEST_NULL;
-    s->deadline = MPI_Wtime() + c->timeout;
-    s->round = 1;
-    params.rank = me;
-    params.size = size;
+    params.rank = ompi_comm_rank(comm);
+    params.size = ompi_comm_size(comm);
     params.key = ompi_comm_get_cid(comm);
-    params.allgather = NULL;
-    params.allgather_arg = NULL;
-    /* a failure here still travels in the hello, so every rank learns it */
-    if (mca_coll_dfccl_context_get(&ctx) != OMPI_SUCCESS ||
-        dfccl_gpu_comm_begin(ctx, &params, &m->gpu_comm, s->hellos + (size_t)me * s->hello_bytes) !=
-            DFCCL_OK) {
-        int32_t failed = DFCCL_ERR_SYSTEM;
+    params.backend = DFCCL_BACKEND_GPU;
+    params.bootstrap = mca_coll_dfccl_bootstrap_of(&m->gpu_boot);
+    /* the GPU side's own failures travel in the set-up, so every rank
+     * learns them; failing to start it leaves the peers to their timeout */
+    m->gpu_comm = NULL;
+    if (mca_coll_dfccl_context_get(&ctx) == OMPI_SUCCESS)
+        status = dfccl_comm_create_start(ctx, &params, &m->gpu_comm);
+    if (status != DFCCL_OK) {
+        DFCCL_ERROR("comm %s: GPU set-up could not start: %s", comm->c_name,
+                    dfccl_status_string(status));
         m->gpu_comm = NULL;
-        memcpy(s->hellos + (size_t)me * s->hello_bytes, &failed, sizeof(failed));
     }
     m->gpu_setup = s;
     m->gpu_state = MCA_COLL_DFCCL_ENGINE_SETUP;
-    if (size > 1 && dfccl_gpu_post_round(s, s->hellos, s->hello_bytes, DFCCL_TAG_GPU_HELLO) !=
-                        OMPI_SUCCESS) {
-        DFCCL_ERROR("comm %s: GPU set-up exchange could not start", comm->c_name);
-        dfccl_gpu_cancel_requests(s);
-        s->nreqs = 0;
-        s->broken = true;   /* peers find out through their own timeout and its diagnosis */
-    }
     OPAL_THREAD_LOCK(&c->gpu_setup_lock);
     s->next = c->gpu_setups;
     c->gpu_setups = s;
@@ -385,7 +219,8 @@ int mca_coll_dfccl_gpu_submit(mca_coll_dfccl_module_t *m, dfccl_coll_args_t *arg
     return OMPI_SUCCESS;
 }
 
-/* Module destruction: a set-up still running is abandoned. */
+/* Module destruction: a set-up still running is abandoned (the engine
+ * cancels its exchange when the communicator is destroyed). */
 void mca_coll_dfccl_gpu_module_fini(mca_coll_dfccl_module_t *m)
 {
     mca_coll_dfccl_component_t *c = &mca_coll_dfccl_component;
@@ -400,7 +235,6 @@ void mca_coll_dfccl_gpu_module_fini(mca_coll_dfccl_module_t *m)
             }
         }
         OPAL_THREAD_UNLOCK(&c->gpu_setup_lock);
-        dfccl_gpu_cancel_requests(m->gpu_setup);
         dfccl_gpu_setup_end(m->gpu_setup, DFCCL_ERR_SHUTDOWN);
     }
     if (m->gpu_comm != NULL) dfccl_comm_destroy(m->gpu_comm);

@@ -82,6 +82,10 @@ static int dfccl_module_enable(mca_coll_base_module_t *module, ompi_communicator
     DFCCL_SAVE_PREV(ireduce_scatter_block);
 #undef DFCCL_SAVE_PREV
     m->comm = comm;
+    mca_coll_dfccl_bootstrap_init(&m->engine_boot, m, DFCCL_TAG_ENGINE_SETUP, "engine", "");
+    mca_coll_dfccl_bootstrap_init(&m->gpu_boot, m, DFCCL_TAG_GPU_SETUP, "GPU",
+                                  ": did it pass host buffers, which take the stock path"
+                                  " (coll_dfccl_host_buffers=stock)?");
     /* The GPU side reaches peers through CUDA IPC: same node only. The same
      * answer on every rank, as every rank sees the same set of nodes. */
     m->all_local = true;
@@ -157,61 +161,6 @@ mca_coll_base_module_t *mca_coll_dfccl_comm_query(ompi_communicator_t *comm, int
     return &m->super;
 }
 
-/*
- * Bootstrap allgather for the engine: a ring over the PML, waited for by
- * driving opal_progress ourselves. It runs inside communicator creation,
- * which Open MPI progresses from opal_progress; a blocking collective there
- * would wait through ompi_request_wait, which under MPI_THREAD_MULTIPLE
- * waits for the very progress loop that called us. Bounded by the timeout.
- * The tag is the stock allgather's: nothing else is in flight on a
- * communicator while it is created or while its first carried call runs.
- */
-static int dfccl_bootstrap_allgather(const void *send, void *recv, size_t bytes, void *arg)
-{
-    mca_coll_dfccl_module_t *m = arg;
-    ompi_communicator_t *comm = m->comm;
-    int size = ompi_comm_size(comm), rank = ompi_comm_rank(comm);
-    int next = (rank + 1) % size, prev = (rank + size - 1) % size;
-    double deadline = MPI_Wtime() + mca_coll_dfccl_component.timeout;
-    char *blocks = recv;
-    ompi_request_t *reqs[2] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL };
-
-    if (bytes > (size_t)INT32_MAX) return -1;
-    memcpy(blocks + (size_t)rank * bytes, send, bytes);
-    for (int step = 0; step < size - 1; step++) {
-        int send_block = (rank - step + size) % size, recv_block = (rank - step - 1 + size) % size;
-        int done = 0;
-
-        reqs[0] = reqs[1] = MPI_REQUEST_NULL;
-        if (MCA_PML_CALL(irecv(blocks + (size_t)recv_block * bytes, (int)bytes, MPI_BYTE, prev,
-                               MCA_COLL_BASE_TAG_ALLGATHER, comm, &reqs[0])) != OMPI_SUCCESS ||
-            MCA_PML_CALL(isend(blocks + (size_t)send_block * bytes, (int)bytes, MPI_BYTE, next,
-                               MCA_COLL_BASE_TAG_ALLGATHER, MCA_PML_BASE_SEND_STANDARD, comm,
-                               &reqs[1])) != OMPI_SUCCESS)
-            goto err_requests;
-        while (ompi_request_test_all(2, reqs, &done, MPI_STATUSES_IGNORE) == OMPI_SUCCESS && !done) {
-            if (MPI_Wtime() > deadline) {
-                DFCCL_ERROR("comm %s: engine set-up exchange with ranks %d and %d not done after"
-                            " %.0f s (step %d of %d)", comm->c_name, prev, next,
-                            mca_coll_dfccl_component.timeout, step + 1, size - 1);
-                goto err_requests;
-            }
-            opal_progress();
-        }
-        if (!done) goto err_requests;
-    }
-    return 0;
-
-err_requests:
-    /* leave nothing posted that a later stock allgather (same tag) could match */
-    for (int i = 0; i < 2; i++) {
-        if (reqs[i] == MPI_REQUEST_NULL) continue;
-        ompi_request_cancel(reqs[i]);
-        ompi_request_free(&reqs[i]);
-    }
-    return -1;
-}
-
 /* Whether this rank offers the GPU side on a communicator: asked of CUDA
  * once per process (it initialises the driver, which only host_buffers=
  * engine does at communicator creation: see the caller). */
@@ -258,7 +207,7 @@ int mca_coll_dfccl_module_engine_ready(mca_coll_dfccl_module_t *m)
     if (ok && dfccl_gpu_offered(m)) ok |= 2;
     if (dfccl_gpu_max_ranks() > 0) ok |= 4;
     all = malloc(sizeof(int) * (size_t)size);
-    if (all == NULL || dfccl_bootstrap_allgather(&ok, all, sizeof(int), m) != 0) {
+    if (all == NULL || mca_coll_dfccl_bootstrap_allgather(&m->engine_boot, &ok, all, sizeof(int)) != 0) {
         free(all);
         DFCCL_ERROR("engine set-up exchange failed on comm %s", m->comm->c_name);
         m->engine_state = MCA_COLL_DFCCL_ENGINE_FAILED;
@@ -282,8 +231,8 @@ int mca_coll_dfccl_module_engine_ready(mca_coll_dfccl_module_t *m)
     params.rank = ompi_comm_rank(m->comm);
     params.size = size;
     params.key = ompi_comm_get_cid(m->comm);
-    params.allgather = dfccl_bootstrap_allgather;
-    params.allgather_arg = m;
+    params.backend = DFCCL_BACKEND_HOST;
+    params.bootstrap = mca_coll_dfccl_bootstrap_of(&m->engine_boot);
     status = dfccl_comm_create(ctx, &params, &m->engine_comm);
     if (status != DFCCL_OK) {
         DFCCL_ERROR("comm %s: engine communicator not created (%s): stock path",

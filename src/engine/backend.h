@@ -1,0 +1,36 @@
+/*
+ * backend.h - what a backend offers the engine: the table of operations that
+ * the generic communicator set-up (comm_setup.c) and posting (context.c)
+ * call, so that neither knows how the host or the GPU backend moves data.
+ *
+ * Set-up runs in two exchanges over the caller's bootstrap:
+ *   begin    allocates this rank's side and fills its hello (what the peers
+ *            need to connect to it); a failure travels in the hello, so
+ *            every rank learns it
+ *   connect  with every rank's hello: maps the peers; returns this rank's
+ *            outcome, which the second exchange spreads
+ *   finish   the outcome all ranks agreed on: the communicator is usable
+ *            when it is DFCCL_OK, else finish frees what begin and connect
+ *            took and later posts fail
+ */
+#ifndef DFCCL_BACKEND_H
+#define DFCCL_BACKEND_H
+
+#include "dfccl.h"
+
+typedef struct dfccl_backend_ops {
+    const char *name;
+    size_t         (*hello_bytes)(const dfccl_comm_t *comm);
+    dfccl_status_t (*begin)(dfccl_comm_t *comm, void *hello);
+    dfccl_status_t (*connect)(dfccl_comm_t *comm, const void *hellos);
+    dfccl_status_t (*finish)(dfccl_comm_t *comm, dfccl_status_t agreed);
+    /* The communicator's last reference went: frees the backend's part. */
+    void           (*release)(dfccl_comm_t *comm);
+    /* Checks and submits one collective; the communicator is set up. */
+    dfccl_status_t (*post)(dfccl_comm_t *comm, const dfccl_coll_args_t *args);
+} dfccl_backend_ops_t;
+
+extern const dfccl_backend_ops_t dfccl_host_backend;
+extern const dfccl_backend_ops_t dfccl_gpu_backend;   /* gpu/ or gpu_none.c */
+
+#endif

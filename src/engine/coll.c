@@ -1,0 +1,73 @@
+/*
+ * coll.c - what every backend does with a posted collective before it runs:
+ * the arguments checked, and the engine's record of it with its ring plan.
+ */
+#include <stdlib.h>
+#include "internal.h"
+#include "log.h"
+
+dfccl_status_t dfccl_coll_check_args(const dfccl_comm_t *comm, const dfccl_coll_args_t *a,
+                                     size_t *total)
+{
+    size_t n = 0;
+
+    if ((unsigned)a->dtype >= DFCCL_DTYPE_COUNT) return DFCCL_ERR_INVALID_PARAM;
+    switch (a->type) {
+    case DFCCL_COLL_ALLREDUCE:
+        if (!dfccl_op_supported(a->op, a->dtype)) return DFCCL_ERR_UNSUPPORTED;
+        n = a->count;
+        break;
+    case DFCCL_COLL_ALLGATHER:
+        n = a->count * (size_t)comm->size;
+        break;
+    case DFCCL_COLL_REDUCE_SCATTER:
+        if (!dfccl_op_supported(a->op, a->dtype)) return DFCCL_ERR_UNSUPPORTED;
+        if (a->counts == NULL) return DFCCL_ERR_INVALID_PARAM;
+        for (int i = 0; i < comm->size; i++) n += a->counts[i];
+        break;
+    default:
+        return DFCCL_ERR_INVALID_PARAM;
+    }
+    if (n > 0 && (a->recvbuf == NULL || a->sendbuf == NULL)) return DFCCL_ERR_INVALID_PARAM;
+    *total = n;
+    return DFCCL_OK;
+}
+
+dfccl_status_t dfccl_coll_new(dfccl_comm_t *comm, const dfccl_coll_args_t *args, size_t total,
+                              dfccl_coll_t **coll_p)
+{
+    const dfccl_config_t *cfg = &comm->context->config;
+    uint32_t max_steps = dfccl_plan_max_steps(comm->size);
+    int in_place = args->sendbuf == DFCCL_IN_PLACE;
+    dfccl_coll_t *coll;
+    dfccl_status_t status;
+    uint64_t max_block;
+
+    coll = calloc(1, sizeof(*coll) + max_steps * sizeof(dfccl_step_t));
+    if (coll == NULL) return DFCCL_ERR_NO_MEMORY;
+    status = dfccl_plan_ring(args->type, comm->rank, comm->size, in_place, args->count,
+                             args->counts, coll->steps, &coll->exec.nsteps, &max_block);
+    if (status != DFCCL_OK) {
+        free(coll);
+        return status;
+    }
+    coll->type        = args->type;
+    coll->priority    = args->priority;
+    coll->user        = args->user;
+    coll->total_count = total;
+    coll->budget_ns   = cfg->budget_ns;
+    coll->exec.steps       = coll->steps;
+    coll->exec.sendbuf     = in_place ? NULL : (char *)args->sendbuf;
+    coll->exec.recvbuf     = (char *)args->recvbuf;
+    coll->exec.dtype       = args->dtype;
+    coll->exec.op          = args->op;
+    coll->exec.esize       = dfccl_dtype_size(args->dtype);
+    coll->exec.slice_elems = cfg->slot_bytes / coll->exec.esize;
+    coll->exec.chunk_elems = dfccl_plan_chunk_elems(cfg->slot_bytes, cfg->fifo_slots,
+                                                    coll->exec.esize);
+    coll->exec.nrounds     = (max_block + coll->exec.chunk_elems - 1) / coll->exec.chunk_elems;
+    coll->exec.recv_fifo   = &comm->recv_fifo;
+    coll->exec.send_fifo   = &comm->send_fifo;
+    *coll_p = coll;
+    return DFCCL_OK;
+}

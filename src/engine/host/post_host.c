@@ -1,0 +1,101 @@
+/*
+ * post_host.c - posting on a host communicator: what fails a call at once
+ * (a broken communicator, a peer that broke before it, bad arguments), the
+ * place every call takes in the communicator's order, and the hand-over to
+ * the daemon thread.
+ */
+#include <stdlib.h>
+#include "internal.h"
+#include "log.h"
+
+/* A host communicator that broke here, or whose peer broke before the
+ * collective about to be posted: the call fails at once (so that callers
+ * that retry, as Open MPI's context-id agreement does, see an error rather
+ * than a request that fails). A peer's failure breaks it here too. */
+dfccl_status_t dfccl_comm_post_check(dfccl_comm_t *comm)
+{
+    uint64_t seq = __atomic_load_n(&comm->next_seq, __ATOMIC_RELAXED);
+    char line[DFCCL_BOARD_WHY + 96];
+
+    if (__atomic_load_n(&comm->broken, __ATOMIC_ACQUIRE)) return DFCCL_ERR_BROKEN;
+    if (dfccl_watch_peer_broke(comm, seq, line, sizeof(line))) {
+        dfccl_error("rank %d of comm %#llx: collective #%llu fails at once: %s", comm->rank,
+                    (unsigned long long)comm->key, (unsigned long long)seq, line);
+        dfccl_comm_break(comm, seq, DFCCL_ERR_PEER_FAILED, line);
+        return DFCCL_ERR_PEER_FAILED;
+    }
+    return DFCCL_OK;
+}
+
+uint64_t dfccl_coll_post_marker(dfccl_comm_t *comm, dfccl_ident_t *ident)
+{
+    dfccl_coll_t *marker = calloc(1, sizeof(*marker));
+    uint64_t seq = __atomic_fetch_add(&comm->next_seq, 1, __ATOMIC_RELAXED);
+
+    ident->seq1 = seq + 1;
+    dfccl_board_post(comm->board, seq, ident);
+    if (marker == NULL) {   /* its place must still be taken */
+        dfccl_error("rank %d of comm %#llx: out of memory for the place of #%llu: the"
+                    " communicator cannot be used further", comm->rank,
+                    (unsigned long long)comm->key, (unsigned long long)seq);
+        dfccl_comm_break(comm, seq, DFCCL_ERR_NO_MEMORY, "out of memory");
+        return seq;
+    }
+    marker->marker = 1;
+    marker->type = (dfccl_coll_type_t)ident->type;
+    marker->seq = seq;
+    marker->ident = *ident;
+    __atomic_add_fetch(&comm->refs, 1, __ATOMIC_ACQ_REL);
+    marker->comm = comm;
+    dfccl_queue_push(&comm->context->submit, marker);
+    return seq;
+}
+
+/* A call that fails here still takes its place in the communicator's
+ * order: its peers, which may have posted theirs, find it on our board and
+ * fail theirs instead of pairing it with our next call. */
+static dfccl_status_t coll_post_rejected(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
+                                         dfccl_status_t status)
+{
+    dfccl_ident_t ident;
+    char what[160];
+
+    dfccl_ident_make(&ident, args, comm->size, status);
+    dfccl_coll_post_marker(comm, &ident);
+    dfccl_ident_describe(&ident, what, sizeof(what));
+    dfccl_info("rank %d of comm %#llx: %s", comm->rank, (unsigned long long)comm->key, what);
+    return status;
+}
+
+dfccl_status_t dfccl_host_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args)
+{
+    dfccl_coll_t *coll;
+    dfccl_status_t status;
+    size_t total;
+
+    status = dfccl_comm_post_check(comm);
+    if (status != DFCCL_OK) return status;
+    status = dfccl_coll_check_args(comm, args, &total);
+    if (status != DFCCL_OK)
+        return (unsigned)args->type < DFCCL_COLL_TYPE_COUNT ? coll_post_rejected(comm, args, status)
+                                                            : status;
+    status = dfccl_coll_new(comm, args, total, &coll);
+    if (status != DFCCL_OK) return status;
+    coll->seq = __atomic_fetch_add(&comm->next_seq, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&comm->refs, 1, __ATOMIC_ACQ_REL);
+    coll->comm = comm;
+    /* before handing it over: once submitted, coll may complete and go */
+    dfccl_debug("post %s #%llu on comm %#llx: %zu x %s op %s%s, priority %d",
+                dfccl_coll_type_name(args->type), (unsigned long long)coll->seq,
+                (unsigned long long)comm->key, total, dfccl_dtype_name(args->dtype),
+                dfccl_op_name(args->op), args->sendbuf == DFCCL_IN_PLACE ? " in place" : "",
+                args->priority);
+    /* what the peer receiving from us checks before any data moves */
+    dfccl_ident_make(&coll->ident, args, comm->size, DFCCL_OK);
+    coll->ident.seq1 = coll->seq + 1;
+    dfccl_board_post(comm->board, coll->seq, &coll->ident);
+    coll->checked = comm->size == 1;
+    dfccl_stats_add_posted(args->type);
+    dfccl_queue_push(&comm->context->submit, coll);
+    return DFCCL_OK;
+}
