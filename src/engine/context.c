@@ -16,23 +16,16 @@ dfccl_status_t dfccl_context_create(const dfccl_config_t *config, dfccl_context_
     if (ctx == NULL) return DFCCL_ERR_NO_MEMORY;
     if (config) ctx->config = *config;
     else dfccl_config_init(&ctx->config);
-    /* a slot must hold at least one element of the widest type, and whole
-     * elements of every type */
-    ctx->config.slot_bytes &= ~(size_t)15;
-    /* two slots at least: a step that receives and sends holds one chunk
-     * while the next rank still holds the previous one */
-    if (ctx->config.slot_bytes < 64 || ctx->config.fifo_slots < 2 ||
-        !(ctx->config.timeout_sec > 0 && ctx->config.timeout_sec <= 1e9) ||
-        ctx->config.budget_min_ns == 0 ||
-        ctx->config.budget_min_ns > ctx->config.budget_max_ns) {
-        dfccl_error("invalid engine configuration: slot_bytes %zu (>= 64), fifo_slots %u (>= 2),"
-                    " timeout %.3f s (0 < t <= 1e9), budgets %llu..%llu ns (0 < min <= max)",
-                    ctx->config.slot_bytes, ctx->config.fifo_slots, ctx->config.timeout_sec,
-                    (unsigned long long)ctx->config.budget_min_ns,
-                    (unsigned long long)ctx->config.budget_max_ns);
+    if (dfccl_config_check(&ctx->config, DFCCL_CONFIG_ENGINE) != DFCCL_OK) {
         free(ctx);
         return DFCCL_ERR_INVALID_PARAM;
     }
+    /* The GPU side starts on first use and refuses such knobs then; naming
+     * them here already says which knob it will be. */
+    (void)dfccl_config_check(&ctx->config, DFCCL_CONFIG_GPU);
+    /* a slot must hold at least one element of the widest type, and whole
+     * elements of every type (slot_bytes' lower bound is such a multiple) */
+    ctx->config.slot_bytes &= ~(size_t)15;
     dfccl_log_level = ctx->config.verbose;
     dfccl_watch_install_dump_signal();
     pthread_mutex_init(&ctx->gpu_lock, NULL);

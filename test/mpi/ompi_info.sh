@@ -1,21 +1,36 @@
 #!/bin/sh
-# ompi_info must list the component and every parameter with its help text.
+# ompi_info must list the component and exactly the parameters of the knob
+# tables (the component's own and the engine's), each with help that says
+# why its default is what it is.
 set -u
 : "${OMPI_INFO:=ompi_info}"
+top=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
 export OMPI_MCA_mca_base_component_path="$DFCCL_COMPONENT_DIR:$OMPI_PKGLIBDIR"
 export LD_LIBRARY_PATH="$DFCCL_ENGINE_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 "$OMPI_INFO" | grep -q 'MCA coll: dfccl' || { echo "ompi_info does not list MCA coll: dfccl"; exit 1; }
-params=$("$OMPI_INFO" --param coll dfccl --level 9) || exit 1
+params=$("$OMPI_INFO" --param coll dfccl --level 9 --parsable) || exit 1
+# the tables' rows: MCA_COLL_DFCCL_KNOB(name, ...) and DFCCL_KNOB(field, mca, ...)
+expected=$( { sed -n 's/^MCA_COLL_DFCCL_KNOB(\([a-z0-9_]*\),.*/\1/p' \
+                "$top/ompi/mca/coll/dfccl/coll_dfccl_knobs.def"
+              sed -n 's/^DFCCL_KNOB([a-z0-9_]*, *\([a-z0-9_]*\),.*/\1/p' \
+                "$top/src/engine/include/dfccl_knobs.def"; } | sort)
+listed=$(printf '%s\n' "$params" |
+         sed -n 's/^mca:coll:dfccl:param:coll_dfccl_\([a-z0-9_]*\):value:.*/\1/p' | sort)
 failed=0 total=0
-for p in priority enable verbose host_buffers slot_bytes fifo_slots timeout preempt \
-         default_priority budget_head_ns budget_ns budget_min_ns budget_max_ns \
-         gpu_channels gpu_threads gpu_slot_bytes gpu_fifo_slots gpu_idle_quit_ns \
-         gpu_stuck_quit_ns gpu_sync_legacy_stream gpu_direct_bytes \
-         gpu_direct_chunk_bytes gpu_ll_bytes gpu gpu_stage_keep_bytes gpu_poll_max_ns gpu_ll_wait_ns gpu_ll_early_send gpu_trace \
-         gpu_fence_system; do
+for p in $expected; do
   total=$((total + 1))
-  echo "$params" | grep -q "\"coll_dfccl_$p\"" || { echo "parameter coll_dfccl_$p missing"; failed=$((failed + 1)); }
+  help=$(printf '%s\n' "$params" | sed -n "s/^mca:coll:dfccl:param:coll_dfccl_$p:help://p")
+  if [ -z "$help" ]; then
+    echo "parameter coll_dfccl_$p missing"; failed=$((failed + 1))
+  elif ! printf '%s\n' "$help" | grep -q '\. Default [^ ]'; then
+    echo "parameter coll_dfccl_$p: its help does not say why its default is what it is"
+    failed=$((failed + 1))
+  fi
 done
-echo "$params"
+for p in $(printf '%s\n' "$listed" | grep -vxF "$expected"); do
+  total=$((total + 1)) failed=$((failed + 1))
+  echo "parameter coll_dfccl_$p is in no knob table"
+done
+"$OMPI_INFO" --param coll dfccl --level 9
 echo "ompi_info: $((total - failed)) passed, $failed failed"
-[ $failed -eq 0 ]
+[ "$total" -gt 0 ] && [ $failed -eq 0 ]

@@ -77,52 +77,38 @@ typedef enum {
 
 const char *dfccl_coll_type_name(dfccl_coll_type_t type);
 
-/* Engine tunables; dfccl_config_init() fills the reasoned defaults. */
+/*
+ * Engine tunables: one field per row of dfccl_knobs.def, which says for each
+ * what it does, its default and bounds, and why the default is what it is.
+ */
+#define DFCCL_KNOB_TYPE_SIZE     size_t
+#define DFCCL_KNOB_TYPE_UNSIGNED unsigned
+#define DFCCL_KNOB_TYPE_U32      uint32_t
+#define DFCCL_KNOB_TYPE_U64      uint64_t
+#define DFCCL_KNOB_TYPE_DOUBLE   double
+#define DFCCL_KNOB_TYPE_INT      int
+#define DFCCL_KNOB_TYPE_BOOL     int
+/* the GPU side's limits, which bound two knobs */
+#define DFCCL_CONFIG_GPU_CHANNELS_MAX 32      /* blocks of the daemon kernel */
+#define DFCCL_CONFIG_GPU_LL_BYTES_MAX 16384   /* contribution an LL line set carries */
+
 typedef struct dfccl_config {
-    size_t   slot_bytes;     /* bytes of one FIFO slot: the unit a primitive moves */
-    unsigned fifo_slots;     /* slots per connection: how far a sender may run ahead */
-    double   timeout_sec;    /* a collective without progress this long fails */
-    int      verbose;        /* 0 quiet, 1 set-up and errors, 2+ per collective */
-    /* Scheduling. preempt 0: one collective at a time in submission order
-     * (the serial model, which deadlocks on disordered programs); 1: a
-     * collective that waits for a peer gives way to others. */
-    int      preempt;
-    uint64_t budget_head_ns;  /* wait allowed to the first collective in the global order */
-    uint64_t budget_ns;       /* initial wait allowed to the others */
-    uint64_t budget_min_ns;   /* adaptive range: no progress halves a budget, */
-    uint64_t budget_max_ns;   /* progress doubles it */
-    /* GPU backend (communicators created with dfccl_gpu_comm_*). */
-    unsigned gpu_channels;       /* blocks of the daemon kernel, a collective's parts at most;
-                                    0: as many as let the kernels of the job's ranks on
-                                    this node be resident together on one GPU */
-    unsigned gpu_local_ranks;    /* processes of the job on this node, for gpu_channels 0
-                                    (0: unknown, taken as 8) */
-    unsigned gpu_threads;        /* threads per block */
-    size_t   gpu_slot_bytes;     /* FIFO slot of a channel, in device memory */
-    unsigned gpu_fifo_slots;     /* slots per channel FIFO */
-    uint64_t gpu_idle_quit_ns;   /* the kernel leaves after this long with nothing to do, */
-    uint64_t gpu_stuck_quit_ns;  /* or after this long without moving anything */
-    int      gpu_sync_legacy_stream; /* 1: no input is read before CUDA's legacy default stream
-                                        was waited for (LL, if the early send takes it:
-                                        queued first, held until then) */
-    size_t   gpu_direct_bytes;   /* collectives whose bytes (whole vector) x (ranks - 1)
-                                    reach this read and write the peers' buffers directly
-                                    (mapped per call); 0: never */
-    size_t   gpu_direct_chunk_bytes; /* a direct collective's unit of work per channel turn */
-    size_t   gpu_ll_bytes;       /* contributions up to this size take the LL one-shot
-                                    (lines with their own flags); 0: never; at most
-                                    16384 */
-    size_t   gpu_stage_keep_bytes;   /* idle staging memory kept for reuse; beyond it freed */
-    uint32_t gpu_poll_max_ns;    /* longest nap of a daemon block between passes that moved nothing */
-    uint32_t gpu_ll_wait_ns;     /* longest an LL receive attempt polls for its lines before the
-                                    scheduler looks for new work (within the turn's budget) */
-    int      gpu_ll_early_send;  /* 1: an LL allreduce or allgather reaching an idle daemon
-                                    kernel sends its lines before its admission copy */
-    int      gpu_trace;          /* 1: one line per GPU collective with its steps' times (stderr) */
-    int      gpu_fence_system;   /* 1: system-scope fences for peers on the same GPU too */
+#define DFCCL_KNOB(field, mca, kind, ...) DFCCL_KNOB_TYPE_##kind field;
+#define DFCCL_KNOB_FROM_CALLER(field, kind, ...) DFCCL_KNOB_TYPE_##kind field;
+#include "dfccl_knobs.def"
 } dfccl_config_t;
 
+/* Fills every knob with its default. */
 void dfccl_config_init(dfccl_config_t *config);
+
+/* Which knobs dfccl_config_check() looks at (the table's group column). */
+#define DFCCL_CONFIG_ENGINE 1u   /* used from the context's creation on */
+#define DFCCL_CONFIG_GPU    2u   /* used by the GPU side, which starts on first use */
+
+/* DFCCL_OK when every knob of the groups is within its bounds; otherwise
+ * DFCCL_ERR_INVALID_PARAM, after one error line per knob out of bounds
+ * naming it, its value and what it must be. */
+dfccl_status_t dfccl_config_check(const dfccl_config_t *config, unsigned groups);
 
 typedef struct dfccl_context dfccl_context_t;
 typedef struct dfccl_comm    dfccl_comm_t;

@@ -29,40 +29,25 @@ enum {
     MCA_COLL_DFCCL_HOST_BUFFERS_ENGINE = 1   /* the engine carries host buffers too */
 };
 
+/* The storage of an MCA parameter of each kind of the knob tables. */
+#define MCA_COLL_DFCCL_TYPE_SIZE     size_t
+#define MCA_COLL_DFCCL_TYPE_UNSIGNED unsigned int
+#define MCA_COLL_DFCCL_TYPE_U32      unsigned int
+#define MCA_COLL_DFCCL_TYPE_U64      uint64_t
+#define MCA_COLL_DFCCL_TYPE_DOUBLE   double
+#define MCA_COLL_DFCCL_TYPE_INT      int
+#define MCA_COLL_DFCCL_TYPE_BOOL     bool
+
 typedef struct mca_coll_dfccl_component_t {
     mca_coll_base_component_2_0_0_t super;
 
-    /* MCA parameters */
-    int          priority;
-    bool         enable;
-    int          verbose;
-    int          host_buffers;
-    bool         gpu;
-    size_t       slot_bytes;
-    unsigned int fifo_slots;
-    double       timeout;
-    bool         preempt;
-    uint64_t     budget_head_ns;
-    uint64_t     budget_ns;
-    uint64_t     budget_min_ns;
-    uint64_t     budget_max_ns;
-    int          default_priority;
-    unsigned int gpu_channels;
-    unsigned int gpu_threads;
-    size_t       gpu_slot_bytes;
-    unsigned int gpu_fifo_slots;
-    uint64_t     gpu_idle_quit_ns;
-    uint64_t     gpu_stuck_quit_ns;
-    bool         gpu_sync_legacy_stream;
-    size_t       gpu_direct_bytes;
-    size_t       gpu_ll_bytes;
-    size_t       gpu_direct_chunk_bytes;
-    size_t       gpu_stage_keep_bytes;
-    unsigned int gpu_poll_max_ns;
-    unsigned int gpu_ll_wait_ns;
-    bool         gpu_ll_early_send;
-    bool         gpu_trace;
-    bool         gpu_fence_system;
+    /* MCA parameters: the component's own (coll_dfccl_knobs.def), then the
+     * engine's (dfccl_knobs.def), each field named as its parameter */
+#define MCA_COLL_DFCCL_KNOB(name, kind, ...) MCA_COLL_DFCCL_TYPE_##kind name;
+#include "coll_dfccl_knobs.def"
+#define DFCCL_KNOB(field, mca, kind, ...) MCA_COLL_DFCCL_TYPE_##kind mca;
+#define DFCCL_KNOB_FROM_CALLER(...)
+#include "dfccl_knobs.def"
 
     int              output;          /* opal_output stream for verbose messages */
     opal_mutex_t     lock;            /* guards lazy creation of the engine */

@@ -4,6 +4,7 @@
  * program that never uses it pays nothing (no thread, no progress hook).
  */
 #include <sched.h>
+#include <stdio.h>
 #include "coll_dfccl.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/runtime/opal_progress.h"
@@ -30,218 +31,63 @@ mca_coll_dfccl_component_t mca_coll_dfccl_component = {
         .collm_init_query = mca_coll_dfccl_init_query,
         .collm_comm_query = mca_coll_dfccl_comm_query,
     },
-    /* above coll/self (75), so that the engine carries size-1 communicators too */
-    .priority     = 80,
-    .enable       = true,
-    .verbose      = 0,
-    .host_buffers = MCA_COLL_DFCCL_HOST_BUFFERS_STOCK,
-    .gpu          = true,
+    /* the parameters' defaults are set where they are registered */
 };
 
+static const mca_base_var_enum_value_t mca_coll_dfccl_host_buffers_values[] = {
+    { MCA_COLL_DFCCL_HOST_BUFFERS_STOCK, "stock" },
+    { MCA_COLL_DFCCL_HOST_BUFFERS_ENGINE, "engine" },
+    { 0, NULL }
+};
+
+/* The MCA type of each kind of the knob tables. */
+#define DFCCL_VAR_TYPE_SIZE     MCA_BASE_VAR_TYPE_SIZE_T
+#define DFCCL_VAR_TYPE_UNSIGNED MCA_BASE_VAR_TYPE_UNSIGNED_INT
+#define DFCCL_VAR_TYPE_U32      MCA_BASE_VAR_TYPE_UNSIGNED_INT
+#define DFCCL_VAR_TYPE_U64      MCA_BASE_VAR_TYPE_UINT64_T
+#define DFCCL_VAR_TYPE_DOUBLE   MCA_BASE_VAR_TYPE_DOUBLE
+#define DFCCL_VAR_TYPE_INT      MCA_BASE_VAR_TYPE_INT
+#define DFCCL_VAR_TYPE_BOOL     MCA_BASE_VAR_TYPE_BOOL
+
+/* One parameter, coll_dfccl_<name>; storage holds its default. */
+static void dfccl_register_knob(const char *name, const char *help, mca_base_var_type_t type,
+                                const mca_base_var_enum_value_t *values,
+                                mca_base_var_info_lvl_t level, mca_base_var_scope_t scope,
+                                void *storage)
+{
+    mca_base_component_t *v = &mca_coll_dfccl_component.super.collm_version;
+    mca_base_var_enum_t *values_enum = NULL;
+    char enum_name[64];
+
+    if (values != NULL) {
+        snprintf(enum_name, sizeof(enum_name), "coll_dfccl_%s", name);
+        mca_base_var_enum_create(enum_name, values, &values_enum);
+    }
+    (void)mca_base_component_var_register(v, name, help, type, values_enum, 0, 0, level, scope,
+                                          storage);
+    if (values_enum != NULL) OBJ_RELEASE(values_enum);
+}
+
+/* Both knob tables: the component's own first, then the engine's, whose
+ * defaults come from the engine library this process runs with. */
 static int dfccl_register(void)
 {
     mca_coll_dfccl_component_t *c = &mca_coll_dfccl_component;
-    mca_base_component_t *v = &c->super.collm_version;
-    static const mca_base_var_enum_value_t host_values[] = {
-        { MCA_COLL_DFCCL_HOST_BUFFERS_STOCK, "stock" },
-        { MCA_COLL_DFCCL_HOST_BUFFERS_ENGINE, "engine" },
-        { 0, NULL }
-    };
-    mca_base_var_enum_t *host_enum;
     dfccl_config_t defaults;
 
-    dfccl_config_init(&defaults);
-    c->slot_bytes = defaults.slot_bytes;
-    c->fifo_slots = defaults.fifo_slots;
-    c->timeout    = defaults.timeout_sec;
-    c->preempt        = defaults.preempt != 0;
-    c->budget_head_ns = defaults.budget_head_ns;
-    c->budget_ns      = defaults.budget_ns;
-    c->budget_min_ns  = defaults.budget_min_ns;
-    c->budget_max_ns  = defaults.budget_max_ns;
-    c->default_priority = 0;
-    c->gpu_channels   = defaults.gpu_channels;
-    c->gpu_threads    = defaults.gpu_threads;
-    c->gpu_slot_bytes = defaults.gpu_slot_bytes;
-    c->gpu_fifo_slots = defaults.gpu_fifo_slots;
-    c->gpu_idle_quit_ns  = defaults.gpu_idle_quit_ns;
-    c->gpu_stuck_quit_ns = defaults.gpu_stuck_quit_ns;
-    c->gpu_sync_legacy_stream = defaults.gpu_sync_legacy_stream != 0;
-    c->gpu_direct_bytes = defaults.gpu_direct_bytes;
-    c->gpu_ll_bytes = defaults.gpu_ll_bytes;
-    c->gpu_direct_chunk_bytes = defaults.gpu_direct_chunk_bytes;
-    c->gpu_stage_keep_bytes = defaults.gpu_stage_keep_bytes;
-    c->gpu_poll_max_ns = defaults.gpu_poll_max_ns;
-    c->gpu_ll_wait_ns = defaults.gpu_ll_wait_ns;
-    c->gpu_ll_early_send = defaults.gpu_ll_early_send != 0;
-    c->gpu_trace = defaults.gpu_trace != 0;
-    c->gpu_fence_system = defaults.gpu_fence_system != 0;
+#define MCA_COLL_DFCCL_KNOB(name, kind, def, level, scope, values, help, reason)          \
+    c->name = (def);                                                                     \
+    dfccl_register_knob(#name, help ". Default " reason, DFCCL_VAR_TYPE_##kind, values,   \
+                        OPAL_INFO_LVL_##level, MCA_BASE_VAR_SCOPE_##scope, &c->name);
+#include "coll_dfccl_knobs.def"
 
-    (void)mca_base_component_var_register(v, "priority",
-        "Priority of coll/dfccl (above coll/self's 75 so that it also serves 1-rank communicators)",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
-        &c->priority);
-    (void)mca_base_component_var_register(v, "enable",
-        "Enable coll/dfccl (false: the component declines every communicator)",
-        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
-        &c->enable);
-    (void)mca_base_component_var_register(v, "verbose",
-        "Verbosity: 0 quiet, 1 engine set-up, 2 every carried call, 3 and the engine's own debug lines",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
-        &c->verbose);
-    mca_base_var_enum_create("coll_dfccl_host_buffers", host_values, &host_enum);
-    (void)mca_base_component_var_register(v, "host_buffers",
-        "Path of host-memory buffers: stock (Open MPI's own collectives, the default) or engine"
-        " (the dfccl engine carries them; must be equal on all ranks)",
-        MCA_BASE_VAR_TYPE_INT, host_enum, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_ALL_EQ,
-        &c->host_buffers);
-    OBJ_RELEASE(host_enum);
-    (void)mca_base_component_var_register(v, "gpu",
-        "Offer the GPU backend for device buffers (false: device buffers take the stock path, or"
-        " the host engine under host_buffers=engine, staged through host memory). Under"
-        " host_buffers=engine the ranks agree on it when a communicator is created; otherwise it"
-        " must be equal on all ranks",
-        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
-        &c->gpu);
-    (void)mca_base_component_var_register(v, "slot_bytes",
-        "Bytes per FIFO slot, the unit a primitive moves (multiple of 16, >= 64)",
-        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
-        &c->slot_bytes);
-    (void)mca_base_component_var_register(v, "fifo_slots",
-        "Slots per connection FIFO (>= 2); a chunk is half of them, so a sender runs one step ahead",
-        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
-        &c->fifo_slots);
-    (void)mca_base_component_var_register(v, "timeout",
-        "Seconds a collective may make no progress before it fails with a diagnosis of what it waits for",
-        MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
-        &c->timeout);
-    (void)mca_base_component_var_register(v, "preempt",
-        "Preemptive scheduling: a collective waiting for a peer gives way to others, so programs"
-        " that start collectives in different orders on different ranks complete (0: one at a"
-        " time in submission order, which deadlocks on such programs)",
-        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
-        &c->preempt);
-    (void)mca_base_component_var_register(v, "budget_head_ns",
-        "Nanoseconds the first collective of the global order may wait for a peer before the"
-        " daemon tries others (long: it is what all ranks converge on)",
-        MCA_BASE_VAR_TYPE_UINT64_T, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
-        &c->budget_head_ns);
-    (void)mca_base_component_var_register(v, "budget_ns",
-        "Initial nanoseconds any other collective may wait per turn (adapts: progress doubles it,"
-        " none halves it)",
-        MCA_BASE_VAR_TYPE_UINT64_T, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
-        &c->budget_ns);
-    (void)mca_base_component_var_register(v, "budget_min_ns",
-        "Lower bound of the adaptive wait budget (ns)",
-        MCA_BASE_VAR_TYPE_UINT64_T, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
-        &c->budget_min_ns);
-    (void)mca_base_component_var_register(v, "budget_max_ns",
-        "Upper bound of the adaptive wait budget (ns)",
-        MCA_BASE_VAR_TYPE_UINT64_T, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
-        &c->budget_max_ns);
-    (void)mca_base_component_var_register(v, "default_priority",
-        "Scheduling priority of collectives on communicators without the info key"
-        " \"dfccl_priority\" (higher runs first when collectives compete)",
-        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
-        &c->default_priority);
-    (void)mca_base_component_var_register(v, "gpu_channels",
-        "Blocks of the GPU daemon kernel; a large collective is cut into at most this many parts"
-        " that move side by side (a communicator takes the fewest of its ranks'). 0: as many as"
-        " let the kernels of all the job's ranks on the node be resident together on one GPU (on"
-        " an H200 32 up to 4 ranks per node, 16 at 8; where every rank has a GPU of its own, 32"
-        " may move large collectives faster); 0..32",
-        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
-        &c->gpu_channels);
-    (void)mca_base_component_var_register(v, "gpu_threads",
-        "Threads per block of the GPU daemon kernel (64..512, a multiple of 32)",
-        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
-        &c->gpu_threads);
-    (void)mca_base_component_var_register(v, "gpu_slot_bytes",
-        "Bytes per slot of a GPU channel FIFO (device memory; multiple of 16, >= 1024)",
-        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
-        &c->gpu_slot_bytes);
-    (void)mca_base_component_var_register(v, "gpu_fifo_slots",
-        "Slots per GPU channel FIFO (>= 2)",
-        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
-        &c->gpu_fifo_slots);
-    (void)mca_base_component_var_register(v, "gpu_idle_quit_ns",
-        "Nanoseconds the GPU daemon kernel stays without work before it leaves (the longest an"
-        " application's cudaDeviceSynchronize waits for an idle daemon)",
-        MCA_BASE_VAR_TYPE_UINT64_T, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
-        &c->gpu_idle_quit_ns);
-    (void)mca_base_component_var_register(v, "gpu_stuck_quit_ns",
-        "Nanoseconds the GPU daemon kernel stays when nothing moves (peers late) before it"
-        " leaves; the host launches it again while work is pending",
-        MCA_BASE_VAR_TYPE_UINT64_T, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
-        &c->gpu_stuck_quit_ns);
-    (void)mca_base_component_var_register(v, "gpu_sync_legacy_stream",
-        "Wait for work queued on CUDA's legacy default stream before a collective on device"
-        " buffers reads its inputs (cudaMemcpy from pageable memory may return before its data"
-        " has landed); a small (LL) collective that gpu_ll_early_send takes is queued first and"
-        " held until the wait returned; work on other streams the application must synchronize"
-        " itself",
-        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
-        &c->gpu_sync_legacy_stream);
-    (void)mca_base_component_var_register(v, "gpu_direct_bytes",
-        "GPU collectives whose bytes (whole vector) times (ranks - 1) reach this value read and"
-        " write the peers' buffers directly, mapped by CUDA IPC (mappings cached per peer);"
-        " smaller ones go through the channel FIFOs (the ring, whose fixed cost grows with the"
-        " ranks); 0: never (must be equal on all ranks)",
-        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
-        &c->gpu_direct_bytes);
-    (void)mca_base_component_var_register(v, "gpu_direct_chunk_bytes",
-        "Bytes a GPU channel moves per turn in a direct collective; chunks are dealt to all"
-        " ranks' channels in turn, so smaller chunks keep fewer memory pages in use at once"
-        " (>= 4096)",
-        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
-        &c->gpu_direct_chunk_bytes);
-    (void)mca_base_component_var_register(v, "gpu_ll_bytes",
-        "GPU collectives whose contribution per rank is at most this many bytes take the"
-        " low-latency one-shot: lines of 8 data bytes with their own flags, so no counters or"
-        " fences (twice the bytes cross); larger ones up to 64 KiB take the one-shot through"
-        " counters; 0: never; at most 16384 (must be equal on all ranks)",
-        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_ALL_EQ,
-        &c->gpu_ll_bytes);
-    (void)mca_base_component_var_register(v, "gpu_stage_keep_bytes",
-        "Bytes of idle device staging memory (host buffers carried by the GPU side under"
-        " host_buffers=engine) kept for reuse; idle blocks beyond it are freed while the daemon"
-        " kernel is out",
-        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
-        &c->gpu_stage_keep_bytes);
-    (void)mca_base_component_var_register(v, "gpu_poll_max_ns",
-        "Longest nap, in nanoseconds, of a GPU daemon block between passes that found nothing to"
-        " move (half of it while collectives wait for peers); naps double from 32 ns up to it."
-        " Smaller: new work and late peers seen sooner, more polling of host memory; 0: no naps",
-        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
-        &c->gpu_poll_max_ns);
-    (void)mca_base_component_var_register(v, "gpu_ll_wait_ns",
-        "Longest time, in nanoseconds, that one receive attempt of an LL collective (the"
-        " smallest, gpu_ll_bytes) polls for its peers' lines before the daemon's scheduler looks"
-        " for new work; the turn's budget (budget_ns) bounds it too. Smaller: new work seen"
-        " sooner while an LL collective waits; larger: fewer retries when ranks arrive apart;"
-        " 0: one look at the lines per attempt",
-        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
-        &c->gpu_ll_wait_ns);
-    (void)mca_base_component_var_register(v, "gpu_ll_early_send",
-        "An LL allreduce, allgather or reduce-scatter with equal blocks (gpu_ll_bytes) that"
-        " reaches a GPU daemon kernel with nothing in hand is sent, from a tagged summary the"
-        " kernel reads with the control words, and received (up to gpu_ll_wait_ns) within its"
-        " admission, while the copy of its submission crosses the bus; false: send and receive"
-        " follow the copy",
-        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
-        &c->gpu_ll_early_send);
-    (void)mca_base_component_var_register(v, "gpu_trace",
-        "Print one line per GPU collective to stderr with the microseconds from its post to each"
-        " of its steps (published, seen and admitted by the daemon kernel, first and last move,"
-        " finished, completed): a latency diagnostic",
-        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
-        &c->gpu_trace);
-    (void)mca_base_component_var_register(v, "gpu_fence_system",
-        "Order the one-shot inbox traffic between ranks on the same GPU with system-scope fences,"
-        " as between GPUs (default: GPU scope, which the shared L2 cache makes sufficient on the"
-        " GPUs tested; about 0.25 us less per fence)",
-        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
-        &c->gpu_fence_system);
+    dfccl_config_init(&defaults);
+#define DFCCL_KNOB(field, mca, kind, def, min, max, multiple, group, level, scope, help, reason) \
+    c->mca = (MCA_COLL_DFCCL_TYPE_##kind)defaults.field;                                        \
+    dfccl_register_knob(#mca, help ". Default " reason, DFCCL_VAR_TYPE_##kind, NULL,            \
+                        OPAL_INFO_LVL_##level, MCA_BASE_VAR_SCOPE_##scope, &c->mca);
+#define DFCCL_KNOB_FROM_CALLER(...)
+#include "dfccl_knobs.def"
     return OMPI_SUCCESS;
 }
 
@@ -293,33 +139,13 @@ int mca_coll_dfccl_context_get(dfccl_context_t **context_p)
     OPAL_THREAD_LOCK(&c->lock);
     if (c->context == NULL && !c->context_failed) {
         dfccl_config_init(&config);
-        config.slot_bytes  = c->slot_bytes;
-        config.fifo_slots  = c->fifo_slots;
-        config.timeout_sec = c->timeout;
-        config.verbose     = c->verbose > 1 ? c->verbose - 1 : 0;
-        config.preempt     = c->preempt;
-        config.budget_head_ns = c->budget_head_ns;
-        config.budget_ns      = c->budget_ns;
-        config.budget_min_ns  = c->budget_min_ns;
-        config.budget_max_ns  = c->budget_max_ns;
-        config.gpu_channels   = c->gpu_channels;
+#define DFCCL_KNOB(field, mca, ...) config.field = c->mca;
+#define DFCCL_KNOB_FROM_CALLER(...)
+#include "dfccl_knobs.def"
+        /* the knobs without parameters of their own */
+        config.verbose = c->verbose > 1 ? c->verbose - 1 : 0;
         config.gpu_local_ranks = opal_process_info.num_local_peers >= 0
                                      ? (unsigned)opal_process_info.num_local_peers + 1 : 0;
-        config.gpu_threads    = c->gpu_threads;
-        config.gpu_slot_bytes = c->gpu_slot_bytes;
-        config.gpu_fifo_slots = c->gpu_fifo_slots;
-        config.gpu_idle_quit_ns  = c->gpu_idle_quit_ns;
-        config.gpu_stuck_quit_ns = c->gpu_stuck_quit_ns;
-        config.gpu_sync_legacy_stream = c->gpu_sync_legacy_stream;
-        config.gpu_direct_bytes = c->gpu_direct_bytes;
-        config.gpu_direct_chunk_bytes = c->gpu_direct_chunk_bytes;
-        config.gpu_ll_bytes = c->gpu_ll_bytes;
-        config.gpu_stage_keep_bytes = c->gpu_stage_keep_bytes;
-        config.gpu_poll_max_ns = c->gpu_poll_max_ns;
-        config.gpu_ll_wait_ns = c->gpu_ll_wait_ns;
-        config.gpu_ll_early_send = c->gpu_ll_early_send;
-        config.gpu_trace = c->gpu_trace;
-        config.gpu_fence_system = c->gpu_fence_system;
         if (ompi_coll_base_nbc_request_t_class.cls_sizeof != sizeof(mca_coll_dfccl_nbc_request_t)) {
             /* the layout restated in coll_dfccl.h no longer matches this Open MPI */
             DFCCL_ERROR("Open MPI's nonblocking collective request is %zu bytes, dfccl was built"
