@@ -58,9 +58,8 @@ void perf_device_describe(char *out, size_t len)
  * Whole 2 MiB pages, as a caching allocator (PyTorch's, CuPy's) hands out
  * large blocks: with allocations one element longer than 256 MiB, a bare
  * kernel's allreduce over 8 ranks' buffers took 1936 us instead of 1090,
- * and dfccl's likewise (2290 against 1195 us; H200,
- * contrib/results/2026-11-30-gpu-pages.md). The sweep's slack element
- * would otherwise make every large row measure that effect.
+ * and dfccl's likewise (2290 against 1195 us on an H200). The sweep's slack
+ * element would otherwise make every large row measure that effect.
  */
 #define PERF_DEVICE_GRANULE ((size_t)2 << 20)
 
