@@ -19,7 +19,7 @@
 #include <cuda_runtime_api.h>
 #include "clock.h"
 #include "exec_host.h"
-#include "gpu_backend.h"
+#include "state.h"
 #include "kernels.h"
 #include "log.h"
 

@@ -1,11 +1,11 @@
 /*
- * gpu_backend.h - the GPU backend's host-side state, shared by gpu.c (queues,
- * launches, the proxy thread, communicators, collectives), gpu_direct.c
+ * state.h - the GPU backend's host-side state, shared by gpu.c (queues,
+ * launches, the proxy thread, communicators, collectives), direct.c
  * (the direct path: exporting our buffers, mapping the peers', answering the
- * kernel's requests) and gpu_stage.c (staging memory and copies).
+ * kernel's requests) and stage.c (staging memory and copies).
  */
-#ifndef DFCCL_GPU_BACKEND_H
-#define DFCCL_GPU_BACKEND_H
+#ifndef DFCCL_GPU_STATE_H
+#define DFCCL_GPU_STATE_H
 
 #include <pthread.h>
 #include <stdint.h>
@@ -105,7 +105,7 @@ typedef struct dfccl_gpu {
     int                   launched;
     uint64_t              launch_ticket, exit_ns, backoff_ns;
     uint64_t              exit_checked_ns;   /* gpu_exit_check_due */
-    struct gpu_trace_rec *trace_recs;   /* gpu_trace.c (env.trace); under drain_lock */
+    struct gpu_trace_rec *trace_recs;   /* trace.c (env.trace); under drain_lock */
     size_t                trace_n;
     uint64_t              direct_served[DFCCL_GPU_SQ_DEPTH];   /* request tags answered */
     uint64_t              direct_held[DFCCL_GPU_SQ_DEPTH];     /* answers waiting for the
@@ -117,7 +117,7 @@ typedef struct dfccl_gpu {
     char                **to_close;     /* unmapped while the kernel is out */
     size_t                nclose, close_cap;
     pthread_mutex_t       stage_lock;
-    struct gpu_stage_block *stage_blocks;   /* staging memory, lent or free (gpu_stage.c) */
+    struct gpu_stage_block *stage_blocks;   /* staging memory, lent or free (stage.c) */
     size_t                stage_idle_bytes;  /* under stage_lock */
     int                   stage_trim;   /* idle staging memory over the limit: the proxy frees
                                            some while the kernel is out */
@@ -151,13 +151,13 @@ static inline void gpu_kernel_yield(dfccl_gpu_t *g)
 
 /* The context's GPU side, created on first use. */
 dfccl_status_t gpu_get(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p);
-/* Frees the staging blocks (gpu_stage.c); at the backend's end. */
+/* Frees the staging blocks (stage.c); at the backend's end. */
 void gpu_stage_release(dfccl_gpu_t *g);
 /* Frees idle staging blocks beyond the configured amount; the proxy thread
  * calls it while the kernel is out (cudaFree would wait for it). */
 void gpu_stage_trim(dfccl_gpu_t *g);
 
-/* gpu_trace.c: the latency trace (config gpu_trace); make room, record
+/* trace.c: the latency trace (config gpu_trace); make room, record
  * and flush under drain_lock */
 void gpu_trace_start(dfccl_gpu_t *g);
 void gpu_trace_make_room(dfccl_gpu_t *g);
@@ -170,7 +170,7 @@ static inline const char *gpu_err(cudaError_t e)
     return cudaGetErrorString(e);
 }
 
-/* gpu_direct.c; all but export run on the proxy thread */
+/* direct.c; all but export run on the proxy thread */
 int  gpu_direct_export(dfccl_gpu_t *g, const char *ptr, dfccl_gpu_ipc_handle_t *h, uint64_t *offset,
                        uint64_t *alloc);
 void gpu_direct_service(dfccl_gpu_t *g);

@@ -1,5 +1,5 @@
 /*
- * gpu_direct.c - the host side of the GPU backend's direct path: our
+ * direct.c - the host side of the GPU backend's direct path: our
  * buffers exported for the peers (IPC handles in the descriptor), the
  * peers' buffers mapped when the kernel asks (cached per peer), and the
  * answers handed to the kernel, between launches when something new was
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
-#include "gpu_backend.h"
+#include "state.h"
 #include "log.h"
 
 _Static_assert(sizeof(dfccl_gpu_ipc_handle_t) == sizeof(cudaIpcMemHandle_t), "IPC handle size");

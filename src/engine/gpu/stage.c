@@ -1,5 +1,5 @@
 /*
- * gpu_stage.c - staging for a rank whose buffers are not of the memory kind
+ * stage.c - staging for a rank whose buffers are not of the memory kind
  * its collective's path carries: host buffers on the GPU path (under
  * coll_dfccl_host_buffers=engine, where every rank of a GPU-capable
  * communicator takes the GPU path whatever its buffers), device buffers on
@@ -15,7 +15,7 @@
  * by at most an eighth, so that blocks fit later calls of similar size.
  */
 #include <stdlib.h>
-#include "gpu_backend.h"
+#include "state.h"
 #include "log.h"
 
 #define GPU_STAGE_MIN_BYTES ((size_t)64 * 1024)

@@ -1,5 +1,5 @@
 /*
- * gpu_trace.c - the GPU backend's latency trace (config gpu_trace, MCA
+ * trace.c - the GPU backend's latency trace (config gpu_trace, MCA
  * coll_dfccl_gpu_trace): for each collective, the host's clock at its post,
  * its publication in the submission queue and its completion, and the
  * daemon kernel's clock (globaltimer) at the steps it took there.
@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "clock.h"
-#include "gpu_backend.h"
+#include "state.h"
 #include "log.h"
 
 /* 4096 records (about 400 KiB) cover a benchmark size's calls; a full
