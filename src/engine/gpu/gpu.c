@@ -18,10 +18,13 @@
 #include <unistd.h>
 #include <cuda_runtime_api.h>
 #include "clock.h"
+#include "direct.h"
 #include "exec_host.h"
-#include "state.h"
 #include "kernels.h"
 #include "log.h"
+#include "stage.h"
+#include "state.h"
+#include "trace.h"
 
 /* A failed kernel is noticed within this (a normal exit at once). */
 #define GPU_EXIT_CHECK_NS 100000ull
@@ -752,6 +755,19 @@ void dfccl_gpu_destroy(dfccl_context_t *ctx)
     gpu_sync_fini(g);
     gpu_release_resources(g);
     free(g);
+}
+
+/* Lends a staging block (stage.c), creating the backend first where it
+ * does not exist yet. */
+dfccl_status_t dfccl_gpu_stage_alloc(dfccl_context_t *ctx, size_t bytes, void **buf_p)
+{
+    dfccl_gpu_t *g;
+    dfccl_status_t status;
+
+    *buf_p = NULL;
+    status = gpu_get(ctx, &g);
+    if (status != DFCCL_OK) return status;
+    return gpu_stage_take(g, bytes, buf_p);
 }
 
 /* ---- communicators ----------------------------------------------------------- */

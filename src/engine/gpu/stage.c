@@ -15,7 +15,7 @@
  * by at most an eighth, so that blocks fit later calls of similar size.
  */
 #include <stdlib.h>
-#include "state.h"
+#include "stage.h"
 #include "log.h"
 
 #define GPU_STAGE_MIN_BYTES ((size_t)64 * 1024)
@@ -37,18 +37,13 @@ static size_t gpu_stage_round(size_t bytes)
     return (bytes + granule - 1) / granule * granule;
 }
 
-dfccl_status_t dfccl_gpu_stage_alloc(dfccl_context_t *ctx, size_t bytes, void **buf_p)
+dfccl_status_t gpu_stage_take(dfccl_gpu_t *g, size_t bytes, void **buf_p)
 {
     size_t rounded = gpu_stage_round(bytes);
     gpu_stage_block_t *b, *best = NULL;
-    dfccl_gpu_t *g;
-    dfccl_status_t status;
     cudaError_t e;
     int previous;
 
-    *buf_p = NULL;
-    status = gpu_get(ctx, &g);
-    if (status != DFCCL_OK) return status;
     pthread_mutex_lock(&g->stage_lock);
     for (b = g->stage_blocks; b != NULL; b = b->next)
         if (!b->lent && b->bytes >= rounded && (best == NULL || b->bytes < best->bytes)) best = b;

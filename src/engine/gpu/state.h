@@ -151,32 +151,10 @@ static inline void gpu_kernel_yield(dfccl_gpu_t *g)
 
 /* The context's GPU side, created on first use. */
 dfccl_status_t gpu_get(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p);
-/* Frees the staging blocks (stage.c); at the backend's end. */
-void gpu_stage_release(dfccl_gpu_t *g);
-/* Frees idle staging blocks beyond the configured amount; the proxy thread
- * calls it while the kernel is out (cudaFree would wait for it). */
-void gpu_stage_trim(dfccl_gpu_t *g);
-
-/* trace.c: the latency trace (config gpu_trace); make room, record
- * and flush under drain_lock */
-void gpu_trace_start(dfccl_gpu_t *g);
-void gpu_trace_make_room(dfccl_gpu_t *g);
-void gpu_trace_record(dfccl_gpu_t *g, const gpu_job_t *job, const dfccl_gpu_cqe_t *e);
-void gpu_trace_flush(dfccl_gpu_t *g);
-void gpu_trace_stop(dfccl_gpu_t *g);
 
 static inline const char *gpu_err(cudaError_t e)
 {
     return cudaGetErrorString(e);
 }
-
-/* direct.c; all but export run on the proxy thread */
-int  gpu_direct_export(dfccl_gpu_t *g, const char *ptr, dfccl_gpu_ipc_handle_t *h, uint64_t *offset,
-                       uint64_t *alloc);
-void gpu_direct_service(dfccl_gpu_t *g);
-void gpu_direct_release_held(dfccl_gpu_t *g);
-void gpu_direct_close_pending(dfccl_gpu_t *g);
-void gpu_direct_maps_release(dfccl_gpu_comm_t *gc, int size);
-void gpu_job_free(gpu_job_t *job);
 
 #endif

@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "clock.h"
-#include "state.h"
+#include "trace.h"
 #include "log.h"
 
 /* 4096 records (about 400 KiB) cover a benchmark size's calls; a full
