@@ -1,8 +1,9 @@
 /*
- * state.h - the GPU backend's host-side state, shared by gpu.c (queues,
- * launches, the proxy thread, communicators, collectives), direct.c
- * (the direct path: exporting our buffers, mapping the peers', answering the
- * kernel's requests) and stage.c (staging memory and copies).
+ * state.h - the GPU backend's host-side state, shared by the files of
+ * src/engine/gpu: the backend (dfccl_gpu_t), its jobs, its communicators
+ * and the peers' buffers it maps, with the helpers all of them use. The
+ * functions each file offers the others are declared in its own header
+ * (backend.h, jobs.h, proxy.h, direct.h, ...).
  */
 #ifndef DFCCL_GPU_STATE_H
 #define DFCCL_GPU_STATE_H
@@ -148,9 +149,6 @@ static inline void gpu_kernel_yield(dfccl_gpu_t *g)
                                                     __ATOMIC_ACQUIRE))
         ;
 }
-
-/* The context's GPU side, created on first use. */
-dfccl_status_t gpu_get(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p);
 
 static inline const char *gpu_err(cudaError_t e)
 {
