@@ -34,26 +34,26 @@ static void gpu_release_resources(dfccl_gpu_t *g)
 {
     if (g->env.state) cudaFree(g->env.state);
     if (g->env.comms) cudaFree(g->env.comms);
-    if (g->ctrl) cudaFreeHost(g->ctrl);
-    if (g->descs) cudaFreeHost(g->descs);
-    if (g->ll_heads) cudaFreeHost(g->ll_heads);
-    if (g->cq) cudaFreeHost(g->cq);
-    if (g->direct_req) cudaFreeHost(g->direct_req);
-    if (g->direct_reply) cudaFreeHost(g->direct_reply);
-    free(g->to_close);
-    if (g->exited) cudaEventDestroy(g->exited);
-    if (g->stream) cudaStreamDestroy(g->stream);
-    if (g->copy_stream) cudaStreamDestroy(g->copy_stream);
+    if (g->fixed.ctrl) cudaFreeHost(g->fixed.ctrl);
+    if (g->fixed.descs) cudaFreeHost(g->fixed.descs);
+    if (g->fixed.ll_heads) cudaFreeHost(g->fixed.ll_heads);
+    if (g->fixed.cq) cudaFreeHost(g->fixed.cq);
+    if (g->fixed.direct_req) cudaFreeHost(g->fixed.direct_req);
+    if (g->fixed.direct_reply) cudaFreeHost(g->fixed.direct_reply);
+    free(g->direct.to_close);
+    if (g->fixed.exited) cudaEventDestroy(g->fixed.exited);
+    if (g->fixed.stream) cudaStreamDestroy(g->fixed.stream);
+    if (g->fixed.copy_stream) cudaStreamDestroy(g->fixed.copy_stream);
     gpu_stage_release(g);
 }
 
 static void gpu_sync_fini(dfccl_gpu_t *g)
 {
-    pthread_cond_destroy(&g->wake);
-    pthread_mutex_destroy(&g->dead_lock);
-    pthread_mutex_destroy(&g->drain_lock);
-    pthread_mutex_destroy(&g->lock);
-    pthread_mutex_destroy(&g->stage_lock);
+    pthread_cond_destroy(&g->sq.wake);
+    pthread_mutex_destroy(&g->dead.lock);
+    pthread_mutex_destroy(&g->drain.lock);
+    pthread_mutex_destroy(&g->sq.lock);
+    pthread_mutex_destroy(&g->stage.lock);
 }
 
 /* Daemon blocks of `threads` threads the device holds at once (its *sms
@@ -100,55 +100,60 @@ static dfccl_status_t gpu_create(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
     int rc;
 
     if (g == NULL) return DFCCL_ERR_NO_MEMORY;
-    g->ctx = ctx;
-    e = cudaGetDevice(&g->device);
+    g->fixed.ctx = ctx;
+    e = cudaGetDevice(&g->fixed.device);
     if (e != cudaSuccess) goto err_cuda;
-    g->threads = cfg->gpu_threads;
-    g->blocks = cfg->gpu_channels ? cfg->gpu_channels
-                                  : gpu_auto_channels(cfg, g->device, g->threads);
-    if ((e = cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking)) != cudaSuccess ||
-        (e = cudaStreamCreateWithFlags(&g->copy_stream, cudaStreamNonBlocking)) != cudaSuccess ||
-        (e = cudaEventCreateWithFlags(&g->exited, cudaEventDisableTiming)) != cudaSuccess ||
-        (e = cudaHostAlloc((void **)&g->ctrl, sizeof(*g->ctrl), cudaHostAllocMapped)) !=
+    g->fixed.threads = cfg->gpu_threads;
+    g->fixed.blocks = cfg->gpu_channels ? cfg->gpu_channels
+                                        : gpu_auto_channels(cfg, g->fixed.device, g->fixed.threads);
+    if ((e = cudaStreamCreateWithFlags(&g->fixed.stream, cudaStreamNonBlocking)) != cudaSuccess ||
+        (e = cudaStreamCreateWithFlags(&g->fixed.copy_stream, cudaStreamNonBlocking)) !=
             cudaSuccess ||
-        (e = cudaHostAlloc((void **)&g->descs, sizeof(*g->descs) * DFCCL_GPU_SQ_DEPTH,
-                           cudaHostAllocMapped)) != cudaSuccess ||
-        (e = cudaHostAlloc((void **)&g->ll_heads, sizeof(*g->ll_heads) * DFCCL_GPU_SQ_DEPTH,
-                           cudaHostAllocMapped)) != cudaSuccess ||
-        (e = cudaHostAlloc((void **)&g->cq, sizeof(*g->cq) * DFCCL_GPU_SQ_DEPTH * g->blocks,
-                           cudaHostAllocMapped)) != cudaSuccess ||
-        (e = cudaHostAlloc((void **)&g->direct_req, sizeof(*g->direct_req) * DFCCL_GPU_SQ_DEPTH,
-                           cudaHostAllocMapped)) != cudaSuccess ||
-        (e = cudaHostAlloc((void **)&g->direct_reply,
-                           sizeof(*g->direct_reply) * DFCCL_GPU_SQ_DEPTH, cudaHostAllocMapped)) !=
+        (e = cudaEventCreateWithFlags(&g->fixed.exited, cudaEventDisableTiming)) != cudaSuccess ||
+        (e = cudaHostAlloc((void **)&g->fixed.ctrl, sizeof(*g->fixed.ctrl), cudaHostAllocMapped)) !=
             cudaSuccess ||
+        (e = cudaHostAlloc((void **)&g->fixed.descs, sizeof(*g->fixed.descs) * DFCCL_GPU_SQ_DEPTH,
+                           cudaHostAllocMapped)) != cudaSuccess ||
+        (e = cudaHostAlloc((void **)&g->fixed.ll_heads,
+                           sizeof(*g->fixed.ll_heads) * DFCCL_GPU_SQ_DEPTH,
+                           cudaHostAllocMapped)) != cudaSuccess ||
+        (e = cudaHostAlloc((void **)&g->fixed.cq,
+                           sizeof(*g->fixed.cq) * DFCCL_GPU_SQ_DEPTH * g->fixed.blocks,
+                           cudaHostAllocMapped)) != cudaSuccess ||
+        (e = cudaHostAlloc((void **)&g->fixed.direct_req,
+                           sizeof(*g->fixed.direct_req) * DFCCL_GPU_SQ_DEPTH,
+                           cudaHostAllocMapped)) != cudaSuccess ||
+        (e = cudaHostAlloc((void **)&g->fixed.direct_reply,
+                           sizeof(*g->fixed.direct_reply) * DFCCL_GPU_SQ_DEPTH,
+                           cudaHostAllocMapped)) != cudaSuccess ||
         (e = cudaMalloc((void **)&g->env.state, sizeof(dfccl_gpu_state_t))) != cudaSuccess ||
         (e = cudaMalloc((void **)&g->env.comms, sizeof(dfccl_gpu_comm_dev_t) * DFCCL_GPU_MAX_COMMS)) !=
             cudaSuccess)
         goto err_cuda;
-    memset(g->ctrl, 0, sizeof(*g->ctrl));
-    memset(g->descs, 0, sizeof(*g->descs) * DFCCL_GPU_SQ_DEPTH);
-    for (int s = 0; s < DFCCL_GPU_SQ_DEPTH; s++) g->descs[s].ticket = UINT64_MAX;
+    memset(g->fixed.ctrl, 0, sizeof(*g->fixed.ctrl));
+    memset(g->fixed.descs, 0, sizeof(*g->fixed.descs) * DFCCL_GPU_SQ_DEPTH);
+    for (int s = 0; s < DFCCL_GPU_SQ_DEPTH; s++) g->fixed.descs[s].ticket = UINT64_MAX;
     /* tags of ticket 0 in slot 0, but of no LL collective (kind 0) */
-    memset((void *)g->ll_heads, 0, sizeof(*g->ll_heads) * DFCCL_GPU_SQ_DEPTH);
-    memset(g->cq, 0, sizeof(*g->cq) * DFCCL_GPU_SQ_DEPTH * g->blocks);
-    memset(g->direct_req, 0, sizeof(*g->direct_req) * DFCCL_GPU_SQ_DEPTH);
-    memset(g->direct_reply, 0, sizeof(*g->direct_reply) * DFCCL_GPU_SQ_DEPTH);
-    if ((e = cudaMemsetAsync(g->env.state, 0, sizeof(dfccl_gpu_state_t), g->copy_stream)) !=
+    memset((void *)g->fixed.ll_heads, 0, sizeof(*g->fixed.ll_heads) * DFCCL_GPU_SQ_DEPTH);
+    memset(g->fixed.cq, 0, sizeof(*g->fixed.cq) * DFCCL_GPU_SQ_DEPTH * g->fixed.blocks);
+    memset(g->fixed.direct_req, 0, sizeof(*g->fixed.direct_req) * DFCCL_GPU_SQ_DEPTH);
+    memset(g->fixed.direct_reply, 0, sizeof(*g->fixed.direct_reply) * DFCCL_GPU_SQ_DEPTH);
+    if ((e = cudaMemsetAsync(g->env.state, 0, sizeof(dfccl_gpu_state_t), g->fixed.copy_stream)) !=
             cudaSuccess ||
-        (e = cudaStreamSynchronize(g->copy_stream)) != cudaSuccess)
+        (e = cudaStreamSynchronize(g->fixed.copy_stream)) != cudaSuccess)
         goto err_cuda;
-    if ((e = cudaHostGetDevicePointer(&dev, g->ctrl, 0)) != cudaSuccess) goto err_cuda;
+    if ((e = cudaHostGetDevicePointer(&dev, g->fixed.ctrl, 0)) != cudaSuccess) goto err_cuda;
     g->env.ctrl = dev;
-    if ((e = cudaHostGetDevicePointer(&dev, g->descs, 0)) != cudaSuccess) goto err_cuda;
+    if ((e = cudaHostGetDevicePointer(&dev, g->fixed.descs, 0)) != cudaSuccess) goto err_cuda;
     g->env.descs = dev;
-    if ((e = cudaHostGetDevicePointer(&dev, g->ll_heads, 0)) != cudaSuccess) goto err_cuda;
+    if ((e = cudaHostGetDevicePointer(&dev, g->fixed.ll_heads, 0)) != cudaSuccess) goto err_cuda;
     g->env.ll_heads = dev;
-    if ((e = cudaHostGetDevicePointer(&dev, g->cq, 0)) != cudaSuccess) goto err_cuda;
+    if ((e = cudaHostGetDevicePointer(&dev, g->fixed.cq, 0)) != cudaSuccess) goto err_cuda;
     g->env.cq = dev;
-    if ((e = cudaHostGetDevicePointer(&dev, g->direct_req, 0)) != cudaSuccess) goto err_cuda;
+    if ((e = cudaHostGetDevicePointer(&dev, g->fixed.direct_req, 0)) != cudaSuccess) goto err_cuda;
     g->env.direct_req = dev;
-    if ((e = cudaHostGetDevicePointer(&dev, g->direct_reply, 0)) != cudaSuccess) goto err_cuda;
+    if ((e = cudaHostGetDevicePointer(&dev, g->fixed.direct_reply, 0)) != cudaSuccess)
+        goto err_cuda;
     g->env.direct_reply = dev;
     g->env.direct_chunk_bytes = cfg->gpu_direct_chunk_bytes;
     {
@@ -159,8 +164,8 @@ static dfccl_status_t gpu_create(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
         cudaGetDriverEntryPointByVersion("cuIpcGetMemHandle", &fn2, 12000, cudaEnableDefault,
                                          &found2);
         if (found1 == cudaDriverEntryPointSuccess && found2 == cudaDriverEntryPointSuccess) {
-            g->get_range = (gpu_get_range_fn_t)fn1;
-            g->get_handle = (gpu_get_handle_fn_t)fn2;
+            g->fixed.get_range = (gpu_get_range_fn_t)fn1;
+            g->fixed.get_handle = (gpu_get_handle_fn_t)fn2;
         } else {
             dfccl_info("cuMemGetAddressRange or cuIpcGetMemHandle not found: large GPU collectives"
                        " use the ring");
@@ -179,12 +184,12 @@ static dfccl_status_t gpu_create(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
     g->env.ll_wait_ns = cfg->gpu_ll_wait_ns;
     g->env.ll_early_send = cfg->gpu_ll_early_send != 0;
     if (g->env.trace) gpu_trace_start(g);
-    pthread_mutex_init(&g->lock, NULL);
-    pthread_mutex_init(&g->drain_lock, NULL);
-    pthread_mutex_init(&g->dead_lock, NULL);
-    pthread_mutex_init(&g->stage_lock, NULL);
-    pthread_cond_init(&g->wake, NULL);
-    rc = pthread_create(&g->proxy, NULL, gpu_proxy_main, g);
+    pthread_mutex_init(&g->sq.lock, NULL);
+    pthread_mutex_init(&g->drain.lock, NULL);
+    pthread_mutex_init(&g->dead.lock, NULL);
+    pthread_mutex_init(&g->stage.lock, NULL);
+    pthread_cond_init(&g->sq.wake, NULL);
+    rc = pthread_create(&g->fixed.proxy_thread, NULL, gpu_proxy_main, g);
     if (rc != 0) {
         dfccl_error("cannot start the GPU proxy thread: %s", strerror(rc));
         gpu_trace_stop(g);
@@ -194,8 +199,8 @@ static dfccl_status_t gpu_create(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
         return DFCCL_ERR_SYSTEM;
     }
     dfccl_info("GPU backend started on device %d: %u channels%s x %u threads, FIFOs %u x %zu bytes",
-               g->device, g->blocks, cfg->gpu_channels ? "" : " (as many as fit)", g->threads,
-               cfg->gpu_fifo_slots, cfg->gpu_slot_bytes);
+               g->fixed.device, g->fixed.blocks, cfg->gpu_channels ? "" : " (as many as fit)",
+               g->fixed.threads, cfg->gpu_fifo_slots, cfg->gpu_slot_bytes);
     *gpu_p = g;
     return DFCCL_OK;
 
@@ -238,16 +243,16 @@ void dfccl_gpu_destroy(dfccl_context_t *ctx)
     dfccl_gpu_t *g = ctx->gpu;
 
     if (g == NULL) return;
-    __atomic_store_n(&g->ctrl->stop, UINT64_MAX, __ATOMIC_SEQ_CST);
-    pthread_mutex_lock(&g->lock);
-    g->stop = 1;
-    pthread_cond_signal(&g->wake);
-    pthread_mutex_unlock(&g->lock);
-    pthread_join(g->proxy, NULL);
+    __atomic_store_n(&g->fixed.ctrl->stop, UINT64_MAX, __ATOMIC_SEQ_CST);
+    pthread_mutex_lock(&g->sq.lock);
+    g->sq.stop = 1;
+    pthread_cond_signal(&g->sq.wake);
+    pthread_mutex_unlock(&g->sq.lock);
+    pthread_join(g->fixed.proxy_thread, NULL);
     __atomic_store_n(&ctx->gpu, NULL, __ATOMIC_RELEASE);   /* pollers stop looking first */
-    pthread_mutex_lock(&g->drain_lock);   /* a poller that looked before is done */
+    pthread_mutex_lock(&g->drain.lock);   /* a poller that looked before is done */
     gpu_trace_stop(g);
-    pthread_mutex_unlock(&g->drain_lock);
+    pthread_mutex_unlock(&g->drain.lock);
     gpu_sync_fini(g);
     gpu_release_resources(g);
     free(g);

@@ -59,11 +59,11 @@ static int gpu_legacy_wait(dfccl_gpu_t *g, const dfccl_comm_t *comm)
 static void gpu_legacy_wait_failed(dfccl_gpu_t *g)
 {
     dfccl_error("GPU collectives fail: a held collective's inputs can never be released");
-    pthread_mutex_lock(&g->lock);
-    __atomic_store_n(&g->broken, 1, __ATOMIC_RELEASE);
-    if (g->kernel_running) gpu_kernel_yield(g);
-    pthread_cond_signal(&g->wake);
-    pthread_mutex_unlock(&g->lock);
+    pthread_mutex_lock(&g->sq.lock);
+    __atomic_store_n(&g->sq.broken, 1, __ATOMIC_RELEASE);
+    if (g->sq.kernel_running) gpu_kernel_yield(g);
+    pthread_cond_signal(&g->sq.wake);
+    pthread_mutex_unlock(&g->sq.lock);
 }
 
 dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *args)
@@ -79,7 +79,7 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
     uint64_t posted_ns, ticket = 0;
 
     if (!gc->ready || g == NULL) return gc->failed != DFCCL_OK ? gc->failed : DFCCL_ERR_UNSUPPORTED;
-    if (__atomic_load_n(&g->broken, __ATOMIC_ACQUIRE)) return DFCCL_ERR_SYSTEM;
+    if (__atomic_load_n(&g->sq.broken, __ATOMIC_ACQUIRE)) return DFCCL_ERR_SYSTEM;
     posted_ns = g->env.trace ? dfccl_now_ns() : 0;
     job = calloc(1, sizeof(*job));
     if (job == NULL) return DFCCL_ERR_NO_MEMORY;
@@ -172,19 +172,19 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
             gpu_legacy_wait_failed(g);   /* fails it too */
             return DFCCL_OK;
         }
-        pthread_mutex_lock(&g->lock);
+        pthread_mutex_lock(&g->sq.lock);
         /* still ours (else a failure completed it meanwhile): the job is
          * read only once the slot shows it is alive */
-        if (g->slot_job[slot] == job && job->ticket == ticket) {
+        if (g->sq.slot_job[slot] == job && job->ticket == ticket) {
             gpu_ll_head_release(g, job, ticket, slot);
             /* a kernel that left while it was held (stuck for
              * gpu_stuck_quit_ns), seen to have left or not yet, comes
              * back without the backoff (the proxy takes the flag only
              * when none runs) */
-            __atomic_store_n(&g->relaunch_now, 1, __ATOMIC_RELEASE);
-            if (!g->kernel_running) pthread_cond_signal(&g->wake);
+            __atomic_store_n(&g->proxy.relaunch_now, 1, __ATOMIC_RELEASE);
+            if (!g->sq.kernel_running) pthread_cond_signal(&g->sq.wake);
         }
-        pthread_mutex_unlock(&g->lock);
+        pthread_mutex_unlock(&g->sq.lock);
         return DFCCL_OK;
     }
     if (entered == 0 && cfg->gpu_sync_legacy_stream && !gpu_legacy_wait(g, comm)) {

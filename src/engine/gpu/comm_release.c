@@ -1,8 +1,8 @@
 /*
  * comm_release.c - a GPU communicator's end (comm_release.h). Its last
- * reference may go inside a completion, under the backend's lock, and its
- * memory cannot go while the kernel runs (cudaFree would wait for it): it
- * joins a list that the proxy thread frees between launches.
+ * reference may go inside a completion, under sq.lock, and its memory
+ * cannot go while the kernel runs (cudaFree would wait for it): it joins
+ * a list that the proxy thread frees between launches.
  */
 #include <stdlib.h>
 #include "comm_release.h"
@@ -15,9 +15,9 @@ void gpu_comm_free_resources(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc, int size, int
     gpu_direct_maps_release(gc, size);
     if (gc->region != NULL) cudaFree(gc->region);
     if (gc->index >= 0) {
-        pthread_mutex_lock(&g->lock);
-        g->comm_used[gc->index] = 0;
-        pthread_mutex_unlock(&g->lock);
+        pthread_mutex_lock(&g->sq.lock);
+        g->sq.comm_used[gc->index] = 0;
+        pthread_mutex_unlock(&g->sq.lock);
     }
 }
 
@@ -25,10 +25,10 @@ void gpu_free_dead(dfccl_gpu_t *g)
 {
     dfccl_gpu_comm_t *list;
 
-    pthread_mutex_lock(&g->dead_lock);
-    list = g->dead;
-    g->dead = NULL;
-    pthread_mutex_unlock(&g->dead_lock);
+    pthread_mutex_lock(&g->dead.lock);
+    list = g->dead.list;
+    g->dead.list = NULL;
+    pthread_mutex_unlock(&g->dead.lock);
     while (list != NULL) {
         dfccl_gpu_comm_t *gc = list;
         gpu_dead_t *info = (gpu_dead_t *)(gc + 1);
@@ -50,10 +50,10 @@ void dfccl_gpu_comm_release(dfccl_comm_t *comm)
     }
     info->size = comm->size;
     info->rank = comm->rank;
-    /* not g->lock: the last reference may go inside a completion, which
+    /* not g->sq.lock: the last reference may go inside a completion, which
      * holds it; the proxy finds the list within its 10 ms idle wait */
-    pthread_mutex_lock(&g->dead_lock);
-    gc->next_dead = g->dead;
-    __atomic_store_n(&g->dead, gc, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&g->dead_lock);
+    pthread_mutex_lock(&g->dead.lock);
+    gc->next_dead = g->dead.list;
+    __atomic_store_n(&g->dead.list, gc, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&g->dead.lock);
 }

@@ -78,17 +78,19 @@ dfccl_status_t dfccl_gpu_comm_begin(dfccl_context_t *ctx, const dfccl_comm_param
     }
     status = gpu_get(ctx, &g);
     if (status != DFCCL_OK) goto out;
-    hello.device = g->device;
-    hello.nchannels = g->blocks;
-    if ((e = cudaGetDeviceProperties(&prop, g->device)) != cudaSuccess) goto err_cuda;
+    hello.device = g->fixed.device;
+    hello.nchannels = g->fixed.blocks;
+    if ((e = cudaGetDeviceProperties(&prop, g->fixed.device)) != cudaSuccess) goto err_cuda;
     memcpy(hello.uuid, &prop.uuid, sizeof(hello.uuid));
-    gc->region_bytes = gpu_inbox_bytes(p->size) + (size_t)g->blocks * gpu_fifo_bytes(&ctx->config);
+    gc->region_bytes =
+        gpu_inbox_bytes(p->size) + (size_t)g->fixed.blocks * gpu_fifo_bytes(&ctx->config);
     hello.region_bytes = gc->region_bytes;
     {
         int previous = gpu_device_enter(g);
         e = cudaMalloc((void **)&gc->region, gc->region_bytes);
-        if (e == cudaSuccess) e = cudaMemsetAsync(gc->region, 0, gc->region_bytes, g->copy_stream);
-        if (e == cudaSuccess) e = cudaStreamSynchronize(g->copy_stream);
+        if (e == cudaSuccess)
+            e = cudaMemsetAsync(gc->region, 0, gc->region_bytes, g->fixed.copy_stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(g->fixed.copy_stream);
         if (e == cudaSuccess) e = cudaIpcGetMemHandle(&gc->handle, gc->region);
         gpu_device_leave(g, previous);
     }
@@ -126,15 +128,15 @@ static void gpu_warn_crowded(dfccl_gpu_t *g, const gpu_hello_t *all, int me, int
         blocks += all[r].nchannels;
         if (r < first) first = r;
     }
-    capacity = gpu_block_capacity(g->device, g->threads, &sms);
+    capacity = gpu_block_capacity(g->fixed.device, g->fixed.threads, &sms);
     if (capacity == 0 || blocks <= capacity) return;
     g->crowd_warned = 1;
     if (me != first) return;   /* one rank per device says it */
     dfccl_error("%d ranks share GPU %d, their daemon kernels %ld blocks of %u threads together,"
                 " but its %d SMs hold %d such blocks at once: the kernels wait for each other and"
                 " collectives slow down; lower coll_dfccl_gpu_channels or coll_dfccl_gpu_threads"
-                " so that the ranks' channels add up to at most %d", sharing, g->device, blocks,
-                g->threads, sms, capacity, capacity);
+                " so that the ranks' channels add up to at most %d", sharing, g->fixed.device,
+                blocks, g->fixed.threads, sms, capacity, capacity);
 }
 
 dfccl_status_t dfccl_gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
@@ -191,15 +193,15 @@ dfccl_status_t dfccl_gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
             dev.send_fifo[c].nslots = cfg->gpu_fifo_slots;
             dev.send_fifo[c].peer = next;
         }
-        pthread_mutex_lock(&g->lock);
+        pthread_mutex_lock(&g->sq.lock);
         for (int i = 0; i < DFCCL_GPU_MAX_COMMS; i++) {
-            if (!g->comm_used[i]) {
-                g->comm_used[i] = 1;
+            if (!g->sq.comm_used[i]) {
+                g->sq.comm_used[i] = 1;
                 gc->index = i;
                 break;
             }
         }
-        pthread_mutex_unlock(&g->lock);
+        pthread_mutex_unlock(&g->sq.lock);
         if (gc->index < 0) {
             dfccl_error("comm %#llx: more than %d GPU communicators in this process",
                         (unsigned long long)comm->key, DFCCL_GPU_MAX_COMMS);
@@ -207,11 +209,11 @@ dfccl_status_t dfccl_gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
             return DFCCL_ERR_NO_MEMORY;
         }
         e = cudaMemcpyAsync(&g->env.comms[gc->index], &dev, sizeof(dev), cudaMemcpyHostToDevice,
-                            g->copy_stream);
-        if (e == cudaSuccess) e = cudaStreamSynchronize(g->copy_stream);
-        pthread_mutex_lock(&g->lock);
+                            g->fixed.copy_stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(g->fixed.copy_stream);
+        pthread_mutex_lock(&g->sq.lock);
         gc->first_launch = g->env.launch_id + 1;   /* see gpu_job_may_enter */
-        pthread_mutex_unlock(&g->lock);
+        pthread_mutex_unlock(&g->sq.lock);
     }
     if (e == cudaSuccess) gpu_warn_crowded(g, all, me, n);
     gpu_device_leave(g, current);

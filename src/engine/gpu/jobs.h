@@ -12,9 +12,9 @@
  * many (0 while another thread drains). */
 int  gpu_drain(dfccl_gpu_t *g);
 /* Submits backlogged jobs while their slots are free and they may enter;
- * lock held. */
+ * sq.lock held. */
 void gpu_backlog_flush(dfccl_gpu_t *g);
-/* Everything still queued or running fails with status; lock held. */
+/* Everything still queued or running fails with status; sq.lock held. */
 void gpu_fail_all(dfccl_gpu_t *g, dfccl_status_t status);
 /* Puts job into the submission queue (held: only if it enters at once);
  * 1 when it entered, 0 when it did not, -1 when the backend broke. */

@@ -48,15 +48,15 @@ void gpu_ll_head_write(dfccl_gpu_t *g, const gpu_job_t *job, uint64_t ticket, in
     v[DFCCL_GPU_LLH_IN_HI] = (uint64_t)(uintptr_t)job->in >> 32;
     v[DFCCL_GPU_LLH_OUT_LO] = (uint32_t)(uintptr_t)d->recvbuf;
     v[DFCCL_GPU_LLH_OUT_HI] = (uint64_t)(uintptr_t)d->recvbuf >> 32;
-    for (int w = 0; w < DFCCL_GPU_LLH_WORDS; w++) g->ll_heads[slot].w[w] = v[w] << 32 | tag;
+    for (int w = 0; w < DFCCL_GPU_LLH_WORDS; w++) g->fixed.ll_heads[slot].w[w] = v[w] << 32 | tag;
 }
 
 /* The host's wait for the legacy default stream returned: ticket's held LL
  * collective (in slot) may read its inputs. Its summary's KIND word again,
- * unmarked; lock held. */
+ * unmarked; sq.lock held. */
 void gpu_ll_head_release(dfccl_gpu_t *g, const gpu_job_t *job, uint64_t ticket, int slot)
 {
-    __atomic_store_n(&g->ll_heads[slot].w[DFCCL_GPU_LLH_KIND],
+    __atomic_store_n(&g->fixed.ll_heads[slot].w[DFCCL_GPU_LLH_KIND],
                      gpu_ll_head_kind(&job->desc, job->coll->comm->size) << 32 | (uint32_t)ticket,
                      __ATOMIC_SEQ_CST);
 }

@@ -7,7 +7,7 @@
 #include "state.h"
 
 /* Started at the backend's creation, stopped (flushed) at its end; make
- * room, record and flush under drain_lock. */
+ * room, record and flush under drain.lock. */
 void gpu_trace_start(dfccl_gpu_t *g);
 void gpu_trace_make_room(dfccl_gpu_t *g);
 void gpu_trace_record(dfccl_gpu_t *g, const gpu_job_t *job, const dfccl_gpu_cqe_t *e);
