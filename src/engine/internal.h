@@ -98,7 +98,7 @@ uint64_t dfccl_coll_post_marker(dfccl_comm_t *comm, dfccl_ident_t *ident);
 void dfccl_daemon_start(dfccl_context_t *context);
 void *dfccl_daemon_main(void *arg);
 
-/* gpu.c: the GPU backend's host side */
+/* gpu/: the GPU backend's host side (gpu/none.c without CUDA) */
 dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *args);
 void dfccl_gpu_comm_release(dfccl_comm_t *comm);
 void dfccl_gpu_destroy(dfccl_context_t *context);

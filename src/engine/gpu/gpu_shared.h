@@ -1,8 +1,9 @@
 /*
- * gpu_shared.h - what the host side of the GPU backend (gpu.c) and the
- * daemon kernel (src/kernels/daemon_kernel.cu) share: the submission queue
- * entries and completion entries in pinned, mapped host memory, the
- * communicator table and the kernel's saved state in device memory.
+ * gpu_shared.h - what the host side of the GPU backend (src/engine/gpu)
+ * and the daemon kernel (src/kernels/daemon_kernel.cu) share: the
+ * submission queue entries and completion entries in pinned, mapped host
+ * memory, the communicator table and the kernel's saved state in device
+ * memory.
  *
  * Submission: the host fills descs[ticket % DFCCL_GPU_SQ_DEPTH] and then
  * publishes ctrl->sq_tail = ticket + 1. Every block of the kernel admits

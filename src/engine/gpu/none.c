@@ -1,5 +1,5 @@
 /*
- * gpu_none.c - the GPU backend's entry points in a build without CUDA
+ * none.c - the GPU backend's entry points in a build without CUDA
  * (configure found no nvcc, or --without-cuda): GPU communicators cannot be
  * created, and callers keep device buffers on their own path.
  */

@@ -1,5 +1,5 @@
 /*
- * gpu_direct.c - the host side of the GPU backend's direct path: our
+ * direct.c - the host side of the GPU backend's direct path: our
  * buffers exported for the peers (IPC handles in the descriptor), the
  * peers' buffers mapped when the kernel asks (cached per peer), and the
  * answers handed to the kernel, between launches when something new was
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
-#include "gpu_backend.h"
+#include "direct.h"
 #include "log.h"
 
 _Static_assert(sizeof(dfccl_gpu_ipc_handle_t) == sizeof(cudaIpcMemHandle_t), "IPC handle size");
@@ -24,9 +24,10 @@ int gpu_direct_export(dfccl_gpu_t *g, const char *ptr, dfccl_gpu_ipc_handle_t *h
     size_t size = 0;
     int rc;
 
-    if (g->get_range == NULL || g->get_range(&base, &size, (unsigned long long)(uintptr_t)ptr) != 0)
+    if (g->fixed.get_range == NULL ||
+        g->fixed.get_range(&base, &size, (unsigned long long)(uintptr_t)ptr) != 0)
         return 0;
-    rc = g->get_handle(h, base);
+    rc = g->fixed.get_handle(h, base);
     if (rc != 0) {
         dfccl_debug("buffer %p cannot be exported (CUDA driver error %d): direct collectives on"
                     " it use the ring", (const void *)ptr, rc);
@@ -40,23 +41,23 @@ int gpu_direct_export(dfccl_gpu_t *g, const char *ptr, dfccl_gpu_ipc_handle_t *h
 /* Unmapping may wait for the device: it happens while the kernel is out. */
 static void gpu_close_later(dfccl_gpu_t *g, char *base)
 {
-    if (g->nclose == g->close_cap) {
-        size_t cap = g->close_cap ? 2 * g->close_cap : 64;
-        char **more = realloc(g->to_close, cap * sizeof(*more));
+    if (g->direct.nclose == g->direct.close_cap) {
+        size_t cap = g->direct.close_cap ? 2 * g->direct.close_cap : 64;
+        char **more = realloc(g->direct.to_close, cap * sizeof(*more));
         if (more == NULL) {
             cudaIpcCloseMemHandle(base);
             return;
         }
-        g->to_close = more;
-        g->close_cap = cap;
+        g->direct.to_close = more;
+        g->direct.close_cap = cap;
     }
-    g->to_close[g->nclose++] = base;
+    g->direct.to_close[g->direct.nclose++] = base;
 }
 
 void gpu_direct_close_pending(dfccl_gpu_t *g)
 {
-    for (size_t i = 0; i < g->nclose; i++) cudaIpcCloseMemHandle(g->to_close[i]);
-    g->nclose = 0;
+    for (size_t i = 0; i < g->direct.nclose; i++) cudaIpcCloseMemHandle(g->direct.to_close[i]);
+    g->direct.nclose = 0;
 }
 
 /* Peer p's allocation (handle h, at address alloc in p's process), mapped
@@ -101,7 +102,7 @@ static char *gpu_ipc_map(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc, int p, const dfcc
         e->alloc = alloc;
         e->base = base;
     }
-    e->last_use = ++g->map_clock;
+    e->last_use = ++g->direct.map_clock;
     __atomic_fetch_add(&e->refs, 1, __ATOMIC_ACQ_REL);
     job->maps[job->nmaps++] = e;
     return e->base;
@@ -150,9 +151,9 @@ static int gpu_direct_answer(dfccl_gpu_t *g, gpu_job_t *job, dfccl_gpu_comm_t *g
 static void gpu_direct_publish(dfccl_gpu_t *g, int slot, uint64_t tag)
 {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    __atomic_store_n(&g->direct_reply[slot].tag, tag, __ATOMIC_RELEASE);
+    __atomic_store_n(&g->fixed.direct_reply[slot].tag, tag, __ATOMIC_RELEASE);
     /* should the kernel have left meanwhile: no backoff */
-    __atomic_store_n(&g->relaunch_now, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&g->proxy.relaunch_now, 1, __ATOMIC_RELEASE);
 }
 
 /* Is slot s still held by the collective whose request carried tag? */
@@ -160,9 +161,9 @@ static int gpu_direct_current(dfccl_gpu_t *g, int s, uint64_t tag)
 {
     int current;
 
-    pthread_mutex_lock(&g->lock);
-    current = g->slot_job[s] != NULL && g->slot_job[s]->ticket + 1 == tag;
-    pthread_mutex_unlock(&g->lock);
+    pthread_mutex_lock(&g->sq.lock);
+    current = g->sq.slot_job[s] != NULL && g->sq.slot_job[s]->ticket + 1 == tag;
+    pthread_mutex_unlock(&g->sq.lock);
     return current;
 }
 
@@ -175,13 +176,13 @@ static int gpu_direct_current(dfccl_gpu_t *g, int s, uint64_t tag)
 void gpu_direct_service(dfccl_gpu_t *g)
 {
     for (int s = 0; s < DFCCL_GPU_SQ_DEPTH; s++) {
-        uint64_t tag = __atomic_load_n(&g->direct_req[s].tag, __ATOMIC_ACQUIRE);
+        uint64_t tag = __atomic_load_n(&g->fixed.direct_req[s].tag, __ATOMIC_ACQUIRE);
         gpu_job_t *job;
         dfccl_gpu_comm_t *gc = NULL;
         int me = 0, n = 0, opened, gone;
-        if (tag == 0 || tag == g->direct_served[s]) continue;
-        pthread_mutex_lock(&g->lock);
-        job = g->slot_job[s];
+        if (tag == 0 || tag == g->direct.served[s]) continue;
+        pthread_mutex_lock(&g->sq.lock);
+        job = g->sq.slot_job[s];
         if (job != NULL && job->ticket + 1 == tag) {
             job->pinned = 1;
             gc = job->coll->comm->gpu;   /* freed by this thread only, later */
@@ -190,21 +191,22 @@ void gpu_direct_service(dfccl_gpu_t *g)
         } else {
             job = NULL;
         }
-        pthread_mutex_unlock(&g->lock);
+        pthread_mutex_unlock(&g->sq.lock);
         if (job == NULL) continue;
-        g->direct_served[s] = tag;
-        opened = gpu_direct_answer(g, job, gc, me, n, &g->direct_req[s], &g->direct_reply[s]);
-        pthread_mutex_lock(&g->lock);
+        g->direct.served[s] = tag;
+        opened = gpu_direct_answer(g, job, gc, me, n, &g->fixed.direct_req[s],
+                                   &g->fixed.direct_reply[s]);
+        pthread_mutex_lock(&g->sq.lock);
         job->pinned = 0;
         gone = job->finished;
-        pthread_mutex_unlock(&g->lock);
+        pthread_mutex_unlock(&g->sq.lock);
         if (gone) {
             gpu_job_free(job);
             continue;
         }
-        if (opened && g->direct_reply[s].ok && g->launched) {
-            if (g->direct_held[s] == 0) g->nheld++;
-            g->direct_held[s] = tag;   /* replaces a stale one of a failed collective */
+        if (opened && g->fixed.direct_reply[s].ok && g->proxy.launched) {
+            if (g->direct.held[s] == 0) g->direct.nheld++;
+            g->direct.held[s] = tag;   /* replaces a stale one of a failed collective */
             gpu_kernel_yield(g);
         } else {
             gpu_direct_publish(g, s, tag);
@@ -216,13 +218,14 @@ void gpu_direct_service(dfccl_gpu_t *g)
  * still there). */
 void gpu_direct_release_held(dfccl_gpu_t *g)
 {
-    for (int s = 0; s < DFCCL_GPU_SQ_DEPTH && g->nheld > 0; s++) {
-        if (g->direct_held[s] == 0) continue;
-        if (gpu_direct_current(g, s, g->direct_held[s])) gpu_direct_publish(g, s, g->direct_held[s]);
-        g->direct_held[s] = 0;
-        g->nheld--;
+    for (int s = 0; s < DFCCL_GPU_SQ_DEPTH && g->direct.nheld > 0; s++) {
+        if (g->direct.held[s] == 0) continue;
+        if (gpu_direct_current(g, s, g->direct.held[s]))
+            gpu_direct_publish(g, s, g->direct.held[s]);
+        g->direct.held[s] = 0;
+        g->direct.nheld--;
     }
-    __atomic_store_n(&g->relaunch_now, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&g->proxy.relaunch_now, 1, __ATOMIC_RELEASE);
 }
 
 /* A job is done with: the peer mappings it used may be evicted again. */

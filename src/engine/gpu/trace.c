@@ -1,5 +1,5 @@
 /*
- * gpu_trace.c - the GPU backend's latency trace (config gpu_trace, MCA
+ * trace.c - the GPU backend's latency trace (config gpu_trace, MCA
  * coll_dfccl_gpu_trace): for each collective, the host's clock at its post,
  * its publication in the submission queue and its completion, and the
  * daemon kernel's clock (globaltimer) at the steps it took there.
@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "clock.h"
-#include "gpu_backend.h"
+#include "trace.h"
 #include "log.h"
 
 /* 4096 records (about 400 KiB) cover a benchmark size's calls; a full
@@ -42,9 +42,9 @@ struct gpu_trace_rec {
 
 void gpu_trace_start(dfccl_gpu_t *g)
 {
-    g->trace_recs = calloc(GPU_TRACE_RECORDS, sizeof(*g->trace_recs));
-    if (g->trace_recs == NULL) dfccl_error("GPU trace: out of memory; tracing off");
-    g->trace_n = 0;
+    g->drain.trace_recs = calloc(GPU_TRACE_RECORDS, sizeof(*g->drain.trace_recs));
+    if (g->drain.trace_recs == NULL) dfccl_error("GPU trace: out of memory; tracing off");
+    g->drain.trace_n = 0;
 }
 
 /* dfccl_gpu_algo_t by name. */
@@ -67,11 +67,11 @@ static const char *gpu_trace_step(char *buf, size_t len, uint64_t stamp, uint64_
  * previous completion of this process (the gap between calls). */
 void gpu_trace_flush(dfccl_gpu_t *g)
 {
-    for (size_t i = 0; i < g->trace_n; i++) {
-        const struct gpu_trace_rec *r = &g->trace_recs[i];
+    for (size_t i = 0; i < g->drain.trace_n; i++) {
+        const struct gpu_trace_rec *r = &g->drain.trace_recs[i];
         uint64_t seen = r->t[DFCCL_GPU_T_SEEN];
         double post = (double)r->posted_ns;
-        double gap = i > 0 ? (post - (double)g->trace_recs[i - 1].drained_ns) / 1e3 : 0.0;
+        double gap = i > 0 ? (post - (double)g->drain.trace_recs[i - 1].drained_ns) / 1e3 : 0.0;
         char b[6][32];
         fprintf(stderr, "dfccl gpu trace: rank %d of %d comm %#llx %s #%llu %llu B %s: published"
                 " %.2f drained %.2f gap %.2f kernel: admitted %s first-move %s sent %s last-move %s"
@@ -102,24 +102,24 @@ void gpu_trace_flush(dfccl_gpu_t *g)
                 r->cyc[DFCCL_GPU_C_TOTAL]);
     }
     fflush(stderr);
-    g->trace_n = 0;
+    g->drain.trace_n = 0;
 }
 
-/* Before a completion is recorded (drain lock held, backend lock not):
+/* Before a completion is recorded (drain.lock held, sq.lock not):
  * a full buffer is printed now, so that no record is lost and posting is
  * not held up. */
 void gpu_trace_make_room(dfccl_gpu_t *g)
 {
-    if (g->trace_recs != NULL && g->trace_n == GPU_TRACE_RECORDS) gpu_trace_flush(g);
+    if (g->drain.trace_recs != NULL && g->drain.trace_n == GPU_TRACE_RECORDS) gpu_trace_flush(g);
 }
 
-/* A completion entry drained (drain lock held). */
+/* A completion entry drained (drain.lock held). */
 void gpu_trace_record(dfccl_gpu_t *g, const gpu_job_t *job, const dfccl_gpu_cqe_t *e)
 {
     struct gpu_trace_rec *r;
 
-    if (g->trace_recs == NULL || g->trace_n == GPU_TRACE_RECORDS) return;
-    r = &g->trace_recs[g->trace_n++];
+    if (g->drain.trace_recs == NULL || g->drain.trace_n == GPU_TRACE_RECORDS) return;
+    r = &g->drain.trace_recs[g->drain.trace_n++];
     r->posted_ns = job->posted_ns;
     r->published_ns = job->published_ns;
     r->drained_ns = dfccl_now_ns();
@@ -140,8 +140,8 @@ void gpu_trace_record(dfccl_gpu_t *g, const gpu_job_t *job, const dfccl_gpu_cqe_
 
 void gpu_trace_stop(dfccl_gpu_t *g)
 {
-    if (g->trace_recs == NULL) return;
+    if (g->drain.trace_recs == NULL) return;
     gpu_trace_flush(g);
-    free(g->trace_recs);
-    g->trace_recs = NULL;
+    free(g->drain.trace_recs);
+    g->drain.trace_recs = NULL;
 }

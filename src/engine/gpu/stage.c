@@ -1,5 +1,5 @@
 /*
- * gpu_stage.c - staging for a rank whose buffers are not of the memory kind
+ * stage.c - staging for a rank whose buffers are not of the memory kind
  * its collective's path carries: host buffers on the GPU path (under
  * coll_dfccl_host_buffers=engine, where every rank of a GPU-capable
  * communicator takes the GPU path whatever its buffers), device buffers on
@@ -15,7 +15,7 @@
  * by at most an eighth, so that blocks fit later calls of similar size.
  */
 #include <stdlib.h>
-#include "gpu_backend.h"
+#include "stage.h"
 #include "log.h"
 
 #define GPU_STAGE_MIN_BYTES ((size_t)64 * 1024)
@@ -37,29 +37,24 @@ static size_t gpu_stage_round(size_t bytes)
     return (bytes + granule - 1) / granule * granule;
 }
 
-dfccl_status_t dfccl_gpu_stage_alloc(dfccl_context_t *ctx, size_t bytes, void **buf_p)
+dfccl_status_t gpu_stage_take(dfccl_gpu_t *g, size_t bytes, void **buf_p)
 {
     size_t rounded = gpu_stage_round(bytes);
     gpu_stage_block_t *b, *best = NULL;
-    dfccl_gpu_t *g;
-    dfccl_status_t status;
     cudaError_t e;
     int previous;
 
-    *buf_p = NULL;
-    status = gpu_get(ctx, &g);
-    if (status != DFCCL_OK) return status;
-    pthread_mutex_lock(&g->stage_lock);
-    for (b = g->stage_blocks; b != NULL; b = b->next)
+    pthread_mutex_lock(&g->stage.lock);
+    for (b = g->stage.blocks; b != NULL; b = b->next)
         if (!b->lent && b->bytes >= rounded && (best == NULL || b->bytes < best->bytes)) best = b;
     if (best != NULL) {
         best->lent = 1;
-        g->stage_idle_bytes -= best->bytes;
+        g->stage.idle_bytes -= best->bytes;
         *buf_p = best->ptr;
-        pthread_mutex_unlock(&g->stage_lock);
+        pthread_mutex_unlock(&g->stage.lock);
         return DFCCL_OK;
     }
-    pthread_mutex_unlock(&g->stage_lock);
+    pthread_mutex_unlock(&g->stage.lock);
 
     b = calloc(1, sizeof(*b));
     if (b == NULL) return DFCCL_ERR_NO_MEMORY;
@@ -74,10 +69,10 @@ dfccl_status_t dfccl_gpu_stage_alloc(dfccl_context_t *ctx, size_t bytes, void **
     }
     b->bytes = rounded;
     b->lent = 1;
-    pthread_mutex_lock(&g->stage_lock);
-    b->next = g->stage_blocks;
-    g->stage_blocks = b;
-    pthread_mutex_unlock(&g->stage_lock);
+    pthread_mutex_lock(&g->stage.lock);
+    b->next = g->stage.blocks;
+    g->stage.blocks = b;
+    pthread_mutex_unlock(&g->stage.lock);
     *buf_p = b->ptr;
     return DFCCL_OK;
 }
@@ -87,38 +82,38 @@ void dfccl_gpu_stage_free(dfccl_context_t *ctx, void *buf)
     dfccl_gpu_t *g = __atomic_load_n(&ctx->gpu, __ATOMIC_ACQUIRE);
 
     if (buf == NULL || g == NULL) return;
-    pthread_mutex_lock(&g->stage_lock);
-    for (gpu_stage_block_t *b = g->stage_blocks; b != NULL; b = b->next) {
+    pthread_mutex_lock(&g->stage.lock);
+    for (gpu_stage_block_t *b = g->stage.blocks; b != NULL; b = b->next) {
         if (b->ptr == buf && b->lent) {
             b->lent = 0;
-            g->stage_idle_bytes += b->bytes;
+            g->stage.idle_bytes += b->bytes;
             break;
         }
     }
-    if (g->stage_idle_bytes > ctx->config.gpu_stage_keep_bytes)
-        __atomic_store_n(&g->stage_trim, 1, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&g->stage_lock);
+    if (g->stage.idle_bytes > ctx->config.gpu_stage_keep_bytes)
+        __atomic_store_n(&g->stage.trim, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&g->stage.lock);
 }
 
 void gpu_stage_trim(dfccl_gpu_t *g)
 {
     gpu_stage_block_t **link, *unused = NULL;
 
-    pthread_mutex_lock(&g->stage_lock);
-    __atomic_store_n(&g->stage_trim, 0, __ATOMIC_RELEASE);
-    link = &g->stage_blocks;
-    while (*link != NULL && g->stage_idle_bytes > g->ctx->config.gpu_stage_keep_bytes) {
+    pthread_mutex_lock(&g->stage.lock);
+    __atomic_store_n(&g->stage.trim, 0, __ATOMIC_RELEASE);
+    link = &g->stage.blocks;
+    while (*link != NULL && g->stage.idle_bytes > g->fixed.ctx->config.gpu_stage_keep_bytes) {
         gpu_stage_block_t *b = *link;
         if (b->lent) {
             link = &b->next;
             continue;
         }
         *link = b->next;
-        g->stage_idle_bytes -= b->bytes;
+        g->stage.idle_bytes -= b->bytes;
         b->next = unused;
         unused = b;
     }
-    pthread_mutex_unlock(&g->stage_lock);
+    pthread_mutex_unlock(&g->stage.lock);
     while (unused != NULL) {   /* the proxy thread: the engine's device is current */
         gpu_stage_block_t *next = unused->next;
         cudaFree(unused->ptr);
@@ -129,14 +124,14 @@ void gpu_stage_trim(dfccl_gpu_t *g)
 
 void gpu_stage_release(dfccl_gpu_t *g)
 {
-    gpu_stage_block_t *b = g->stage_blocks, *next;
+    gpu_stage_block_t *b = g->stage.blocks, *next;
 
     for (; b != NULL; b = next) {
         next = b->next;
         cudaFree(b->ptr);
         free(b);
     }
-    g->stage_blocks = NULL;
+    g->stage.blocks = NULL;
 }
 
 dfccl_status_t dfccl_gpu_copy(dfccl_context_t *ctx, void *dst, const void *src, size_t bytes)
@@ -148,8 +143,8 @@ dfccl_status_t dfccl_gpu_copy(dfccl_context_t *ctx, void *dst, const void *src, 
     if (g != NULL) {
         /* the backend's copy stream never waits for the daemon kernel */
         int previous = gpu_device_enter(g);
-        e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, g->copy_stream);
-        if (e == cudaSuccess) e = cudaStreamSynchronize(g->copy_stream);
+        e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, g->fixed.copy_stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(g->fixed.copy_stream);
         gpu_device_leave(g, previous);
     } else {
         /* host path, device buffers, no GPU side in this process: on the

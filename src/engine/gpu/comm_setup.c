@@ -1,0 +1,289 @@
+/*
+ * comm_setup.c - a GPU communicator's set-up, in the four steps of
+ * dfccl.h: begin (our FIFOs and inbox in device memory, and the hello that
+ * describes them), the caller's allgather of the hellos, connect (the
+ * peers' regions mapped through CUDA IPC, the communicator's entry in the
+ * device table) and finish (kept or undone, as all ranks agreed).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <cuda_runtime_api.h>
+#include "backend.h"
+#include "comm_release.h"
+#include "hello.h"
+#include "log.h"
+#include "state.h"
+
+#define GPU_FIFO_ALIGN 256
+
+_Static_assert(sizeof(dfccl_gpu_inbox_ctrl_t) <= DFCCL_GPU_BOARD_OFFSET &&
+               DFCCL_GPU_BOARD_OFFSET + sizeof(dfccl_gpu_board_t) <= DFCCL_GPU_INBOX_DATA_OFFSET,
+               "inbox counters, board and data slots overlap");
+
+int dfccl_gpu_max_ranks(void)
+{
+    return DFCCL_GPU_MAX_RANKS;
+}
+
+static size_t gpu_fifo_bytes(const dfccl_config_t *cfg)
+{
+    size_t b = dfccl_fifo_bytes(cfg->gpu_slot_bytes, cfg->gpu_fifo_slots);
+    return (b + GPU_FIFO_ALIGN - 1) / GPU_FIFO_ALIGN * GPU_FIFO_ALIGN;
+}
+
+static size_t gpu_inbox_bytes(int size)
+{
+    size_t b = DFCCL_GPU_INBOX_BYTES(size);
+    return (b + GPU_FIFO_ALIGN - 1) / GPU_FIFO_ALIGN * GPU_FIFO_ALIGN;
+}
+
+dfccl_status_t dfccl_gpu_comm_begin(dfccl_context_t *ctx, const dfccl_comm_params_t *p,
+                                    dfccl_comm_t **comm_p, void *hello_out)
+{
+    gpu_hello_t hello;
+    dfccl_comm_t *comm;
+    dfccl_gpu_comm_t *gc;
+    dfccl_gpu_t *g = NULL;
+    dfccl_status_t status;
+    struct cudaDeviceProp prop;
+    cudaError_t e;
+
+    memset(&hello, 0, sizeof(hello));
+    if (ctx == NULL || p == NULL || comm_p == NULL || p->size < 1 || p->rank < 0 ||
+        p->rank >= p->size)
+        return DFCCL_ERR_INVALID_PARAM;
+    comm = calloc(1, sizeof(*comm));
+    gc = calloc(1, sizeof(*gc) + sizeof(gpu_dead_t));
+    if (comm == NULL || gc == NULL) {
+        free(comm);
+        free(gc);
+        return DFCCL_ERR_NO_MEMORY;
+    }
+    comm->context = ctx;
+    comm->rank = p->rank;
+    comm->size = p->size;
+    comm->key = p->key;
+    comm->refs = 1;
+    comm->gpu = gc;
+    gc->index = -1;
+    gc->failed = DFCCL_ERR_UNSUPPORTED;
+    *comm_p = comm;
+
+    gpu_hello_settings(&hello, &ctx->config);
+    if (p->size > DFCCL_GPU_MAX_RANKS) {
+        dfccl_info("comm %#llx: %d ranks, the GPU backend carries at most %d",
+                   (unsigned long long)p->key, p->size, DFCCL_GPU_MAX_RANKS);
+        status = DFCCL_ERR_UNSUPPORTED;
+        goto out;
+    }
+    status = gpu_get(ctx, &g);
+    if (status != DFCCL_OK) goto out;
+    hello.device = g->fixed.device;
+    hello.nchannels = g->fixed.blocks;
+    if ((e = cudaGetDeviceProperties(&prop, g->fixed.device)) != cudaSuccess) goto err_cuda;
+    memcpy(hello.uuid, &prop.uuid, sizeof(hello.uuid));
+    gc->region_bytes =
+        gpu_inbox_bytes(p->size) + (size_t)g->fixed.blocks * gpu_fifo_bytes(&ctx->config);
+    hello.region_bytes = gc->region_bytes;
+    {
+        int previous = gpu_device_enter(g);
+        e = cudaMalloc((void **)&gc->region, gc->region_bytes);
+        if (e == cudaSuccess)
+            e = cudaMemsetAsync(gc->region, 0, gc->region_bytes, g->fixed.copy_stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(g->fixed.copy_stream);
+        if (e == cudaSuccess) e = cudaIpcGetMemHandle(&gc->handle, gc->region);
+        gpu_device_leave(g, previous);
+    }
+    if (e != cudaSuccess) goto err_cuda;
+    hello.handle = gc->handle;
+    status = DFCCL_OK;
+    goto out;
+
+err_cuda:
+    dfccl_error("comm %#llx: GPU set-up on rank %d failed: %s", (unsigned long long)p->key,
+                p->rank, gpu_err(e));
+    status = DFCCL_ERR_SYSTEM;
+out:
+    hello.status = (int32_t)status;
+    memcpy(hello_out, &hello, sizeof(hello));
+    gc->failed = status;
+    return DFCCL_OK;
+}
+
+/* The daemon kernels of all ranks on one GPU must be resident together:
+ * blocks that wait for an SM wait for others to leave, and a 256 MiB
+ * allreduce of 8 ranks with 32 blocks each on one H200 took 6.7 ms instead
+ * of 2.3 (contrib/results). Said once per process, when a communicator
+ * shows more ranks on our device than its SMs hold kernels, by the first
+ * of them; the device is current on this thread. */
+static void gpu_warn_crowded(dfccl_gpu_t *g, const gpu_hello_t *all, int me, int n)
+{
+    int sharing = 0, first = me, sms, capacity;
+    long blocks = 0;   /* the kernels of all ranks on our device (their own counts) */
+
+    if (g->crowd_warned) return;
+    for (int r = 0; r < n; r++) {
+        if (!gpu_hello_same_device(&all[r], &all[me])) continue;
+        sharing++;
+        blocks += all[r].nchannels;
+        if (r < first) first = r;
+    }
+    capacity = gpu_block_capacity(g->fixed.device, g->fixed.threads, &sms);
+    if (capacity == 0 || blocks <= capacity) return;
+    g->crowd_warned = 1;
+    if (me != first) return;   /* one rank per device says it */
+    dfccl_error("%d ranks share GPU %d, their daemon kernels %ld blocks of %u threads together,"
+                " but its %d SMs hold %d such blocks at once: the kernels wait for each other and"
+                " collectives slow down; lower coll_dfccl_gpu_channels or coll_dfccl_gpu_threads"
+                " so that the ranks' channels add up to at most %d", sharing, g->fixed.device,
+                blocks, g->fixed.threads, sms, capacity, capacity);
+}
+
+dfccl_status_t dfccl_gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
+{
+    const gpu_hello_t *all = hellos;
+    dfccl_gpu_comm_t *gc = comm->gpu;
+    dfccl_context_t *ctx = comm->context;
+    dfccl_gpu_t *g = ctx->gpu;
+    const dfccl_config_t *cfg = &ctx->config;
+    dfccl_gpu_comm_dev_t dev;
+    int me = comm->rank, n = comm->size, next = (me + 1) % n, prev = (me + n - 1) % n, current = -1;
+    size_t inbox = gpu_inbox_bytes(n), fifo = gpu_fifo_bytes(cfg);
+    cudaError_t e = cudaSuccess;
+    dfccl_status_t agreed = gpu_hello_agree(comm, all);
+
+    if (agreed != DFCCL_OK) return agreed;
+    if (gc->failed != DFCCL_OK || g == NULL) return gc->failed;
+    /* channels: every rank's kernel has this many blocks, and its region
+     * as many FIFOs */
+    gc->nchannels = all[0].nchannels;
+    for (int r = 1; r < n; r++)
+        if (all[r].nchannels < gc->nchannels) gc->nchannels = all[r].nchannels;
+    current = gpu_device_enter(g);
+    for (int r = 0; r < n && e == cudaSuccess; r++) {
+        if (r == me) continue;
+        e = cudaIpcOpenMemHandle((void **)&gc->peer_base[r], all[r].handle,
+                                 cudaIpcMemLazyEnablePeerAccess);
+        if (e != cudaSuccess)
+            dfccl_error("comm %#llx: rank %d cannot map the GPU memory of rank %d (device %d):"
+                        " %s", (unsigned long long)comm->key, me, r, all[r].device, gpu_err(e));
+    }
+    if (e == cudaSuccess) {
+        memset(&dev, 0, sizeof(dev));
+        dev.rank = me;
+        dev.size = n;
+        dev.nchannels = gc->nchannels;
+        dev.key = comm->key;
+        dev.one_device = !cfg->gpu_fence_system;
+        for (int r = 0; r < n; r++) {
+            dev.inbox[r] = r == me ? gc->region : gc->peer_base[r];
+            if (!gpu_hello_same_device(&all[r], &all[me])) dev.one_device = 0;
+        }
+        for (unsigned c = 0; c < gc->nchannels; c++) {
+            char *mine = gc->region + inbox + c * fifo;
+            char *theirs = (n > 1 ? gc->peer_base[next] : gc->region) + inbox + c * fifo;
+            dev.recv_fifo[c].ctrl = (dfccl_fifo_ctrl_t *)mine;
+            dev.recv_fifo[c].slots = mine + sizeof(dfccl_fifo_ctrl_t);
+            dev.recv_fifo[c].slot_bytes = cfg->gpu_slot_bytes;
+            dev.recv_fifo[c].nslots = cfg->gpu_fifo_slots;
+            dev.recv_fifo[c].peer = prev;
+            dev.send_fifo[c].ctrl = (dfccl_fifo_ctrl_t *)theirs;
+            dev.send_fifo[c].slots = theirs + sizeof(dfccl_fifo_ctrl_t);
+            dev.send_fifo[c].slot_bytes = cfg->gpu_slot_bytes;
+            dev.send_fifo[c].nslots = cfg->gpu_fifo_slots;
+            dev.send_fifo[c].peer = next;
+        }
+        pthread_mutex_lock(&g->sq.lock);
+        for (int i = 0; i < DFCCL_GPU_MAX_COMMS; i++) {
+            if (!g->sq.comm_used[i]) {
+                g->sq.comm_used[i] = 1;
+                gc->index = i;
+                break;
+            }
+        }
+        pthread_mutex_unlock(&g->sq.lock);
+        if (gc->index < 0) {
+            dfccl_error("comm %#llx: more than %d GPU communicators in this process",
+                        (unsigned long long)comm->key, DFCCL_GPU_MAX_COMMS);
+            gpu_device_leave(g, current);
+            return DFCCL_ERR_NO_MEMORY;
+        }
+        e = cudaMemcpyAsync(&g->env.comms[gc->index], &dev, sizeof(dev), cudaMemcpyHostToDevice,
+                            g->fixed.copy_stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(g->fixed.copy_stream);
+        pthread_mutex_lock(&g->sq.lock);
+        gc->first_launch = g->env.launch_id + 1;   /* see gpu_job_may_enter */
+        pthread_mutex_unlock(&g->sq.lock);
+    }
+    if (e == cudaSuccess) gpu_warn_crowded(g, all, me, n);
+    gpu_device_leave(g, current);
+    return e == cudaSuccess ? DFCCL_OK : DFCCL_ERR_SYSTEM;
+}
+
+dfccl_status_t dfccl_gpu_comm_finish(dfccl_comm_t *comm, dfccl_status_t agreed)
+{
+    dfccl_gpu_comm_t *gc = comm->gpu;
+
+    if (agreed == DFCCL_OK) {
+        gc->ready = 1;
+        gc->failed = DFCCL_OK;
+        dfccl_stats_add_comm();
+        dfccl_debug("comm %#llx: rank %d of %d connected on the GPU", (unsigned long long)comm->key,
+                    comm->rank, comm->size);
+        return DFCCL_OK;
+    }
+    gc->failed = agreed;
+    if (comm->context->gpu != NULL) {
+        gpu_comm_free_resources(comm->context->gpu, gc, comm->size, comm->rank);
+    } else if (gc->region != NULL) {
+        cudaFree(gc->region);
+    }
+    memset(gc->peer_base, 0, sizeof(gc->peer_base));
+    gc->region = NULL;
+    gc->index = -1;
+    return agreed;
+}
+
+dfccl_status_t dfccl_gpu_comm_create(dfccl_context_t *ctx, const dfccl_comm_params_t *p,
+                                     dfccl_comm_t **comm_p)
+{
+    size_t hb = dfccl_gpu_hello_bytes();
+    char *mine, *all;
+    dfccl_comm_t *comm = NULL;
+    dfccl_status_t status, worst = DFCCL_OK;
+    int32_t me, *every;
+
+    if (p == NULL || p->allgather == NULL) return DFCCL_ERR_INVALID_PARAM;
+    mine = malloc(hb);
+    all = malloc(hb * (size_t)p->size);
+    every = malloc(sizeof(int32_t) * (size_t)p->size);
+    if (mine == NULL || all == NULL || every == NULL) {
+        status = DFCCL_ERR_NO_MEMORY;
+        goto out;
+    }
+    status = dfccl_gpu_comm_begin(ctx, p, &comm, mine);
+    if (status != DFCCL_OK) goto out;
+    if (p->allgather(mine, all, hb, p->allgather_arg) != 0) {
+        status = DFCCL_ERR_BOOTSTRAP;
+        goto out;
+    }
+    me = (int32_t)dfccl_gpu_comm_connect(comm, all);
+    if (p->allgather(&me, every, sizeof(me), p->allgather_arg) != 0) {
+        status = DFCCL_ERR_BOOTSTRAP;
+        goto out;
+    }
+    for (int r = 0; r < p->size; r++)
+        if (every[r] != DFCCL_OK) worst = (dfccl_status_t)every[r];
+    status = dfccl_gpu_comm_finish(comm, worst);
+out:
+    if (status != DFCCL_OK && comm != NULL) {
+        if (comm->gpu->ready || comm->gpu->region) dfccl_gpu_comm_finish(comm, status);
+        dfccl_comm_destroy(comm);
+        comm = NULL;
+    }
+    *comm_p = comm;
+    free(mine);
+    free(all);
+    free(every);
+    return status;
+}
