@@ -1,6 +1,8 @@
 /*
  * coll.c - what every backend does with a posted collective before it runs:
- * the arguments checked, and the engine's record of it with its ring plan.
+ * the arguments checked, and the engine's record of it, with the ring plan
+ * for the host executor where asked (the GPU backend writes its plan into
+ * the kernel's descriptor, and only for the algorithms that follow one).
  */
 #include <stdlib.h>
 #include "internal.h"
@@ -34,10 +36,10 @@ dfccl_status_t dfccl_coll_check_args(const dfccl_comm_t *comm, const dfccl_coll_
 }
 
 dfccl_status_t dfccl_coll_new(dfccl_comm_t *comm, const dfccl_coll_args_t *args, size_t total,
-                              dfccl_coll_t **coll_p)
+                              int with_plan, dfccl_coll_t **coll_p)
 {
     const dfccl_config_t *cfg = &comm->context->config;
-    uint32_t max_steps = dfccl_plan_max_steps(comm->size);
+    uint32_t max_steps = with_plan ? dfccl_plan_max_steps(comm->size) : 0;
     int in_place = args->sendbuf == DFCCL_IN_PLACE;
     dfccl_coll_t *coll;
     dfccl_status_t status;
@@ -45,6 +47,14 @@ dfccl_status_t dfccl_coll_new(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
 
     coll = calloc(1, sizeof(*coll) + max_steps * sizeof(dfccl_step_t));
     if (coll == NULL) return DFCCL_ERR_NO_MEMORY;
+    if (!with_plan) {
+        coll->type = args->type;
+        coll->priority = args->priority;
+        coll->user = args->user;
+        coll->total_count = total;
+        *coll_p = coll;
+        return DFCCL_OK;
+    }
     status = dfccl_plan_ring(args->type, comm->rank, comm->size, in_place, args->count,
                              args->counts, coll->steps, &coll->exec.nsteps, &max_block);
     if (status != DFCCL_OK) {

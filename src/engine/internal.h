@@ -4,7 +4,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
-#include "backend.h"
+#include "backend_ops.h"
 #include "board.h"
 #include "dfccl.h"
 #include "exec_host.h"
@@ -81,12 +81,13 @@ struct dfccl_context {
 
 void dfccl_comm_release(dfccl_comm_t *comm);
 /* coll.c: a call's arguments checked (total: elements of this rank's plan),
- * and the engine's record of it with its ring plan (no sequence number, no
- * reference on the communicator yet). */
+ * and the engine's record of it, with the ring plan for the host executor
+ * when with_plan (no sequence number, no reference on the communicator
+ * yet). */
 dfccl_status_t dfccl_coll_check_args(const dfccl_comm_t *comm, const dfccl_coll_args_t *a,
                                      size_t *total);
 dfccl_status_t dfccl_coll_new(dfccl_comm_t *comm, const dfccl_coll_args_t *args, size_t total,
-                              dfccl_coll_t **coll_p);
+                              int with_plan, dfccl_coll_t **coll_p);
 /* host/post_host.c: the host backend's post; DFCCL_OK, or why a post on this
  * host communicator fails at once (it broke here, or a peer broke before
  * this collective). */
@@ -100,6 +101,7 @@ void *dfccl_daemon_main(void *arg);
 
 /* gpu/: the GPU backend's host side (gpu/none.c without CUDA) */
 dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *args);
+dfccl_status_t dfccl_gpu_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args);
 void dfccl_gpu_comm_release(dfccl_comm_t *comm);
 void dfccl_gpu_destroy(dfccl_context_t *context);
 void dfccl_gpu_poll(dfccl_context_t *context);   /* completions, without the proxy */

@@ -91,7 +91,6 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
     d->dtype = (uint8_t)args->dtype;
     d->op = (uint8_t)(args->op == DFCCL_OP_NONE ? 0 : args->op);
     d->priority = coll->priority;
-    d->nsteps = coll->exec.nsteps;
     d->comm_key = comm->key;
     d->seq = coll->seq;
     d->count = args->count;
@@ -100,7 +99,6 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
     d->recvbuf = args->recvbuf;
     d->slice_elems = cfg->gpu_slot_bytes / esize;
     d->chunk_elems = dfccl_plan_chunk_elems(cfg->gpu_slot_bytes, cfg->gpu_fifo_slots, esize);
-    memcpy(d->steps, coll->steps, coll->exec.nsteps * sizeof(dfccl_step_t));
     /* The algorithm and the channels follow from what every rank knows
      * alike (type, counts, element size): all ranks choose the same. */
     switch (args->type) {
@@ -126,15 +124,22 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
             : (char *)args->recvbuf;
     if (cfg->gpu_ll_bytes != 0 && slot_bytes <= cfg->gpu_ll_bytes) {
         d->algo = DFCCL_GPU_ALGO_LL;
-        d->nparts = 1;
-        d->nsteps = 0;   /* no plan: the kernel copies less of the entry over the bus */
+        d->nparts = 1;   /* no plan: the kernel copies less of the entry over the bus */
     } else if (slot_bytes <= DFCCL_GPU_SMALL_BYTES) {
         d->algo = DFCCL_GPU_ALGO_ONESHOT;
         d->nparts = 1;
-        d->nsteps = 0;
     } else {
         int parts_allowed = dfccl_plan_parts_allowed(args->type, args->sendbuf == DFCCL_IN_PLACE,
                                                      args->counts, comm->size);
+        uint64_t max_block;
+        /* the ring's plan (the direct path falls back to it) */
+        dfccl_status_t planned = dfccl_plan_ring(args->type, comm->rank, comm->size,
+                                                 args->sendbuf == DFCCL_IN_PLACE, args->count,
+                                                 args->counts, d->steps, &d->nsteps, &max_block);
+        if (planned != DFCCL_OK) {
+            free(job);
+            return planned;
+        }
         d->algo = DFCCL_GPU_ALGO_RING;
         parts = (unsigned)(total_bytes / GPU_BYTES_PER_CHANNEL);
         d->nparts = parts < 1 ? 1 : parts > gc->nchannels ? gc->nchannels : parts;
@@ -195,5 +200,36 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
         gpu_job_free(job);
         return DFCCL_ERR_SYSTEM;   /* the backend broke meanwhile (its error was logged) */
     }
+    return DFCCL_OK;
+}
+
+/* The GPU backend's post (backend_ops.h): the collective's record, its place
+ * in the communicator's order, and its submission. */
+dfccl_status_t dfccl_gpu_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args)
+{
+    dfccl_coll_t *coll;
+    dfccl_status_t status;
+    size_t total;
+
+    status = dfccl_coll_check_args(comm, args, &total);
+    if (status != DFCCL_OK) return status;
+    status = dfccl_coll_new(comm, args, total, 0, &coll);
+    if (status != DFCCL_OK) return status;
+    coll->seq = __atomic_fetch_add(&comm->next_seq, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&comm->refs, 1, __ATOMIC_ACQ_REL);
+    coll->comm = comm;
+    dfccl_debug("post %s #%llu on GPU comm %#llx: %zu x %s op %s%s, priority %d",
+                dfccl_coll_type_name(args->type), (unsigned long long)coll->seq,
+                (unsigned long long)comm->key, total, dfccl_dtype_name(args->dtype),
+                dfccl_op_name(args->op), args->sendbuf == DFCCL_IN_PLACE ? " in place" : "",
+                args->priority);
+    if (comm->broken) status = DFCCL_ERR_TIMEOUT;   /* see the earlier failure's diagnosis */
+    else status = dfccl_gpu_submit(coll, args);
+    if (status != DFCCL_OK) {
+        dfccl_comm_release(comm);
+        free(coll);
+        return status;
+    }
+    dfccl_stats_add_posted(args->type);
     return DFCCL_OK;
 }

@@ -42,8 +42,10 @@ void dfccl_gpu_comm_release(dfccl_comm_t *comm)
 {
     dfccl_gpu_comm_t *gc = comm->gpu;
     dfccl_gpu_t *g = comm->context->gpu;
-    gpu_dead_t *info = (gpu_dead_t *)(gc + 1);
+    gpu_dead_t *info;
 
+    if (gc == NULL) return;   /* its set-up failed before it had one */
+    info = (gpu_dead_t *)(gc + 1);
     if (g == NULL || (!gc->ready && gc->region == NULL && gc->index < 0)) {
         free(gc);
         return;

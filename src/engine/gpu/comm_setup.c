@@ -1,9 +1,9 @@
 /*
- * comm_setup.c - a GPU communicator's set-up, in the four steps of
- * dfccl.h: begin (our FIFOs and inbox in device memory, and the hello that
- * describes them), the caller's allgather of the hellos, connect (the
- * peers' regions mapped through CUDA IPC, the communicator's entry in the
- * device table) and finish (kept or undone, as all ranks agreed).
+ * comm_setup.c - a GPU communicator's set-up, the GPU backend's part of the
+ * engine's protocol (backend_ops.h): begin (our FIFOs and inbox in device
+ * memory, and the hello that describes them), connect (the peers' regions
+ * mapped through CUDA IPC, the communicator's entry in the device table)
+ * and finish (kept or undone, as all ranks agreed).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -37,11 +37,16 @@ static size_t gpu_inbox_bytes(int size)
     return (b + GPU_FIFO_ALIGN - 1) / GPU_FIFO_ALIGN * GPU_FIFO_ALIGN;
 }
 
-dfccl_status_t dfccl_gpu_comm_begin(dfccl_context_t *ctx, const dfccl_comm_params_t *p,
-                                    dfccl_comm_t **comm_p, void *hello_out)
+static size_t gpu_comm_hello_bytes(const dfccl_comm_t *comm)
 {
+    (void)comm;
+    return sizeof(gpu_hello_t);
+}
+
+static dfccl_status_t gpu_comm_begin(dfccl_comm_t *comm, void *hello_out)
+{
+    dfccl_context_t *ctx = comm->context;
     gpu_hello_t hello;
-    dfccl_comm_t *comm;
     dfccl_gpu_comm_t *gc;
     dfccl_gpu_t *g = NULL;
     dfccl_status_t status;
@@ -49,30 +54,19 @@ dfccl_status_t dfccl_gpu_comm_begin(dfccl_context_t *ctx, const dfccl_comm_param
     cudaError_t e;
 
     memset(&hello, 0, sizeof(hello));
-    if (ctx == NULL || p == NULL || comm_p == NULL || p->size < 1 || p->rank < 0 ||
-        p->rank >= p->size)
-        return DFCCL_ERR_INVALID_PARAM;
-    comm = calloc(1, sizeof(*comm));
+    gpu_hello_settings(&hello, &ctx->config);
     gc = calloc(1, sizeof(*gc) + sizeof(gpu_dead_t));
-    if (comm == NULL || gc == NULL) {
-        free(comm);
-        free(gc);
+    if (gc == NULL) {
+        hello.status = DFCCL_ERR_NO_MEMORY;
+        memcpy(hello_out, &hello, sizeof(hello));
         return DFCCL_ERR_NO_MEMORY;
     }
-    comm->context = ctx;
-    comm->rank = p->rank;
-    comm->size = p->size;
-    comm->key = p->key;
-    comm->refs = 1;
     comm->gpu = gc;
     gc->index = -1;
     gc->failed = DFCCL_ERR_UNSUPPORTED;
-    *comm_p = comm;
-
-    gpu_hello_settings(&hello, &ctx->config);
-    if (p->size > DFCCL_GPU_MAX_RANKS) {
+    if (comm->size > DFCCL_GPU_MAX_RANKS) {
         dfccl_info("comm %#llx: %d ranks, the GPU backend carries at most %d",
-                   (unsigned long long)p->key, p->size, DFCCL_GPU_MAX_RANKS);
+                   (unsigned long long)comm->key, comm->size, DFCCL_GPU_MAX_RANKS);
         status = DFCCL_ERR_UNSUPPORTED;
         goto out;
     }
@@ -83,7 +77,7 @@ dfccl_status_t dfccl_gpu_comm_begin(dfccl_context_t *ctx, const dfccl_comm_param
     if ((e = cudaGetDeviceProperties(&prop, g->fixed.device)) != cudaSuccess) goto err_cuda;
     memcpy(hello.uuid, &prop.uuid, sizeof(hello.uuid));
     gc->region_bytes =
-        gpu_inbox_bytes(p->size) + (size_t)g->fixed.blocks * gpu_fifo_bytes(&ctx->config);
+        gpu_inbox_bytes(comm->size) + (size_t)g->fixed.blocks * gpu_fifo_bytes(&ctx->config);
     hello.region_bytes = gc->region_bytes;
     {
         int previous = gpu_device_enter(g);
@@ -100,14 +94,14 @@ dfccl_status_t dfccl_gpu_comm_begin(dfccl_context_t *ctx, const dfccl_comm_param
     goto out;
 
 err_cuda:
-    dfccl_error("comm %#llx: GPU set-up on rank %d failed: %s", (unsigned long long)p->key,
-                p->rank, gpu_err(e));
+    dfccl_error("comm %#llx: GPU set-up on rank %d failed: %s", (unsigned long long)comm->key,
+                comm->rank, gpu_err(e));
     status = DFCCL_ERR_SYSTEM;
 out:
     hello.status = (int32_t)status;
     memcpy(hello_out, &hello, sizeof(hello));
     gc->failed = status;
-    return DFCCL_OK;
+    return status;
 }
 
 /* The daemon kernels of all ranks on one GPU must be resident together:
@@ -139,7 +133,7 @@ static void gpu_warn_crowded(dfccl_gpu_t *g, const gpu_hello_t *all, int me, int
                 blocks, g->fixed.threads, sms, capacity, capacity);
 }
 
-dfccl_status_t dfccl_gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
+static dfccl_status_t gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
 {
     const gpu_hello_t *all = hellos;
     dfccl_gpu_comm_t *gc = comm->gpu;
@@ -220,16 +214,14 @@ dfccl_status_t dfccl_gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
     return e == cudaSuccess ? DFCCL_OK : DFCCL_ERR_SYSTEM;
 }
 
-dfccl_status_t dfccl_gpu_comm_finish(dfccl_comm_t *comm, dfccl_status_t agreed)
+static dfccl_status_t gpu_comm_finish(dfccl_comm_t *comm, dfccl_status_t agreed)
 {
     dfccl_gpu_comm_t *gc = comm->gpu;
 
+    if (gc == NULL) return agreed != DFCCL_OK ? agreed : DFCCL_ERR_NO_MEMORY;
     if (agreed == DFCCL_OK) {
         gc->ready = 1;
         gc->failed = DFCCL_OK;
-        dfccl_stats_add_comm();
-        dfccl_debug("comm %#llx: rank %d of %d connected on the GPU", (unsigned long long)comm->key,
-                    comm->rank, comm->size);
         return DFCCL_OK;
     }
     gc->failed = agreed;
@@ -244,46 +236,12 @@ dfccl_status_t dfccl_gpu_comm_finish(dfccl_comm_t *comm, dfccl_status_t agreed)
     return agreed;
 }
 
-dfccl_status_t dfccl_gpu_comm_create(dfccl_context_t *ctx, const dfccl_comm_params_t *p,
-                                     dfccl_comm_t **comm_p)
-{
-    size_t hb = dfccl_gpu_hello_bytes();
-    char *mine, *all;
-    dfccl_comm_t *comm = NULL;
-    dfccl_status_t status, worst = DFCCL_OK;
-    int32_t me, *every;
-
-    if (p == NULL || p->allgather == NULL) return DFCCL_ERR_INVALID_PARAM;
-    mine = malloc(hb);
-    all = malloc(hb * (size_t)p->size);
-    every = malloc(sizeof(int32_t) * (size_t)p->size);
-    if (mine == NULL || all == NULL || every == NULL) {
-        status = DFCCL_ERR_NO_MEMORY;
-        goto out;
-    }
-    status = dfccl_gpu_comm_begin(ctx, p, &comm, mine);
-    if (status != DFCCL_OK) goto out;
-    if (p->allgather(mine, all, hb, p->allgather_arg) != 0) {
-        status = DFCCL_ERR_BOOTSTRAP;
-        goto out;
-    }
-    me = (int32_t)dfccl_gpu_comm_connect(comm, all);
-    if (p->allgather(&me, every, sizeof(me), p->allgather_arg) != 0) {
-        status = DFCCL_ERR_BOOTSTRAP;
-        goto out;
-    }
-    for (int r = 0; r < p->size; r++)
-        if (every[r] != DFCCL_OK) worst = (dfccl_status_t)every[r];
-    status = dfccl_gpu_comm_finish(comm, worst);
-out:
-    if (status != DFCCL_OK && comm != NULL) {
-        if (comm->gpu->ready || comm->gpu->region) dfccl_gpu_comm_finish(comm, status);
-        dfccl_comm_destroy(comm);
-        comm = NULL;
-    }
-    *comm_p = comm;
-    free(mine);
-    free(all);
-    free(every);
-    return status;
-}
+const dfccl_backend_ops_t dfccl_gpu_backend = {
+    .name        = "GPU",
+    .hello_bytes = gpu_comm_hello_bytes,
+    .begin       = gpu_comm_begin,
+    .connect     = gpu_comm_connect,
+    .finish      = gpu_comm_finish,
+    .release     = dfccl_gpu_comm_release,
+    .post        = dfccl_gpu_post,
+};

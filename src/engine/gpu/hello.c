@@ -1,16 +1,11 @@
 /*
  * hello.c - the hello a rank sends its peers at a GPU communicator's set-up
- * (hello.h): its size, the settings it carries, and the checks that the
+ * (hello.h): the settings it carries, and the checks that the
  * ranks' hellos agree.
  */
 #include <string.h>
 #include "hello.h"
 #include "log.h"
-
-size_t dfccl_gpu_hello_bytes(void)
-{
-    return sizeof(gpu_hello_t);
-}
 
 void gpu_hello_settings(gpu_hello_t *hello, const dfccl_config_t *cfg)
 {

@@ -10,7 +10,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "backend.h"
+#include "backend_ops.h"
 #include "internal.h"
 #include "log.h"
 

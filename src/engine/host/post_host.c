@@ -79,7 +79,7 @@ dfccl_status_t dfccl_host_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args
     if (status != DFCCL_OK)
         return (unsigned)args->type < DFCCL_COLL_TYPE_COUNT ? coll_post_rejected(comm, args, status)
                                                             : status;
-    status = dfccl_coll_new(comm, args, total, &coll);
+    status = dfccl_coll_new(comm, args, total, 1, &coll);
     if (status != DFCCL_OK) return status;
     coll->seq = __atomic_fetch_add(&comm->next_seq, 1, __ATOMIC_RELAXED);
     __atomic_add_fetch(&comm->refs, 1, __ATOMIC_ACQ_REL);

@@ -1,5 +1,5 @@
 /*
- * backend.h - what a backend offers the engine: the table of operations that
+ * backend_ops.h - what a backend offers the engine: the table of operations that
  * the generic communicator set-up (comm_setup.c) and posting (context.c)
  * call, so that neither knows how the host or the GPU backend moves data.
  *
@@ -13,8 +13,8 @@
  *            when it is DFCCL_OK, else finish frees what begin and connect
  *            took and later posts fail
  */
-#ifndef DFCCL_BACKEND_H
-#define DFCCL_BACKEND_H
+#ifndef DFCCL_BACKEND_OPS_H
+#define DFCCL_BACKEND_OPS_H
 
 #include "dfccl.h"
 
@@ -31,6 +31,6 @@ typedef struct dfccl_backend_ops {
 } dfccl_backend_ops_t;
 
 extern const dfccl_backend_ops_t dfccl_host_backend;
-extern const dfccl_backend_ops_t dfccl_gpu_backend;   /* gpu/ or gpu_none.c */
+extern const dfccl_backend_ops_t dfccl_gpu_backend;   /* gpu/, or gpu/none.c */
 
 #endif
