@@ -22,8 +22,10 @@
  * - direct, for large messages: every rank reads and writes its peers'
  *   buffers, mapped for the call.
  * The movers live in gpu_movers.cuh, the one-shot path in gpu_oneshot.cuh,
- * LL in gpu_ll.cuh, the direct path in gpu_direct_move.cuh and gpu_direct_steps.cuh; all are
- * included here (one translation unit).
+ * LL in gpu_ll.cuh, the direct path in gpu_direct_move.cuh and gpu_direct_steps.cuh,
+ * the command the block shares and thread 0's state in gpu_block_state.cuh,
+ * the latency trace's stamps in gpu_trace.cuh; all are included here (one
+ * translation unit).
  *
  * The kernel leaves on its own when it has had nothing to do, or when
  * nothing moved, for a bounded time; its state stays in global memory and
@@ -67,86 +69,10 @@ __device__ static inline uint64_t gpu_now_ns(void)
 #include "gpu_oneshot.cuh"
 #include "gpu_ll.cuh"
 #include "gpu_ll_early.cuh"
+#include "gpu_block_state.cuh"
+#include "gpu_trace.cuh"
 
 /* ---- the scheduler (thread 0) --------------------------------------------- */
-
-typedef enum {
-    CMD_NONE,          /* nothing for the other threads this round */
-    CMD_QUIT,
-    CMD_ADMIT,         /* copy new submissions into this block's tasks */
-    CMD_RING_SLICE,
-    CMD_ONESHOT_SEND,
-    CMD_ONESHOT_RECV,
-    CMD_LL,             /* LL: send (phase 0), then receive if the peers' lines are there */
-    CMD_DIRECT_GATHER,  /* the peers' board entries into our host's request */
-    CMD_DIRECT_TABLE,   /* our host's pointers into the channels' table */
-    CMD_DIRECT_MOVE
-} gpu_cmd_t;
-
-/* 16-byte vectors of a submission before its reduce-scatter counts: what
- * admission reads field by field, kept in shared memory by the copy. */
-#define GPU_DESC_HEAD_VECS ((offsetof(dfccl_gpu_desc_t, rs_counts) + 15) / 16)
-
-typedef struct gpu_shared {
-    gpu_cmd_t     cmd;
-    int           slot;
-    uint32_t      nsteps;
-    dfccl_slice_t slice;
-    uint4         head[GPU_DESC_HEAD_VECS];   /* CMD_ADMIT: the submission's first fields */
-    uint64_t      admit_k;      /* and, admitted, its one-shot number */
-    int           admit_broken; /* and whether its communicator had failed, */
-    int           admit_sent;   /* and whether its LL lines are out already */
-    gpu_ll_early_t early;       /* CMD_ADMIT: an LL send ahead of the copy */
-    /* block 0 with nothing in hand: warp 1 reads the LL summary of ticket
-     * llh_ticket (set by thread 0 between commands; UINT64_MAX: none)
-     * while thread 0 reads the control words */
-    uint64_t      llh_ticket;
-    uint4         llh[GPU_LLH_VECS];
-    struct {                    /* CMD_LL */
-        uint64_t start, deadline;   /* the receive waits for lines until deadline */
-        int      send;              /* the first attempt: send, then receive */
-        int      fill;              /* ctx is not this task's: fill it first */
-        uint32_t comm;              /* the task's communicator and one-shot number */
-        uint64_t k;
-        int      ok;                /* every line was there */
-        int      lagging;           /* else: a rank whose line was missing */
-        long long first_clk;        /* trace: thread 0's first line load was back (clock64), */
-        long long done_clk;         /* it had handled its lines, */
-        uint32_t polls;             /* and loaded one again this often */
-        gpu_ll_ctx_t ctx;           /* kept across attempts */
-    } ll;
-    struct {                    /* CMD_DIRECT_MOVE: the chunk's inputs and outputs */
-        char    *ins[DFCCL_GPU_MAX_RANKS];
-        char    *outs[DFCCL_GPU_MAX_RANKS];
-        int      nin, nout;
-        uint64_t count;
-        uint64_t at, end, stride;   /* elements: this chunk, the piece's end, to the next */
-        int      more;              /* the command goes on with the next chunk */
-    } direct;
-} gpu_shared_t;
-
-/* Thread 0's state within one launch. */
-typedef struct gpu_sched {
-    int      turn;            /* index in the active list of the running turn, or -1 */
-    int      pos;             /* where the pass goes on */
-    int      first_of_pass;
-    uint64_t turn_budget, turn_blocked_since;
-    int      turn_moved;
-    uint32_t relax_ns;
-    uint32_t wait_peer;
-    uint64_t seen_ns;         /* when the submission being admitted was seen */
-    int      express;         /* the command is set: no pass of the scheduler */
-    ulonglong2 ctrl;          /* the control words as last read, */
-    uint64_t ctrl_ns;         /* and when */
-    ulonglong2 next;          /* block 0: the first 16 bytes of the next ticket's entry,
-                                 read with them (ticket, nparts, nsteps) */
-    uint64_t quit_check_ns;   /* block 0: when it last asked gpu_should_quit */
-    /* trace: clock64 when the submission was seen; cycles of the control
-     * read, of the read that saw it, and of the admission until the task */
-    long long clk_seen;
-    uint32_t ctrl_cyc, seen_cyc, issue_cyc, copy_cyc;
-    int      mirror_due;      /* block 0: admitted, sq_mirror not yet raised */
-} gpu_sched_t;
 
 /* Block 0 reads the control words over the bus (1.3 us per read on an
  * H200, contrib/results): while it has collectives in hand it reuses a read
@@ -159,11 +85,6 @@ typedef struct gpu_sched {
  * every block's published state) at most this often, 2 % of the idle
  * bound: asked on every idle pass, it delayed the next look for new work. */
 #define GPU_QUIT_CHECK_NS 10000
-
-__device__ static dfccl_gpu_task_t *gpu_task(const dfccl_gpu_env_t *env, int slot)
-{
-    return &env->state->tasks[slot][blockIdx.x];
-}
 
 /* 16 bytes of host memory in one uncached load (the host rewrites them). */
 __device__ static inline ulonglong2 gpu_host_load16(const void *p)
@@ -206,7 +127,7 @@ __device__ static inline ulonglong2 gpu_ctrl_poll(const dfccl_gpu_env_t *env, gp
                                                   uint64_t now, int busy, uint64_t admitted)
 {
     if (blockIdx.x != 0 || !busy || now - s->ctrl_ns >= GPU_CTRL_MAX_AGE_NS) {
-        long long c0 = env->trace ? clock64() : 0;
+        long long c0 = gpu_trace_clock(env);
         if (blockIdx.x == 0) {
             /* both loads, then the stores: s is behind a generic pointer,
              * and a store to it between two loads would make the second
@@ -218,7 +139,7 @@ __device__ static inline ulonglong2 gpu_ctrl_poll(const dfccl_gpu_env_t *env, gp
             s->ctrl = gpu_ctrl_read(env);
         }
         s->ctrl_ns = now;
-        if (env->trace) s->ctrl_cyc = (uint32_t)(clock64() - c0);
+        gpu_trace_cycles(env, &s->ctrl_cyc, c0);
     }
     return s->ctrl;
 }
@@ -255,19 +176,7 @@ __device__ static void gpu_cq_post(const dfccl_gpu_env_t *env, dfccl_gpu_block_t
         uint64_t *to = (uint64_t *)&e->diag;
         for (unsigned w = 0; w < sizeof(dfccl_gpu_diag_t) / 8; w++) to[w] = why ? why[w] : 0;
     }
-    if (env->trace) {
-        for (int k = 0; k < DFCCL_GPU_T_FINISHED; k++) e->t[k] = t->t[k];
-        e->t[DFCCL_GPU_T_FINISHED] = gpu_now_ns();
-        e->move_max_ns = nparts > 1 ? atomicAdd(&st->move_max[slot], 0ull) : t->move_ns;
-        e->move_sum_ns = nparts > 1 ? atomicAdd(&st->move_sum[slot], 0ull) : t->move_ns;
-        e->algo_run = t->algo;
-        e->nparts = nparts;
-        for (int k = 0; k < DFCCL_GPU_C_COMPLETE; k++) e->cyc[k] = t->cyc[k];
-        e->cyc[DFCCL_GPU_C_COMPLETE] = (uint32_t)(clock64() - c0);
-        e->cyc[DFCCL_GPU_C_TOTAL] = (uint32_t)(clock64() - (long long)t->clk[0]);
-        st->move_max[slot] = 0;
-        st->move_sum[slot] = 0;
-    }
+    gpu_trace_cqe(env, st, e, slot, t, nparts, c0);
     __threadfence_system();
     e->marker = n + 1;
 }
@@ -292,14 +201,11 @@ __device__ static void gpu_finish(const dfccl_gpu_env_t *env, dfccl_gpu_block_t 
     uint32_t nparts = parts ? parts : t->nparts;
     int32_t worst = status;
     const volatile uint64_t *why = (const volatile uint64_t *)diag;
-    long long c0 = env->trace ? clock64() : 0;
+    long long c0 = gpu_trace_clock(env);
 
     gpu_active_remove(blk, idx);
     if (nparts > 1) {
-        if (env->trace) {
-            atomicMax(&st->move_max[slot], (unsigned long long)t->move_ns);
-            atomicAdd(&st->move_sum[slot], (unsigned long long)t->move_ns);
-        }
+        gpu_trace_part_done(env, st, slot, t);
         if (status != DFCCL_OK) {
             atomicMin(&st->status[slot], status);
             if (diag && atomicExch(&st->diag_taken[slot], 1u) == 0) st->diag[slot] = *diag;
@@ -357,24 +263,6 @@ __device__ static int gpu_takes_part(const dfccl_gpu_env_t *env, uint64_t ticket
     ulonglong2 v = gpu_host_load16(gpu_desc_src(env, (int)(ticket % DFCCL_GPU_SQ_DEPTH)));
     *nsteps = (uint32_t)(v.y >> 32);
     return v.x == ticket && blockIdx.x < (uint32_t)v.y;
-}
-
-/* Thread 0, trace: the stamps of an admission into the task (its
- * completion entry copies them). */
-__device__ static void gpu_admit_stamp(dfccl_gpu_task_t *t, const gpu_sched_t *s)
-{
-    t->t[DFCCL_GPU_T_SEEN] = s->seen_ns;
-    t->t[DFCCL_GPU_T_ADMITTED] = gpu_now_ns();
-    t->t[DFCCL_GPU_T_FIRST_MOVE] = 0;
-    t->t[DFCCL_GPU_T_SENT] = 0;
-    t->t[DFCCL_GPU_T_LAST_MOVE] = 0;
-    t->t[DFCCL_GPU_T_RECEIVED] = 0;
-    t->move_ns = 0;
-    t->clk[0] = (uint64_t)s->clk_seen;
-    for (int k = 0; k < DFCCL_GPU_C_COUNT; k++) t->cyc[k] = 0;
-    t->cyc[DFCCL_GPU_C_POLL] = s->seen_cyc;
-    t->cyc[DFCCL_GPU_C_ISSUE] = s->issue_cyc;
-    t->cyc[DFCCL_GPU_C_COPY] = s->copy_cyc;
 }
 
 /* Thread 0, trace: the parts of an LL send made early (gpu_ll_early.cuh),
@@ -447,7 +335,7 @@ __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_blo
     t->phase = 0;
     t->budget_ns = env->budget_ns;
     t->blocked_since = 0;
-    if (env->trace && !done) gpu_admit_stamp(t, s);
+    gpu_trace_admitted(env, t, s, done);
     t->key.priority = d->priority;
     t->key.comm_key = d->comm_key;
     t->key.seq = d->seq;
@@ -577,10 +465,7 @@ __device__ static void gpu_ll_prepare(const dfccl_gpu_env_t *env, dfccl_gpu_task
     sh->ll.fill = sh->ll.ctx.task != t || sh->ll.ctx.k != sh->ll.k;
     sh->ll.ok = 0;
     sh->ll.lagging = -1;
-    if (env->trace && sh->ll.send) {
-        t->t[DFCCL_GPU_T_FIRST_MOVE] = now;
-        t->cyc[DFCCL_GPU_C_START] = (uint32_t)(clock64() - (long long)t->clk[1]);
-    }
+    gpu_trace_ll_start(env, t, sh, now);
 }
 
 /* Thread 0: can the task's next primitive run now? Fills the shared command:
@@ -610,13 +495,7 @@ __device__ static int gpu_try_move(const dfccl_gpu_env_t *env, dfccl_gpu_task_t 
         sh->cmd = t->phase == 0 ? CMD_ONESHOT_SEND : CMD_ONESHOT_RECV;
     }
     sh->slot = slot;
-    if (env->trace) {
-        t->t[DFCCL_GPU_T_LAST_MOVE] = gpu_now_ns();
-        if (t->t[DFCCL_GPU_T_FIRST_MOVE] == 0) {
-            t->t[DFCCL_GPU_T_FIRST_MOVE] = t->t[DFCCL_GPU_T_LAST_MOVE];
-            t->cyc[DFCCL_GPU_C_START] = (uint32_t)(clock64() - (long long)t->clk[1]);
-        }
-    }
+    gpu_trace_move(env, t);
     return 1;
 }
 
@@ -664,7 +543,7 @@ __device__ static void gpu_ll_after(const dfccl_gpu_env_t *env, dfccl_gpu_block_
     }
     if (sh->ll.ok) {
         t->exec.waiting = DFCCL_WAIT_NONE;
-        if (env->trace) t->t[DFCCL_GPU_T_LAST_MOVE] = sh->ll.start;
+        gpu_trace_last_move(env, t, sh->ll.start);
         gpu_finish(env, blk, s->turn, DFCCL_OK, NULL, 1);   /* LL: channel 0 alone */
         s->turn = -1;
         s->pos = 0;
@@ -712,7 +591,7 @@ __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_
     sh->cmd = CMD_NONE;
     for (;;) {
         uint64_t now = gpu_now_ns();
-        long long clk_now = env->trace ? clock64() : 0;   /* beside now: the totals' rate */
+        long long clk_now = gpu_trace_clock(env);   /* beside now: the totals' rate */
 
         if (s->turn >= 0) {
             int slot = blk->active[s->turn];
@@ -748,10 +627,7 @@ __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_
             uint64_t ticket = blk->admitted;
             blk->busy_ns = now;
             s->seen_ns = now;
-            if (env->trace) {
-                s->clk_seen = clk_now;   /* as seen_ns: before the control read */
-                s->seen_cyc = s->ctrl_cyc;
-            }
+            gpu_trace_seen(env, s, clk_now);
             if (blockIdx.x == 0) {
                 /* block 0 takes part in every collective, and the host
                  * rewrites a slot only after block 0 admitted its ticket:
@@ -916,7 +792,7 @@ __device__ static void gpu_ll_early_post(const dfccl_gpu_env_t *env, dfccl_gpu_b
                                          const gpu_shared_t *sh, const gpu_sched_t *s,
                                          dfccl_gpu_task_t *t)
 {
-    long long c0 = env->trace ? clock64() : 0;
+    long long c0 = gpu_trace_clock(env);
 
     if (env->trace) {
         gpu_admit_stamp(t, s);
@@ -982,8 +858,7 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
         sh.llh_ticket = blockIdx.x == 0 && env.ll_early_send ? blk->admitted : UINT64_MAX;
     }
     for (;;) {
-        uint64_t cmd_ns = 0;   /* thread 0, trace: when the command began */
-        long long clk_cmd = 0, clk_end = 0;   /* and clock64 then, and at its end */
+        gpu_cmd_times_t tm = { 0, 0, 0 };   /* thread 0, trace */
         if (blockIdx.x == 0 && env.ll_early_send) {
             __syncthreads();   /* thread 0 set llh_ticket */
             gpu_ll_head_fetch(&env, sh.llh_ticket, sh.llh);
@@ -997,12 +872,12 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
             } else {
                 gpu_block_publish(&env, blk);
             }
-            if (env.trace) cmd_ns = gpu_now_ns();
+            gpu_trace_cmd_set(&env, &tm);
         }
         __syncthreads();
         gpu_cmd_t cmd = sh.cmd;
         if (cmd == CMD_QUIT) return;
-        if (env.trace && threadIdx.x == 0) clk_cmd = clock64();
+        gpu_trace_cmd_begin(&env, &tm);
         dfccl_gpu_task_t *t = cmd >= CMD_ADMIT ? gpu_task(&env, sh.slot) : NULL;
         switch (cmd) {
         case CMD_ADMIT: {
@@ -1026,7 +901,7 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
                     }
                 }
                 __syncthreads();
-                if (env.trace && threadIdx.x == 0) sh.early.clk_took = clock64();
+                gpu_trace_clock0(&env, &sh.early.clk_took);
                 if (sh.early.go) {
                     gpu_ll_early_send(&env, &sh.early, &sh.ll.ctx, t);
                     /* and its receive, while the copy's loads are under way */
@@ -1035,10 +910,7 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
                                              &sh.ll.first_clk, &sh.ll.done_clk, &sh.ll.polls);
                         if (threadIdx.x == 0) {
                             sh.early.received = ok;
-                            if (env.trace) {
-                                sh.early.received_ns = gpu_now_ns();
-                                sh.early.clk_received = clock64();
-                            }
+                            gpu_trace_stamp(&env, &sh.early.received_ns, &sh.early.clk_received);
                         }
                     }
                 }
@@ -1057,15 +929,8 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
             break;
         case CMD_LL: {
             int ok;
-            long long clk_recv = clk_cmd;   /* thread 0, trace: the receive began */
-            if (env.trace && threadIdx.x == 0) {
-                uint32_t since = (uint32_t)(clk_cmd - (long long)t->clk[1]);
-                /* sent early: the first attempt only receives */
-                if (++t->cyc[DFCCL_GPU_C_ATTEMPTS] == 1 && !sh.ll.send)
-                    t->cyc[DFCCL_GPU_C_START] = since;
-                else if (!sh.ll.send)
-                    t->cyc[DFCCL_GPU_C_RETRY] += since;
-            }
+            long long clk_recv = tm.clk;   /* thread 0, trace: the receive began */
+            gpu_trace_ll_attempt(&env, t, &sh, tm.clk);
             if (sh.ll.fill) {
                 gpu_ll_fill(&sh.ll.ctx, t, &env.comms[sh.ll.comm], sh.ll.k);
                 __syncthreads();
@@ -1073,27 +938,13 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
             if (sh.ll.send) {
                 gpu_ll_send(&sh.ll.ctx, 0, 0);
                 __syncthreads();   /* in place: everything read before outputs are written */
-                if (env.trace && threadIdx.x == 0) {
-                    t->t[DFCCL_GPU_T_SENT] = gpu_now_ns();
-                    clk_recv = clock64();
-                    t->cyc[DFCCL_GPU_C_SEND] = (uint32_t)(clk_recv - clk_cmd);
-                }
+                gpu_trace_ll_sent(&env, t, &clk_recv, tm.clk);
             }
             ok = gpu_ll_recv(&sh.ll.ctx, sh.ll.deadline, &sh.ll.lagging, &sh.ll.first_clk,
                              &sh.ll.done_clk, &sh.ll.polls);
             if (threadIdx.x == 0) {
                 sh.ll.ok = ok;
-                if (env.trace) {
-                    long long c1 = clock64();
-                    if (ok) {
-                        t->t[DFCCL_GPU_T_RECEIVED] = gpu_now_ns();
-                        t->cyc[DFCCL_GPU_C_RECEIVE] = (uint32_t)(c1 - clk_recv);
-                        t->cyc[DFCCL_GPU_C_FIRST] = (uint32_t)(sh.ll.first_clk - clk_recv);
-                        t->cyc[DFCCL_GPU_C_LINES] = (uint32_t)(sh.ll.done_clk - clk_recv);
-                        t->cyc[DFCCL_GPU_C_POLLS] = sh.ll.polls;
-                    }
-                    t->clk[1] = (uint64_t)c1;   /* a retry's wait counts from here */
-                }
+                gpu_trace_ll_received(&env, t, &sh, ok, clk_recv);
             }
             break;
         }
@@ -1116,16 +967,10 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
         }
         __syncthreads();
         if (threadIdx.x == 0) {
-            if (env.trace) clk_end = clock64();
-            if (env.trace && cmd >= CMD_RING_SLICE) t->move_ns += gpu_now_ns() - cmd_ns;
+            gpu_trace_cmd_end(&env, &tm, t, cmd);
             switch (cmd) {
             case CMD_ADMIT: {
-                if (env.trace) {
-                    s.issue_cyc = (uint32_t)(clk_cmd - s.clk_seen);
-                    /* sent early: the copy's stores followed the receive */
-                    long long copy_from = sh.early.go && sh.early.sent ? sh.early.clk_received : clk_cmd;
-                    s.copy_cyc = (uint32_t)(clk_end - copy_from);
-                }
+                gpu_trace_admit_cmd(&env, &s, &sh.early, &tm);
                 /* a new collective in the slot: not the LL context's,
                  * unless the early send just filled it */
                 if (sh.ll.ctx.task == t && !(sh.early.go && sh.early.sent)) sh.ll.ctx.task = NULL;
@@ -1139,11 +984,7 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
                  * all and never lags: a mismatch would be a copy read too
                  * early, so it copies again on the next pass */
                 if (gpu_admit_finish(&env, blk, sh.slot, &sh, blk->admitted, &s, done)) {
-                    if (env.trace && !done) {
-                        long long c = clock64();
-                        t->cyc[DFCCL_GPU_C_ADMIT] = (uint32_t)(c - clk_end);
-                        t->clk[1] = (uint64_t)c;
-                    }
+                    gpu_trace_admit_filled(&env, t, done, tm.clk_end);
                     blk->admitted++;
                     if (done) {
                         blk->busy_ns = gpu_now_ns();
@@ -1163,11 +1004,7 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
                 break;
             case CMD_ONESHOT_SEND:
             case CMD_ONESHOT_RECV:
-                if (env.trace) {
-                    t->t[cmd == CMD_ONESHOT_SEND ? DFCCL_GPU_T_SENT : DFCCL_GPU_T_RECEIVED] = gpu_now_ns();
-                    t->cyc[cmd == CMD_ONESHOT_SEND ? DFCCL_GPU_C_SEND : DFCCL_GPU_C_RECEIVE] =
-                        (uint32_t)(clk_end - clk_cmd);
-                }
+                gpu_trace_oneshot(&env, t, cmd, &tm);
                 gpu_oneshot_publish(t, &env.comms[t->comm_index]);
                 s.relax_ns = 32;
                 break;
