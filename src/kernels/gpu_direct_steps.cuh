@@ -1,9 +1,10 @@
 /*
  * gpu_direct_steps.cuh - the direct path's steps as the block's scheduler (thread 0)
  * runs them: the handshake over the board and the host, the chunks, the
- * finish; and the copies all threads make for the handshake.
+ * finish; and the commands all threads run for it: the copies for the
+ * handshake, the chunks' moves.
  * Included once, by daemon_kernel.cu (one translation unit: the kernel
- * inlines all of it).
+ * inlines all of it), after gpu_admission.cuh.
  */
 #ifndef DFCCL_GPU_DIRECT_STEPS_CUH
 #define DFCCL_GPU_DIRECT_STEPS_CUH
@@ -226,6 +227,41 @@ __device__ static void gpu_direct_exchange(const dfccl_gpu_env_t *env, const dfc
             else tab->out[i - n] = r->out[i - n];
         }
     }
+}
+
+/* Thread 0, after a chunk of a direct collective: go on with the channel's
+ * next chunk within the same command? Only while this collective is all
+ * the block has: then a pass of the scheduler could only pick it again,
+ * and the pass costs about 12 us of dependent global-memory reads (64 KiB
+ * chunks at 8 ranks: 388 us of a call outside the moves before, 105 us
+ * with this; contrib/results/2026-11-30-gpu-moving.md). New submissions
+ * and requests to leave need no look here: the scheduler keeps a turn that
+ * can move, and a direct move always can, so they wait for the turn's end
+ * either way. */
+__device__ static int gpu_direct_continue(const dfccl_gpu_env_t *env, dfccl_gpu_task_t *t,
+                                          dfccl_gpu_block_t *blk, gpu_shared_t *sh)
+{
+    blk->busy_ns = gpu_now_ns();   /* block 0's quit decision sees a long command move */
+    gpu_block_publish(env, blk);
+    if (sh->direct.at + sh->direct.stride >= sh->direct.end || blk->nactive != 1) return 0;
+    t->exec.offset++;
+    gpu_direct_next_chunk(sh, t->desc.esize);
+    return 1;
+}
+
+/* All threads: the direct move command (CMD_DIRECT_MOVE) for task t: its
+ * chunk, and the channel's next ones while gpu_direct_continue says so. */
+__device__ static void gpu_direct_move_command(const dfccl_gpu_env_t *env, dfccl_gpu_block_t *blk,
+                                               gpu_shared_t *sh, dfccl_gpu_task_t *t)
+{
+    do {
+        gpu_direct_move(sh->direct.ins, sh->direct.nin, sh->direct.outs, sh->direct.nout,
+                        sh->direct.count, t->desc.esize, (dfccl_dtype_t)t->desc.dtype,
+                        (dfccl_op_t)t->desc.op, t->type != DFCCL_COLL_ALLGATHER);
+        __syncthreads();   /* all threads past the chunk before its pointers move */
+        if (threadIdx.x == 0) sh->direct.more = gpu_direct_continue(env, t, blk, sh);
+        __syncthreads();
+    } while (sh->direct.more);
 }
 
 #endif
