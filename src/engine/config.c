@@ -23,22 +23,15 @@ void dfccl_config_init(dfccl_config_t *config)
 #include "dfccl_knobs.def"
 }
 
-/* "field (coll_dfccl_mca)": the engine's name and the one Open MPI users set. */
-static const char *knob_name(char *buf, size_t len, const char *field, const char *mca)
-{
-    if (mca == NULL) return field;
-    snprintf(buf, len, "%s (coll_dfccl_%s)", field, mca);
-    return buf;
-}
-
 /* One knob's bounds, by kind: the unsigned kinds compare as uint64_t (exact
  * for all of them), INT as long long, DOUBLE as double (NaN fails). Each
  * returns 1 after its error line when the value is out of bounds. A bound
- * at the type's end goes unsaid. */
-static int check_unsigned(const char *field, const char *mca, uint64_t v, uint64_t min,
+ * at the type's end goes unsaid. Knobs go by their field names: a caller
+ * that has its own names for them (Open MPI's parameters) says so. */
+static int check_unsigned(const char *field, uint64_t v, uint64_t min,
                           uint64_t max, uint64_t multiple, uint64_t type_max)
 {
-    char name[96], range[64], also[48] = "";
+    char range[64], also[48] = "";
 
     if (v >= min && v <= max && v % multiple == 0) return 0;
     if (max == type_max) snprintf(range, sizeof(range), "at least %" PRIu64, min);
@@ -46,46 +39,42 @@ static int check_unsigned(const char *field, const char *mca, uint64_t v, uint64
     else snprintf(range, sizeof(range), "%" PRIu64 "..%" PRIu64, min, max);
     if (multiple > 1) snprintf(also, sizeof(also), " and a multiple of %" PRIu64, multiple);
     dfccl_error("invalid configuration: %s is %" PRIu64 ", must be %s%s",
-                knob_name(name, sizeof(name), field, mca), v, range, also);
+                field, v, range, also);
     return 1;
 }
 
-static int check_int(const char *field, const char *mca, long long v, long long min,
+static int check_int(const char *field, long long v, long long min,
                      long long max)
 {
-    char name[96];
-
     if (v >= min && v <= max) return 0;
     dfccl_error("invalid configuration: %s is %lld, must be %lld..%lld",
-                knob_name(name, sizeof(name), field, mca), v, min, max);
+                field, v, min, max);
     return 1;
 }
 
-static int check_double(const char *field, const char *mca, double v, double min, double max)
+static int check_double(const char *field, double v, double min, double max)
 {
-    char name[96];
-
     if (v >= min && v <= max) return 0;
     /* a lower bound of the least positive double is written "above 0" */
     if (min > 0 && min <= DBL_TRUE_MIN)
         dfccl_error("invalid configuration: %s is %g, must be above 0 and at most %g",
-                    knob_name(name, sizeof(name), field, mca), v, max);
+                    field, v, max);
     else
         dfccl_error("invalid configuration: %s is %g, must be %g..%g",
-                    knob_name(name, sizeof(name), field, mca), v, min, max);
+                    field, v, min, max);
     return 1;
 }
 
 #define KNOB_CHECK_SIZE(f, mca, min, max, m) \
-    check_unsigned(#f, mca, config->f, min, max, m, SIZE_MAX)
+    check_unsigned(#f, config->f, min, max, m, SIZE_MAX)
 #define KNOB_CHECK_UNSIGNED(f, mca, min, max, m) \
-    check_unsigned(#f, mca, config->f, min, max, m, UINT_MAX)
+    check_unsigned(#f, config->f, min, max, m, UINT_MAX)
 #define KNOB_CHECK_U32(f, mca, min, max, m) \
-    check_unsigned(#f, mca, config->f, min, max, m, UINT32_MAX)
+    check_unsigned(#f, config->f, min, max, m, UINT32_MAX)
 #define KNOB_CHECK_U64(f, mca, min, max, m) \
-    check_unsigned(#f, mca, config->f, min, max, m, UINT64_MAX)
-#define KNOB_CHECK_INT(f, mca, min, max, m)      check_int(#f, mca, config->f, min, max)
-#define KNOB_CHECK_DOUBLE(f, mca, min, max, m)   check_double(#f, mca, config->f, min, max)
+    check_unsigned(#f, config->f, min, max, m, UINT64_MAX)
+#define KNOB_CHECK_INT(f, mca, min, max, m)      check_int(#f, config->f, min, max)
+#define KNOB_CHECK_DOUBLE(f, mca, min, max, m)   check_double(#f, config->f, min, max)
 #define KNOB_CHECK_BOOL(f, mca, min, max, m)     0   /* any int: 0 off, else on */
 
 dfccl_status_t dfccl_config_check(const dfccl_config_t *config, unsigned groups)
@@ -100,8 +89,8 @@ dfccl_status_t dfccl_config_check(const dfccl_config_t *config, unsigned groups)
 #include "dfccl_knobs.def"
     /* the one bound between knobs: the adaptive budget's range */
     if ((groups & DFCCL_CONFIG_ENGINE) && config->budget_min_ns > config->budget_max_ns) {
-        dfccl_error("invalid configuration: budget_min_ns (coll_dfccl_budget_min_ns) %" PRIu64
-                    " is above budget_max_ns (coll_dfccl_budget_max_ns) %" PRIu64
+        dfccl_error("invalid configuration: budget_min_ns %" PRIu64
+                    " is above budget_max_ns %" PRIu64
                     ": the adaptive budget has no range", config->budget_min_ns,
                     config->budget_max_ns);
         bad++;

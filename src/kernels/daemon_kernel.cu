@@ -97,7 +97,7 @@ __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
     if (threadIdx.x == 0) gpu_launch_begin(&env, blk, &sh, &s);
     for (;;) {
         gpu_cmd_times_t tm = { 0, 0, 0 };   /* thread 0, trace */
-        if (blockIdx.x == 0 && env.ll_early_send) {
+        if (blockIdx.x == 0) {
             __syncthreads();   /* thread 0 set llh_ticket */
             gpu_ll_head_fetch(&env, sh.llh_ticket, sh.llh);
         }

@@ -111,7 +111,7 @@ __device__ static int gpu_admit_seen(const dfccl_gpu_env_t *env, dfccl_gpu_block
         sh->nsteps = s->next.x == ticket && n <= DFCCL_GPU_MAX_STEPS ? n : DFCCL_GPU_MAX_STEPS;
         /* nothing else in hand: an LL collective's lines may go
          * first (gpu_ll_early.cuh), if warp 1 read its summary */
-        sh->early.maybe = blk->nactive == 0 && env->ll_early_send && sh->llh_ticket == ticket;
+        sh->early.maybe = blk->nactive == 0 && sh->llh_ticket == ticket;
         sh->early.ticket = ticket;
     } else if (!gpu_takes_part(env, ticket, &sh->nsteps)) {
         /* block 0 takes part in everything: only others get here */

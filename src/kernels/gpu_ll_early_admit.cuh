@@ -118,7 +118,7 @@ __device__ static inline void gpu_ll_early_next(const dfccl_gpu_env_t *env,
                                                 const dfccl_gpu_block_t *blk, gpu_shared_t *sh,
                                                 const gpu_sched_t *s)
 {
-    if (blockIdx.x == 0 && env->ll_early_send)
+    if (blockIdx.x == 0)
         sh->llh_ticket = blk->nactive == 0 && !s->express ? blk->admitted : UINT64_MAX;
 }
 

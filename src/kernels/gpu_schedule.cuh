@@ -318,7 +318,7 @@ __device__ static void gpu_launch_begin(const dfccl_gpu_env_t *env, dfccl_gpu_bl
     gpu_block_publish(env, blk);   /* block 0's quit decision sees the fresh start */
     sh->ll.ctx.task = NULL;
     sh->early.maybe = sh->early.go = 0;
-    sh->llh_ticket = blockIdx.x == 0 && env->ll_early_send ? blk->admitted : UINT64_MAX;
+    sh->llh_ticket = blockIdx.x == 0 ? blk->admitted : UINT64_MAX;
 }
 
 #endif

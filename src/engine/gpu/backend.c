@@ -182,7 +182,6 @@ static dfccl_status_t gpu_create(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
     g->env.poll_max_ns = cfg->gpu_poll_max_ns;
     g->env.trace = cfg->gpu_trace != 0;
     g->env.ll_wait_ns = cfg->gpu_ll_wait_ns;
-    g->env.ll_early_send = cfg->gpu_ll_early_send != 0;
     if (g->env.trace) gpu_trace_start(g);
     pthread_mutex_init(&g->sq.lock, NULL);
     pthread_mutex_init(&g->drain.lock, NULL);

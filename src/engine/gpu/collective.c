@@ -162,13 +162,10 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
      * held, and released once the wait returned: the kernel's look at the
      * queue, over the bus, overlaps the wait, and its early send polls for
      * the release (gpu_ll_early.cuh). The others wait first: held, one that
-     * the early send does not take lost 2 us at 4 ranks and 3.7 at 8
-     * (reduce-scatter before the early send took it, run 77): admission
-     * does not start a held task at once (gpu_express), and the scheduler's
-     * attempt reads the release in a trip of its own
-     * (contrib/results/2026-12-01-gpu-legacy-stream.md). */
-    int hold = cfg->gpu_sync_legacy_stream && cfg->gpu_ll_early_send &&
-               gpu_ll_early_takes(d, comm->size);
+     * the early send does not take was measured slower, because admission
+     * does not start a held task at once (gpu_express) and the scheduler's
+     * attempt reads the release in a trip of its own. */
+    int hold = cfg->gpu_sync_legacy_stream && gpu_ll_early_takes(d, comm->size);
     int entered = hold ? gpu_job_enqueue(g, job, 1, &ticket) : 0;
     if (entered > 0) {
         int slot = (int)(ticket % DFCCL_GPU_SQ_DEPTH);

@@ -128,8 +128,8 @@ static void gpu_warn_crowded(dfccl_gpu_t *g, const gpu_hello_t *all, int me, int
     if (me != first) return;   /* one rank per device says it */
     dfccl_error("%d ranks share GPU %d, their daemon kernels %ld blocks of %u threads together,"
                 " but its %d SMs hold %d such blocks at once: the kernels wait for each other and"
-                " collectives slow down; lower coll_dfccl_gpu_channels or coll_dfccl_gpu_threads"
-                " so that the ranks' channels add up to at most %d", sharing, g->fixed.device,
+                " collectives slow down; lower the knobs gpu_channels or gpu_threads so that the"
+                " ranks' channels add up to at most %d", sharing, g->fixed.device,
                 blocks, g->fixed.threads, sms, capacity, capacity);
 }
 
@@ -168,7 +168,7 @@ static dfccl_status_t gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
         dev.size = n;
         dev.nchannels = gc->nchannels;
         dev.key = comm->key;
-        dev.one_device = !cfg->gpu_fence_system;
+        dev.one_device = 1;   /* unless a peer is on another GPU: below */
         for (int r = 0; r < n; r++) {
             dev.inbox[r] = r == me ? gc->region : gc->peer_base[r];
             if (!gpu_hello_same_device(&all[r], &all[me])) dev.one_device = 0;

@@ -30,8 +30,8 @@ void gpu_diagnose(const dfccl_coll_t *coll, const dfccl_gpu_desc_t *d,
             " channel 0's mappings", "moving data", "waiting for the peers to finish with its"
             " buffers", "done" };
         dfccl_error("%s, direct #%llu) made no progress for %.1f s on channel %u while %s: waiting"
-                    " for rank %u%s (a rank that passes host buffers takes the stock path: is"
-                    " rank %u passing host memory?)", who,
+                     " for rank %u%s (has rank %u posted this collective to the engine? a call that"
+                    " takes another path there never joins)", who,
                     (unsigned long long)g->tail, (double)g->blocked_ns / 1e9, g->channel,
                     g->phase < 8 ? phases[g->phase] : "?", g->peer,
                     (int)g->peer == comm->rank ? " (this rank's host or channel 0)" : "", g->peer);
@@ -45,15 +45,15 @@ void gpu_diagnose(const dfccl_coll_t *coll, const dfccl_gpu_desc_t *d,
     }
     if (d->algo == DFCCL_GPU_ALGO_ONESHOT || d->algo == DFCCL_GPU_ALGO_LL) {
         dfccl_error("%s) made no progress for %.1f s in its %sone-shot #%llu: waiting for the data"
-                    " of rank %d (a rank that passes host buffers takes the stock path: is rank %d"
-                    " passing host memory?)", who, (double)g->blocked_ns / 1e9,
+                     " of rank %d (has rank %d posted this collective to the engine? a call that"
+                    " takes another path there never joins)", who, (double)g->blocked_ns / 1e9,
                     d->algo == DFCCL_GPU_ALGO_LL ? "LL " : "", (unsigned long long)g->tail,
                     (int)g->peer, (int)g->peer);
         return;
     }
     dfccl_error("%s) made no progress for %.1f s on channel %u at round %llu of %llu, step %u of"
                 " %u (element %llu): waiting for %s rank %u (fifo tail %llu, head %llu); a rank"
-                " that passes host buffers takes the stock path: is rank %u passing host memory?",
+                 " that takes another path there never joins: has rank %u posted this collective?",
                 who, (double)g->blocked_ns / 1e9, g->channel,
                 (unsigned long long)g->round + 1, (unsigned long long)g->nrounds, g->step + 1,
                 g->nsteps, (unsigned long long)g->offset,

@@ -159,7 +159,7 @@ typedef struct dfccl_gpu_cqe {
  * each submission (pinned, mapped; one per slot): block 0 reads it with the
  * control words while it has nothing in hand, and sends and receives the
  * collective within its admission, before the copy of the entry (a second
- * trip over the bus) is stored (config gpu_ll_early_send). Each 8-byte word is one store, a value in the
+ * trip over the bus) is stored. Each 8-byte word is one store, a value in the
  * high half and the ticket's low 32 bits in the low half, as LL lines carry
  * their flags: a record whose eight tags all match the ticket is that
  * ticket's, read in any order.
@@ -355,7 +355,6 @@ typedef struct dfccl_gpu_env {
     uint32_t poll_max_ns;            /* longest nap between passes that moved nothing */
     uint32_t trace;                  /* 1: stamp the steps into completion entries */
     uint64_t ll_wait_ns;             /* an LL receive attempt's longest poll for its lines */
-    uint32_t ll_early_send;          /* 1: an idle kernel sends LL lines from ll_heads */
     uint32_t pad2;
 } dfccl_gpu_env_t;
 

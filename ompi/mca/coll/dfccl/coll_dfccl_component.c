@@ -161,8 +161,11 @@ int mca_coll_dfccl_context_get(dfccl_context_t **context_p)
                             0, 0, 8, -1, 8, NULL, 0, NULL, NULL, NULL);
         status = dfccl_context_create(&config, &c->context);
         if (status != DFCCL_OK) {
-            DFCCL_ERROR("engine start failed (%s): collectives take the stock path",
-                        dfccl_status_string(status));
+            DFCCL_ERROR("engine start failed (%s): collectives take the stock path%s",
+                        dfccl_status_string(status),
+                        status == DFCCL_ERR_INVALID_PARAM
+                            ? " (a knob the engine names above is the parameter coll_dfccl_<knob>;"
+                              " timeout_sec is coll_dfccl_timeout)" : "");
             c->context_failed = true;
             OBJ_DESTRUCT(&c->requests);
             OBJ_CONSTRUCT(&c->requests, opal_free_list_t);
