@@ -9,11 +9,11 @@
 #ifndef DFCCL_GPU_ADMISSION_CUH
 #define DFCCL_GPU_ADMISSION_CUH
 
-/* Block 0 reads the control words over the bus (1.3 us per read on an
- * H200, contrib/results): while it has collectives in hand it reuses a read
- * younger than this, so that admitting, checking peers and moving are not
- * paced by the bus; new work then waits at most this much longer to be
- * seen. An idle block reads them on every pass. */
+/* Block 0 reads the control words over the bus, far slower than device
+ * memory: while it has collectives in hand it reuses a read younger than
+ * this, so that admitting, checking peers and moving are not paced by the
+ * bus; new work then waits at most this much longer to be seen. An idle
+ * block reads them on every pass. */
 #define GPU_CTRL_MAX_AGE_NS 4000
 
 /* 16 bytes of host memory in one uncached load (the host rewrites them). */
@@ -50,9 +50,9 @@ __device__ static inline const dfccl_gpu_desc_t *gpu_desc_src(const dfccl_gpu_en
  * than GPU_CTRL_MAX_AGE_NS (the other blocks read device memory). Block 0
  * reads the first 16 bytes of the next ticket's entry in the same trip: a
  * published entry's plan length tells how much of it admission must copy
- * (all of it when that read came too early). Copying 33 of its 163 vectors
- * for LL made the copy 2.0 us on average instead of 2.4 (90th percentile
- * 2.5 instead of 3.6; contrib/results/2026-11-30-gpu-kernel-parts.md). */
+ * (all of it when that read came too early). Copying only the part an LL
+ * plan fills made the copy shorter on average and its slow tail much
+ * shorter. */
 __device__ static inline ulonglong2 gpu_ctrl_poll(const dfccl_gpu_env_t *env, gpu_sched_t *s,
                                                   uint64_t now, int busy, uint64_t admitted)
 {
@@ -133,9 +133,8 @@ __device__ static inline uint32_t gpu_admit_vecs(uint32_t nsteps)
 
 /* The admission copy's vector for this thread: the last threads take the
  * first vectors. A thread's later loads wait behind its load from host
- * memory (about 1.3 us over the bus); the LL send and receive work from
- * the first threads on, so the copy's trip delays neither (measured:
- * contrib/results/2026-11-30-gpu-copy-lanes.md). */
+ * memory (a trip over the bus); the LL send and receive work from the
+ * first threads on, so the copy's trip delays neither (as measured). */
 __device__ static inline uint32_t gpu_admit_lane(void)
 {
     return blockDim.x - 1 - threadIdx.x;
@@ -196,8 +195,8 @@ __device__ static inline void gpu_block_publish(const dfccl_gpu_env_t *env, cons
 
 /* Thread 0: the block's scheduler state between the global copy, which
  * outlives the launch, and the shared one, which the scheduler reads many
- * times per pass (a read of global memory that bypasses L1 costs a quarter
- * of a microsecond, contrib/results): loaded at launch, saved at the exit. */
+ * times per pass (each read of global memory that bypasses L1 is a trip to
+ * memory): loaded at launch, saved at the exit. */
 __device__ static void gpu_block_copy(dfccl_gpu_block_t *to, const dfccl_gpu_block_t *from)
 {
     to->admitted = from->admitted;

@@ -99,10 +99,9 @@ __device__ static inline dfccl_gpu_board_entry_t *gpu_board_entry(const dfccl_gp
  * reduce-scatter their own block; within it channel c takes every
  * nparts-th chunk (owner = c, owners = nparts), so the blocks of one rank
  * work side by side in a window of nparts chunks. (One range per channel
- * was slower: 1169 us for a 256 MiB allreduce out of place at 4 ranks on an
- * H200; chunks of all ranks interleaved over the whole vector took 883-890
- * us and these slices 877-894, contrib/results.) Chunks are cut on 16
- * bytes. */
+ * was much slower for a large allreduce; chunks of all ranks interleaved
+ * over the whole vector were no faster than these slices.) Chunks are cut
+ * on 16 bytes. */
 __device__ static void gpu_direct_layout(const dfccl_gpu_env_t *env, const dfccl_gpu_task_t *t,
                                          const dfccl_gpu_comm_dev_t *c, uint64_t *begin,
                                          uint64_t *end, uint64_t *owner, uint64_t *owners,

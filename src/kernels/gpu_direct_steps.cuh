@@ -232,12 +232,11 @@ __device__ static void gpu_direct_exchange(const dfccl_gpu_env_t *env, const dfc
 /* Thread 0, after a chunk of a direct collective: go on with the channel's
  * next chunk within the same command? Only while this collective is all
  * the block has: then a pass of the scheduler could only pick it again,
- * and the pass costs about 12 us of dependent global-memory reads (64 KiB
- * chunks at 8 ranks: 388 us of a call outside the moves before, 105 us
- * with this; contrib/results/2026-11-30-gpu-moving.md). New submissions
- * and requests to leave need no look here: the scheduler keeps a turn that
- * can move, and a direct move always can, so they wait for the turn's end
- * either way. */
+ * and the pass is a chain of dependent global-memory reads (with small
+ * chunks at 8 ranks, a call spent several times as long outside the moves
+ * without this). New submissions and requests to leave need no look here:
+ * the scheduler keeps a turn that can move, and a direct move always can,
+ * so they wait for the turn's end either way. */
 __device__ static int gpu_direct_continue(const dfccl_gpu_env_t *env, dfccl_gpu_task_t *t,
                                           dfccl_gpu_block_t *blk, gpu_shared_t *sh)
 {

@@ -138,9 +138,8 @@ __device__ static inline size_t gpu_ll_len(size_t i, size_t bytes)
  * all threads in parallel (each a peer's entries), then every attempt reads
  * only shared memory, its data and its lines. Read through the task and the
  * communicator in global memory instead, one field after another, the
- * addresses made a chain of dependent loads, each about 0.2 us on an H200;
- * with the context here an attempt after the first no longer reads them
- * (contrib/results/2026-11-30-gpu-kernel-parts.md).
+ * addresses made a chain of dependent loads, each a trip to memory; with
+ * the context here an attempt after the first no longer reads them.
  */
 typedef struct gpu_ll_ctx {
     const dfccl_gpu_task_t *task;     /* filled for this task (NULL: for none) */

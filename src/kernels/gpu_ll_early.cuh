@@ -4,9 +4,9 @@
  * admission command.
  * Included once, by daemon_kernel.cu, after gpu_ll.cuh.
  *
- * Admission copies the submission from host memory, a trip over the bus of
- * about 2 us, then fills the task; only then did the LL send begin. The
- * host also writes a summary of each submission (dfccl_gpu_ll_head_t: the
+ * Admission copies the submission from host memory, a trip over the bus,
+ * then fills the task; only then did the LL send begin. The host also
+ * writes a summary of each submission (dfccl_gpu_ll_head_t: the
  * communicator, the buffers, the count), every 8-byte word tagged with the
  * ticket. While block 0 has nothing in hand, its warp 1 reads the summary in
  * the same trip as thread 0's read of the control words; when all tags
@@ -14,12 +14,11 @@
  * gpu_ll_wait_ns), and only then stores the copy, whose loads went out
  * first. A collective whose lines were all there is completed when the
  * copy is stored, before admission fills its task (gpu_ll_early_post);
- * otherwise its attempts only receive. An 8 B
- * allreduce at 4 ranks: 2.2-2.4 us less (contrib/results/
- * 2026-11-30-gpu-ll-early-send.md); a 64 B - 4 KiB reduce-scatter at 4
- * ranks, about 4 us less (2026-12-01-gpu-legacy-stream.md, run 78). The
- * summary carries one count, so a reduce-scatter whose blocks differ is
- * left to admission (the host writes algorithm 0 into its summary).
+ * otherwise its attempts only receive. An 8 B allreduce and a 64 B - 4 KiB
+ * reduce-scatter at 4 ranks measured faster with it (see
+ * docs/performance.md). The summary carries one count, so a reduce-scatter
+ * whose blocks differ is left to admission (the host writes algorithm 0
+ * into its summary).
  *
  * The send is the one the LL attempt would make (gpu_ll_send), as the
  * one-shot number admission will give it: only block 0 admits one-shots and
@@ -33,7 +32,7 @@
  * failed gets nothing: its collectives fail at the scheduler.
  *
  * The host publishes a collective that this send takes before its wait for
- * CUDA's legacy default stream returns (a microsecond or more under MPS),
+ * CUDA's legacy default stream returns (slowest under MPS),
  * its summary marked held (gpu_ll_early_takes in gpu.c); it rewrites the
  * KIND word unmarked once the wait returned (gpu_ll_head_release). Thread 0
  * polls that word after taking a held summary, within the receive's
@@ -73,9 +72,9 @@ typedef struct gpu_ll_early {
 
 /* Warp 1 of block 0 (threads 32 on, one vector each): ticket's summary
  * into rec (shared), unless ticket is UINT64_MAX. Thread 0 reads the
- * control words meanwhile: one thread's loads from host memory measured
- * about 0.5 us longer per load, so the summary's four would delay the look
- * for new work. */
+ * control words meanwhile: each further load from host memory by one
+ * thread measured longer, so the summary's four would delay the look for
+ * new work. */
 __device__ static inline void gpu_ll_head_fetch(const dfccl_gpu_env_t *env, uint64_t ticket,
                                                 uint4 *rec)
 {

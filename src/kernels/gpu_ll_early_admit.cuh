@@ -70,7 +70,7 @@ __device__ static void gpu_ll_early_admit(const dfccl_gpu_env_t *env, gpu_shared
          * stream returned: no input is read before its word
          * (gpu_ll_early.cuh). Four staggered pollers (warps)
          * instead of thread 0, and the context filled before
-         * the word, were slower (runs 70 and 71) */
+         * the word, were both measured slower */
         while (sh->early.go && sh->early.held) {
             if (gpu_ll_released(env, sh->early.ticket)) sh->early.held = 0;
             else if (gpu_now_ns() >= sh->early.deadline) sh->early.go = 0;

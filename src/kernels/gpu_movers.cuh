@@ -190,8 +190,8 @@ GPU_VEC_REDUCE(DFCCL_BYTE, uint8_t, uint8_t, BXOR, DFCCL_R_BXOR)
  * PREFIX: gpu_vec (n 16-byte vectors) or gpu_sca (n elements, dst only).
  * The dispatchers stay out of line (__noinline__): their (type, op) bodies
  * are nine tenths of the kernel's code; inlined, they split the scheduler
- * and LL path into pieces megabytes apart and took ptxas 3.5 times as long
- * (contrib/results/2026-11-30-gpu-copy-lanes.md). */
+ * and LL path into pieces megabytes apart and made ptxas take several
+ * times as long. */
 #define GPU_DEFINE_DISPATCH(NAME, PREFIX, PT, QT)                                         \
 __device__ static __noinline__ int NAME(PT in, PT src, QT dst, QT out, size_t n,           \
                                         dfccl_dtype_t dtype, dfccl_op_t op)                \

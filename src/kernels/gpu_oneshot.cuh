@@ -23,12 +23,12 @@ __device__ static inline char *gpu_inbox_slot(const dfccl_gpu_comm_dev_t *c, int
 }
 
 /* The inbox traffic's fence. Peers on other GPUs need system scope. For
- * peers on this GPU a GPU-scope fence serves (about 0.4 us on an H200
- * against 0.66 us, contrib/results): what orders memory there is the L2
- * cache that every process's kernels on the device share, and the data is
- * read past L1. PTX's scopes name only the threads of one program, so this
- * rests on how the hardware works, not on the written model;
- * coll_dfccl_gpu_fence_system (one_device = 0) takes system scope anyway. */
+ * peers on this GPU a GPU-scope fence serves, and measured cheaper than a
+ * system-scope one: what orders memory there is the L2 cache that every
+ * process's kernels on the device share, and the data is read past L1.
+ * PTX's scopes name only the threads of one program, so this rests on how
+ * the hardware works, not on the written model; coll_dfccl_gpu_fence_system
+ * (one_device = 0) takes system scope anyway. */
 __device__ static inline void gpu_fence_peers(const dfccl_gpu_comm_dev_t *c)
 {
     if (c->one_device) __threadfence();
@@ -44,7 +44,7 @@ __device__ static uint64_t gpu_rs_displ(const dfccl_gpu_task_t *t, int r)
 
 /* Thread 0: the first peer whose counter is below need, or -1. The loads are
  * issued eight at a time before any is compared, so their latencies overlap
- * (each is a trip to memory: a quarter of a microsecond). */
+ * (each is a trip to memory). */
 __device__ static int gpu_counters_lagging(const volatile uint64_t *counters, int n, int me,
                                            uint64_t need)
 {

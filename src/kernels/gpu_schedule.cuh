@@ -171,9 +171,7 @@ __device__ static int gpu_should_quit(const dfccl_gpu_env_t *env, const dfccl_gp
 
     /* Block 0 busy within the nearer bound: no, without the scan. Its reads
      * of every block's state come one after another: scanning on every
-     * check made the 8 B allreduce grow 0.35 us per block (27.4 us at 32
-     * blocks), without it 21-24 us (contrib/results/2026-11-30-gpu-channels.md,
-     * 2026-11-30-gpu-latency-path.md) */
+     * check made the smallest allreduce slower with every block added */
     if (now - blk->busy_ns <= nearer) return 0;
     for (unsigned b = 0; b < gridDim.x; b++) {   /* ours as it is, the others' as published */
         const dfccl_gpu_block_t *o = b == 0 ? blk : &env->state->blocks[b];

@@ -105,9 +105,9 @@ out:
 }
 
 /* The daemon kernels of all ranks on one GPU must be resident together:
- * blocks that wait for an SM wait for others to leave, and a 256 MiB
- * allreduce of 8 ranks with 32 blocks each on one H200 took 6.7 ms instead
- * of 2.3 (contrib/results). Said once per process, when a communicator
+ * blocks that wait for an SM wait for others to leave, and a large
+ * allreduce whose kernels did not all fit on the GPU took several times as
+ * long as one whose kernels did. Said once per process, when a communicator
  * shows more ranks on our device than its SMs hold kernels, by the first
  * of them; the device is current on this thread. */
 static void gpu_warn_crowded(dfccl_gpu_t *g, const gpu_hello_t *all, int me, int n)
