@@ -27,8 +27,7 @@ __device__ static inline char *gpu_inbox_slot(const dfccl_gpu_comm_dev_t *c, int
  * system-scope one: what orders memory there is the L2 cache that every
  * process's kernels on the device share, and the data is read past L1.
  * PTX's scopes name only the threads of one program, so this rests on how
- * the hardware works, not on the written model; coll_dfccl_gpu_fence_system
- * (one_device = 0) takes system scope anyway. */
+ * the hardware works, not on the written model (docs/gpu-backend.md). */
 __device__ static inline void gpu_fence_peers(const dfccl_gpu_comm_dev_t *c)
 {
     if (c->one_device) __threadfence();
