@@ -65,6 +65,7 @@ __device__ static inline void gpu_store_release(volatile uint64_t *p, uint64_t v
 #include "kernels.h"
 #include "reduce.h"
 #include "sched_policy.h"
+#include "wait_policy.h"
 
 __device__ static inline uint64_t gpu_now_ns(void)
 {

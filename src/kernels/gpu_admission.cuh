@@ -9,13 +9,6 @@
 #ifndef DFCCL_GPU_ADMISSION_CUH
 #define DFCCL_GPU_ADMISSION_CUH
 
-/* Block 0 reads the control words over the bus, far slower than device
- * memory: while it has collectives in hand it reuses a read younger than
- * this, so that admitting, checking peers and moving are not paced by the
- * bus; new work then waits at most this much longer to be seen. An idle
- * block reads them on every pass. */
-#define GPU_CTRL_MAX_AGE_NS 4000
-
 /* 16 bytes of host memory in one uncached load (the host rewrites them). */
 __device__ static inline ulonglong2 gpu_host_load16(const void *p)
 {

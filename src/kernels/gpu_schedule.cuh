@@ -11,11 +11,6 @@
 #ifndef DFCCL_GPU_SCHEDULE_CUH
 #define DFCCL_GPU_SCHEDULE_CUH
 
-/* Block 0 asks whether the kernel should leave (gpu_should_quit: reads of
- * every block's published state) at most this often, 2 % of the idle
- * bound: asked on every idle pass, it delayed the next look for new work. */
-#define GPU_QUIT_CHECK_NS 10000
-
 /* Oldest collective of its communicator in this block's list? */
 __device__ static int gpu_runnable(const dfccl_gpu_env_t *env, const dfccl_gpu_block_t *blk, int i)
 {

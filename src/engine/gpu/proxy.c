@@ -19,21 +19,7 @@
 #include "log.h"
 #include "proxy.h"
 #include "stage.h"
-
-/* A failed kernel is noticed within this (a normal exit at once). */
-#define GPU_EXIT_CHECK_NS 100000ull
-/* After the kernel left with work pending and nothing new arrived, launch
- * it again after this backoff, doubling up to the cap: a peer that is late
- * by milliseconds does not cost a launch every few microseconds, and the
- * application's cudaDeviceSynchronize gets its window. */
-#define GPU_RELAUNCH_MIN_NS 20000ull
-#define GPU_RELAUNCH_MAX_NS 1000000ull
-/* The proxy thread polls while collectives are in flight, yielding between
- * polls (ranks may share cores); with nothing in flight it keeps polling for
- * GPU_PROXY_LINGER_NS (the next collective usually follows soon: a sleeping
- * thread takes tens of microseconds to wake), then sleeps. */
-#define GPU_PROXY_IDLE_WAIT_NS 10000000ull
-#define GPU_PROXY_LINGER_NS    2000000ull
+#include "wait_policy.h"
 
 /* The kernel cannot run (launch error, fault): everything pending fails and
  * later GPU collectives are refused. */

@@ -1,6 +1,7 @@
 /*
- * wait_policy.h - how long the engine's host threads spin, yield and nap
- * while they wait for peers or for work, in one place.
+ * wait_policy.h - how long the engine waits, polls and backs off, in one
+ * place: its host threads, the GPU backend's proxy thread and the daemon
+ * kernel (this header compiles for both).
  *
  * One policy for every host-side wait: spin while a peer on another core is
  * likely to answer within microseconds; then yield, because ranks may
@@ -43,6 +44,38 @@
  * costs a thread wake-up of tens of microseconds at its end: spin longer. */
 #define DFCCL_WAIT_CALLER_SPIN_GPU_NS 2000000ull
 
+/* ---- the GPU backend's proxy thread ---- */
+
+/* A failed kernel is noticed within this (a normal exit at once). */
+#define GPU_EXIT_CHECK_NS 100000ull
+/* After the kernel left with work pending and nothing new arrived, launch
+ * it again after this backoff, doubling up to the cap: a peer that is late
+ * by milliseconds does not cost a launch every few microseconds, and the
+ * application's cudaDeviceSynchronize gets its window. */
+#define GPU_RELAUNCH_MIN_NS 20000ull
+#define GPU_RELAUNCH_MAX_NS 1000000ull
+/* The proxy thread polls while collectives are in flight, yielding between
+ * polls (ranks may share cores); with nothing in flight it keeps polling for
+ * GPU_PROXY_LINGER_NS (the next collective usually follows soon: a sleeping
+ * thread takes tens of microseconds to wake), then sleeps. */
+#define GPU_PROXY_IDLE_WAIT_NS 10000000ull
+#define GPU_PROXY_LINGER_NS    2000000ull
+
+/* ---- the daemon kernel ---- */
+
+/* Block 0 reads the control words over the bus, far slower than device
+ * memory: while it has collectives in hand it reuses a read younger than
+ * this, so that admitting, checking peers and moving are not paced by the
+ * bus; new work then waits at most this much longer to be seen. An idle
+ * block reads them on every pass. */
+#define GPU_CTRL_MAX_AGE_NS 4000
+
+/* Block 0 asks whether the kernel should leave (gpu_should_quit: reads of
+ * every block's published state) at most this often, 2 % of the idle
+ * bound: asked on every idle pass, it delayed the next look for new work. */
+#define GPU_QUIT_CHECK_NS 10000
+
+#ifndef __CUDACC__
 /* One pause of a wait that has lasted waited_ns so far. */
 static inline void dfccl_wait_pause(uint64_t waited_ns)
 {
@@ -57,5 +90,6 @@ static inline void dfccl_wait_pause(uint64_t waited_ns)
         nanosleep(&nap, NULL);
     }
 }
+#endif
 
 #endif
