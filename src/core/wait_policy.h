@@ -44,6 +44,11 @@
  * costs a thread wake-up of tens of microseconds at its end: spin longer. */
 #define DFCCL_WAIT_CALLER_SPIN_GPU_NS 2000000ull
 
+/* A waiting caller polling GPU completions alone yields the core after this
+ * long: a small GPU collective completes within it without a system call,
+ * and the proxy thread's work (mappings, relaunches) waits at most this. */
+#define DFCCL_WAIT_CALLER_GPU_YIELD_NS 20000ull
+
 /* ---- the GPU backend's proxy thread ---- */
 
 /* A failed kernel is noticed within this (a normal exit at once). */

@@ -35,6 +35,18 @@ dfccl_status_t dfccl_coll_check_args(const dfccl_comm_t *comm, const dfccl_coll_
     return DFCCL_OK;
 }
 
+void dfccl_coll_enter(dfccl_comm_t *comm, dfccl_coll_t *coll, const dfccl_coll_args_t *args)
+{
+    coll->seq = __atomic_fetch_add(&comm->next_seq, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&comm->refs, 1, __ATOMIC_ACQ_REL);
+    coll->comm = comm;
+    dfccl_debug("post %s #%llu on %s comm %#llx: %zu x %s op %s%s, priority %d",
+                dfccl_coll_type_name(args->type), (unsigned long long)coll->seq, comm->ops->name,
+                (unsigned long long)comm->key, coll->total_count, dfccl_dtype_name(args->dtype),
+                dfccl_op_name(args->op), args->sendbuf == DFCCL_IN_PLACE ? " in place" : "",
+                args->priority);
+}
+
 dfccl_status_t dfccl_coll_new(dfccl_comm_t *comm, const dfccl_coll_args_t *args, size_t total,
                               int with_plan, dfccl_coll_t **coll_p)
 {

@@ -88,6 +88,9 @@ dfccl_status_t dfccl_coll_check_args(const dfccl_comm_t *comm, const dfccl_coll_
                                      size_t *total);
 dfccl_status_t dfccl_coll_new(dfccl_comm_t *comm, const dfccl_coll_args_t *args, size_t total,
                               int with_plan, dfccl_coll_t **coll_p);
+/* Gives coll the communicator's next sequence number and a reference on
+ * it (before the hand-over: once submitted, coll may complete and go). */
+void dfccl_coll_enter(dfccl_comm_t *comm, dfccl_coll_t *coll, const dfccl_coll_args_t *args);
 /* host/post_host.c: the host backend's post; DFCCL_OK, or why a post on this
  * host communicator fails at once (it broke here, or a peer broke before
  * this collective). */

@@ -212,14 +212,7 @@ dfccl_status_t dfccl_gpu_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args)
     if (status != DFCCL_OK) return status;
     status = dfccl_coll_new(comm, args, total, 0, &coll);
     if (status != DFCCL_OK) return status;
-    coll->seq = __atomic_fetch_add(&comm->next_seq, 1, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&comm->refs, 1, __ATOMIC_ACQ_REL);
-    coll->comm = comm;
-    dfccl_debug("post %s #%llu on GPU comm %#llx: %zu x %s op %s%s, priority %d",
-                dfccl_coll_type_name(args->type), (unsigned long long)coll->seq,
-                (unsigned long long)comm->key, total, dfccl_dtype_name(args->dtype),
-                dfccl_op_name(args->op), args->sendbuf == DFCCL_IN_PLACE ? " in place" : "",
-                args->priority);
+    dfccl_coll_enter(comm, coll, args);
     if (comm->broken) status = DFCCL_ERR_TIMEOUT;   /* see the earlier failure's diagnosis */
     else status = dfccl_gpu_submit(coll, args);
     if (status != DFCCL_OK) {

@@ -81,15 +81,7 @@ dfccl_status_t dfccl_host_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args
                                                             : status;
     status = dfccl_coll_new(comm, args, total, 1, &coll);
     if (status != DFCCL_OK) return status;
-    coll->seq = __atomic_fetch_add(&comm->next_seq, 1, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&comm->refs, 1, __ATOMIC_ACQ_REL);
-    coll->comm = comm;
-    /* before handing it over: once submitted, coll may complete and go */
-    dfccl_debug("post %s #%llu on comm %#llx: %zu x %s op %s%s, priority %d",
-                dfccl_coll_type_name(args->type), (unsigned long long)coll->seq,
-                (unsigned long long)comm->key, total, dfccl_dtype_name(args->dtype),
-                dfccl_op_name(args->op), args->sendbuf == DFCCL_IN_PLACE ? " in place" : "",
-                args->priority);
+    dfccl_coll_enter(comm, coll, args);
     /* what the peer receiving from us checks before any data moves */
     dfccl_ident_make(&coll->ident, args, comm->size, DFCCL_OK);
     coll->ident.seq1 = coll->seq + 1;

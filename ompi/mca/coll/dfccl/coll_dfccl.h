@@ -216,6 +216,7 @@ bool mca_coll_dfccl_is_device_memory(const void *buf);
 /* requests */
 mca_coll_dfccl_request_t *mca_coll_dfccl_request_get(ompi_communicator_t *comm);
 void mca_coll_dfccl_request_release(mca_coll_dfccl_request_t *req);
+/* types: an engine status as an MPI error */
 int  mca_coll_dfccl_request_error(dfccl_status_t status);
 
 /* staging (coll_dfccl_stage.c): copies the input into memory of the path's
@@ -242,8 +243,9 @@ int mca_coll_dfccl_bootstrap_allgather(mca_coll_dfccl_bootstrap_t *b, const void
 
 /* GPU side (coll_dfccl_gpu.c) */
 int  mca_coll_dfccl_gpu_progress(void);
-int  mca_coll_dfccl_gpu_submit(mca_coll_dfccl_module_t *m, dfccl_coll_args_t *args,
-                               mca_coll_dfccl_request_t *req, bool *posted);
+int  mca_coll_dfccl_gpu_submit(mca_coll_dfccl_module_t *m, dfccl_context_t *ctx,
+                               dfccl_coll_args_t *args, mca_coll_dfccl_request_t *req,
+                               bool *posted);
 void mca_coll_dfccl_gpu_module_fini(mca_coll_dfccl_module_t *m);
 
 /* module: engine communicator on first use; OMPI_SUCCESS or fall back */

@@ -122,19 +122,18 @@ static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_route_t route, dfccl_coll
                      ompi_request_t **request)
 {
     mca_coll_dfccl_request_t *req;
+    dfccl_context_t *ctx = NULL;
     dfccl_status_t status;
     int rc;
 
     if (route.path == DFCCL_ROUTE_STOCK) return DFCCL_FALLBACK;
     if (route.path == DFCCL_ROUTE_HOST && mca_coll_dfccl_module_engine_ready(m) != OMPI_SUCCESS)
         return DFCCL_FALLBACK;
-    if (route.path == DFCCL_ROUTE_GPU) {
-        /* the first device call of the process starts the engine (and the
-         * request free list); one that cannot start it reports an error
-         * rather than fall back alone */
-        dfccl_context_t *ctx;
-        if (mca_coll_dfccl_context_get(&ctx) != OMPI_SUCCESS) return OMPI_ERR_OUT_OF_RESOURCE;
-    }
+    /* the first device call of the process starts the engine (and the
+     * request free list); one that cannot start it reports an error rather
+     * than fall back alone */
+    if (route.path == DFCCL_ROUTE_GPU && mca_coll_dfccl_context_get(&ctx) != OMPI_SUCCESS)
+        return OMPI_ERR_OUT_OF_RESOURCE;
     req = mca_coll_dfccl_request_get(m->comm);
     if (req == NULL) return OMPI_ERR_OUT_OF_RESOURCE;   /* never fall back alone */
     if (route.stage || route.pack != NULL) {
@@ -155,7 +154,7 @@ static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_route_t route, dfccl_coll
     req->on_host = route.path == DFCCL_ROUTE_HOST;
     if (route.path == DFCCL_ROUTE_GPU) {
         bool posted;
-        rc = mca_coll_dfccl_gpu_submit(m, args, req, &posted);
+        rc = mca_coll_dfccl_gpu_submit(m, ctx, args, req, &posted);
         if (!posted) {
             opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, -1);
             mca_coll_dfccl_request_release(req);

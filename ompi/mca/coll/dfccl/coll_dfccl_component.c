@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include "coll_dfccl.h"
+#include "wait_policy.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
@@ -182,11 +183,6 @@ int mca_coll_dfccl_context_get(dfccl_context_t **context_p)
     return rc;
 }
 
-/* A waiting caller polling GPU completions alone yields the core after this
- * long: a small GPU collective completes within it without a system call,
- * and the proxy thread's work (mappings, relaunches) waits at most this. */
-#define DFCCL_GPU_WAIT_YIELD_NS 20000ull
-
 /* Per thread: when its polls began to find nothing while collectives were
  * in flight (0: the last poll found some, or nothing was in flight). */
 static __thread uint64_t empty_since;
@@ -219,7 +215,7 @@ int mca_coll_dfccl_progress(void)
         }
         now = mca_coll_dfccl_now_ns();
         if (empty_since == 0) empty_since = now;
-        if (now - empty_since >= DFCCL_GPU_WAIT_YIELD_NS) sched_yield();
+        if (now - empty_since >= DFCCL_WAIT_CALLER_GPU_YIELD_NS) sched_yield();
         return 0;
     }
     empty_since = 0;

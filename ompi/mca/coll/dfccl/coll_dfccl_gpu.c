@@ -118,14 +118,13 @@ int mca_coll_dfccl_gpu_progress(void)
     return ended;
 }
 
-static int dfccl_gpu_setup_start(mca_coll_dfccl_module_t *m)
+static int dfccl_gpu_setup_start(mca_coll_dfccl_module_t *m, dfccl_context_t *ctx)
 {
     mca_coll_dfccl_component_t *c = &mca_coll_dfccl_component;
     ompi_communicator_t *comm = m->comm;
     mca_coll_dfccl_gpu_setup_t *s = calloc(1, sizeof(*s));
-    dfccl_context_t *ctx = NULL;
     dfccl_comm_params_t params;
-    dfccl_status_t status = DFCCL_ERR_SYSTEM;
+    dfccl_status_t status;
 
     if (s == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
     s->module = m;
@@ -137,8 +136,7 @@ static int dfccl_gpu_setup_start(mca_coll_dfccl_module_t *m)
     /* the GPU side's own failures travel in the set-up, so every rank
      * learns them; failing to start it leaves the peers to their timeout */
     m->gpu_comm = NULL;
-    if (mca_coll_dfccl_context_get(&ctx) == OMPI_SUCCESS)
-        status = dfccl_comm_create_start(ctx, &params, &m->gpu_comm);
+    status = dfccl_comm_create_start(ctx, &params, &m->gpu_comm);
     if (status != DFCCL_OK) {
         DFCCL_ERROR("comm %s: GPU set-up could not start: %s", comm->c_name,
                     dfccl_status_string(status));
@@ -160,8 +158,9 @@ static int dfccl_gpu_setup_start(mca_coll_dfccl_module_t *m)
  * Returns OMPI_ERR_NOT_SUPPORTED (take the stock path) only when the GPU side
  * failed on this communicator, which all ranks agreed.
  */
-int mca_coll_dfccl_gpu_submit(mca_coll_dfccl_module_t *m, dfccl_coll_args_t *args,
-                              mca_coll_dfccl_request_t *req, bool *posted)
+int mca_coll_dfccl_gpu_submit(mca_coll_dfccl_module_t *m, dfccl_context_t *ctx,
+                              dfccl_coll_args_t *args, mca_coll_dfccl_request_t *req,
+                              bool *posted)
 {
     dfccl_pending_t *p;
     int rc;
@@ -172,7 +171,7 @@ int mca_coll_dfccl_gpu_submit(mca_coll_dfccl_module_t *m, dfccl_coll_args_t *arg
      * would reach at different calls, could pair different collectives */
     if (m->gpu_state == MCA_COLL_DFCCL_ENGINE_FAILED) return OMPI_ERROR;
     if (m->gpu_state == MCA_COLL_DFCCL_ENGINE_UNSET) {
-        rc = dfccl_gpu_setup_start(m);
+        rc = dfccl_gpu_setup_start(m, ctx);
         if (rc != OMPI_SUCCESS) return rc;
     }
     args->user = req;
@@ -213,7 +212,7 @@ int mca_coll_dfccl_gpu_submit(mca_coll_dfccl_module_t *m, dfccl_coll_args_t *arg
         /* the set-up ended between our check and the lock */
         free(p->counts);
         free(p);
-        return mca_coll_dfccl_gpu_submit(m, args, req, posted);
+        return mca_coll_dfccl_gpu_submit(m, ctx, args, req, posted);
     }
     *posted = true;
     return OMPI_SUCCESS;

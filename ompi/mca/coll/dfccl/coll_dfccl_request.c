@@ -67,20 +67,3 @@ void mca_coll_dfccl_request_release(mca_coll_dfccl_request_t *req)
     OMPI_REQUEST_FINI(&req->super.super);
     opal_free_list_return(&mca_coll_dfccl_component.requests, (opal_free_list_item_t *)req);
 }
-
-int mca_coll_dfccl_request_error(dfccl_status_t status)
-{
-    switch (status) {
-    case DFCCL_OK:                return MPI_SUCCESS;
-    case DFCCL_ERR_INVALID_PARAM: return MPI_ERR_ARG;
-    case DFCCL_ERR_NO_MEMORY:     return MPI_ERR_NO_MEM;
-    case DFCCL_ERR_MISMATCH:      /* the engine printed which rank and what differs */
-    case DFCCL_ERR_PEER_FAILED:   /* ... which peer failed */
-    case DFCCL_ERR_BROKEN:        /* ... the earlier failure */
-    case DFCCL_ERR_TIMEOUT:       /* the engine printed what it waited for */
-    case DFCCL_ERR_SHUTDOWN:
-    case DFCCL_ERR_SYSTEM:
-    case DFCCL_ERR_BOOTSTRAP:     return MPI_ERR_OTHER;
-    default:                      return MPI_ERR_INTERN;
-    }
-}

@@ -1,6 +1,7 @@
 /*
  * coll_dfccl_types.c - which MPI datatypes and ops the engine carries, under
- * MPI's rules for predefined reductions; everything else falls back.
+ * MPI's rules for predefined reductions (everything else falls back), and
+ * the MPI error class of each engine status.
  */
 #include <stdbool.h>
 #include "coll_dfccl.h"
@@ -113,4 +114,22 @@ bool mca_coll_dfccl_map_gather_type(ompi_datatype_t *dtype, int count, size_t *b
     *bytes = size * (size_t)count;
     *offset = *bytes > 0 ? true_lb : 0;
     return true;
+}
+
+/* An engine status as the MPI error a request or call returns. */
+int mca_coll_dfccl_request_error(dfccl_status_t status)
+{
+    switch (status) {
+    case DFCCL_OK:                return MPI_SUCCESS;
+    case DFCCL_ERR_INVALID_PARAM: return MPI_ERR_ARG;
+    case DFCCL_ERR_NO_MEMORY:     return MPI_ERR_NO_MEM;
+    case DFCCL_ERR_MISMATCH:      /* the engine printed which rank and what differs */
+    case DFCCL_ERR_PEER_FAILED:   /* ... which peer failed */
+    case DFCCL_ERR_BROKEN:        /* ... the earlier failure */
+    case DFCCL_ERR_TIMEOUT:       /* the engine printed what it waited for */
+    case DFCCL_ERR_SHUTDOWN:
+    case DFCCL_ERR_SYSTEM:
+    case DFCCL_ERR_BOOTSTRAP:     return MPI_ERR_OTHER;
+    default:                      return MPI_ERR_INTERN;
+    }
 }
