@@ -59,11 +59,11 @@ dfccl_status_t dfccl_coll_new(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
 
     coll = calloc(1, sizeof(*coll) + max_steps * sizeof(dfccl_step_t));
     if (coll == NULL) return DFCCL_ERR_NO_MEMORY;
+    coll->type        = args->type;
+    coll->priority    = args->priority;
+    coll->user        = args->user;
+    coll->total_count = total;
     if (!with_plan) {
-        coll->type = args->type;
-        coll->priority = args->priority;
-        coll->user = args->user;
-        coll->total_count = total;
         *coll_p = coll;
         return DFCCL_OK;
     }
@@ -73,10 +73,6 @@ dfccl_status_t dfccl_coll_new(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
         free(coll);
         return status;
     }
-    coll->type        = args->type;
-    coll->priority    = args->priority;
-    coll->user        = args->user;
-    coll->total_count = total;
     coll->budget_ns   = cfg->budget_ns;
     coll->exec.steps       = coll->steps;
     coll->exec.sendbuf     = in_place ? NULL : (char *)args->sendbuf;
