@@ -97,18 +97,22 @@ HWLOC_API_VERSION' | $CPP $CPPFLAGS - 2>/dev/null | tail -1`
 ])
 
 AC_DEFUN([DFCCL_CHECK_UCX], [
-  AC_ARG_WITH([ucx], [AS_HELP_STRING([--with-ucx=PREFIX], [UCX installation (default: pkg-config, then /usr)])])
-  AS_IF([test -n "$with_ucx" && test "$with_ucx" != yes],
-    [UCX_CFLAGS="-I$with_ucx/include"; UCX_LIBS="-L$with_ucx/lib -lucp -lucs"],
-    [PKG_CHECK_MODULES([UCX], [ucx >= 1.13], [], [UCX_CFLAGS=""; UCX_LIBS="-lucp -lucs"])])
-  save_CPPFLAGS=$CPPFLAGS; save_LIBS=$LIBS
-  CPPFLAGS="$CPPFLAGS $UCX_CFLAGS"; LIBS="$UCX_LIBS $LIBS"
-  AC_LINK_IFELSE([AC_LANG_PROGRAM([[#include <ucp/api/ucp.h>]],
-      [[unsigned a, b, c; ucp_get_version(&a, &b, &c); return 0;]])],
-    [], [AC_MSG_ERROR([UCX >= 1.13 with headers not found (Debian: apt-get install libucx-dev) or pass --with-ucx=PREFIX])])
-  DFCCL_UCX_VERSION=`echo '#include <ucp/api/ucp_version.h>
+  AC_ARG_WITH([ucx], [AS_HELP_STRING([--with-ucx=PREFIX], [UCX installation (default: pkg-config, then /usr); --without-ucx: no network transport, communicators that span nodes take Open MPI's own path])])
+  DFCCL_UCX_VERSION=none
+  AS_IF([test "$with_ucx" != no], [
+    AS_IF([test -n "$with_ucx" && test "$with_ucx" != yes],
+      [UCX_CFLAGS="-I$with_ucx/include"; UCX_LIBS="-L$with_ucx/lib -lucp -lucs"],
+      [PKG_CHECK_MODULES([UCX], [ucx >= 1.13], [], [UCX_CFLAGS=""; UCX_LIBS="-lucp -lucs"])])
+    save_CPPFLAGS=$CPPFLAGS; save_LIBS=$LIBS
+    CPPFLAGS="$CPPFLAGS $UCX_CFLAGS"; LIBS="$UCX_LIBS $LIBS"
+    AC_LINK_IFELSE([AC_LANG_PROGRAM([[#include <ucp/api/ucp.h>]],
+        [[unsigned a, b, c; ucp_get_version(&a, &b, &c); return 0;]])],
+      [], [AC_MSG_ERROR([UCX >= 1.13 with headers not found (Debian: apt-get install libucx-dev), pass --with-ucx=PREFIX, or --without-ucx])])
+    DFCCL_UCX_VERSION=`echo '#include <ucp/api/ucp_version.h>
 UCP_VERSION_STRING' | $CPP $CPPFLAGS - 2>/dev/null | tail -1`
-  CPPFLAGS=$save_CPPFLAGS; LIBS=$save_LIBS
+    CPPFLAGS=$save_CPPFLAGS; LIBS=$save_LIBS],
+    [UCX_CFLAGS=""; UCX_LIBS=""])
+  AM_CONDITIONAL([DFCCL_BUILD_UCX], [test "$with_ucx" != no])
   AC_SUBST([UCX_CFLAGS]) AC_SUBST([UCX_LIBS])
 ])
 

@@ -61,9 +61,10 @@ typedef struct dfccl_exec {
     size_t              slice_elems;
     dfccl_dtype_t       dtype;
     dfccl_op_t          op;
-    dfccl_fifo_t       *recv_fifo;
-    dfccl_fifo_t       *send_fifo;
+    dfccl_fifo_t       *recv_fifo; /* receive connections, indexed by a step's recv_conn */
+    dfccl_fifo_t       *send_fifo; /* send connections, indexed by a step's send_conn[] */
     dfccl_wait_t        waiting;   /* why the last attempt gave up */
+    int                 wait_peer; /* ... and the rank it waits for */
 } dfccl_exec_t;
 
 /* What one slice reads and writes; NULL where the step has no such part. */
@@ -72,6 +73,7 @@ typedef struct dfccl_slice {
     const char *src;   /* local input */
     char       *dst;   /* local output */
     char       *out;   /* slot to send */
+    char       *out2;  /* a second peer's slot (multicast), or NULL */
     size_t      count; /* elements */
     int         reduce;
 } dfccl_slice_t;
@@ -154,21 +156,28 @@ DFCCL_INLINE DFCCL_HD int dfccl_exec_slice_begin(dfccl_exec_t *x, dfccl_slice_t 
 {
     const dfccl_step_t *s = &x->steps[x->step];
     uint64_t lo, left = dfccl_exec_round_len(x, &lo) - x->offset;
+    dfccl_fifo_t *in = &x->recv_fifo[s->recv_conn], *out = &x->send_fifo[s->send_conn[0]];
 
-    if (s->recv && DFCCL_LOAD_ACQUIRE(&x->recv_fifo->ctrl->tail) <= x->recv_fifo->count) {
+    if (s->recv && DFCCL_LOAD_ACQUIRE(&in->ctrl->tail) <= in->count) {
         x->waiting = DFCCL_WAIT_RECV;
+        x->wait_peer = in->peer;
         return 0;
     }
-    if (s->send && x->send_fifo->count - DFCCL_LOAD_ACQUIRE(&x->send_fifo->ctrl->head)
-                       >= x->send_fifo->nslots) {
-        x->waiting = DFCCL_WAIT_SEND;
-        return 0;
+    for (uint8_t k = 0; k < s->send; k++) {
+        dfccl_fifo_t *f = &x->send_fifo[s->send_conn[k]];
+        if (f->count - DFCCL_LOAD_ACQUIRE(&f->ctrl->head) >= f->nslots) {
+            x->waiting = DFCCL_WAIT_SEND;
+            x->wait_peer = f->peer;
+            return 0;
+        }
     }
     x->waiting  = DFCCL_WAIT_NONE;
     slice->count  = left < x->slice_elems ? (size_t)left : x->slice_elems;
     slice->reduce = s->reduce;
-    slice->in  = s->recv ? dfccl_fifo_slot(x->recv_fifo, x->recv_fifo->count) : NULL;
-    slice->out = s->send ? dfccl_fifo_slot(x->send_fifo, x->send_fifo->count) : NULL;
+    slice->in  = s->recv ? dfccl_fifo_slot(in, in->count) : NULL;
+    slice->out = s->send ? dfccl_fifo_slot(out, out->count) : NULL;
+    slice->out2 = s->send > 1 ? dfccl_fifo_slot(&x->send_fifo[s->send_conn[1]],
+                                                 x->send_fifo[s->send_conn[1]].count) : NULL;
     slice->src = s->src_buf ? dfccl_exec_buf(x, s->src_buf, s->src_off + lo + x->offset) : NULL;
     slice->dst = s->dst_buf ? dfccl_exec_buf(x, s->dst_buf, s->dst_off + lo + x->offset) : NULL;
     return 1;
@@ -180,9 +189,15 @@ DFCCL_INLINE DFCCL_HD void dfccl_exec_slice_end(dfccl_exec_t *x, const dfccl_sli
 {
     const dfccl_step_t *s = &x->steps[x->step];
 
-    if (s->recv) DFCCL_STORE_RELEASE(&x->recv_fifo->ctrl->head, ++x->recv_fifo->count);
-    if (s->send) {
-        DFCCL_STORE_RELEASE(&x->send_fifo->ctrl->tail, ++x->send_fifo->count);
+    if (s->recv) {
+        dfccl_fifo_t *in = &x->recv_fifo[s->recv_conn];
+        DFCCL_STORE_RELEASE(&in->ctrl->head, ++in->count);
+    }
+    for (uint8_t k = 0; k < s->send; k++) {
+        dfccl_fifo_t *f = &x->send_fifo[s->send_conn[k]];
+        /* a connection that crosses nodes sends what was written, not the slot */
+        if (f->lens != NULL) f->lens[f->count % f->nslots] = (uint32_t)(slice->count * x->esize);
+        DFCCL_STORE_RELEASE(&f->ctrl->tail, ++f->count);
         x->sent_bytes += slice->count * x->esize;
     }
     x->offset += slice->count;

@@ -33,6 +33,8 @@ typedef struct dfccl_fifo {
     uint32_t           nslots;
     int                peer;     /* the rank at the other end, for diagnosis */
     uint64_t           count;    /* sender: slots produced; receiver: consumed */
+    uint32_t          *lens;     /* sender over the network: bytes written per slot
+                                    (the proxy sends only those); else NULL */
 } dfccl_fifo_t;
 
 DFCCL_INLINE DFCCL_HD size_t dfccl_fifo_bytes(size_t slot_bytes, uint32_t nslots)

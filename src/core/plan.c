@@ -1,95 +1,167 @@
-/* plan.c - ring programs for allreduce, allgather and reduce-scatter. */
-#include "plan.h"
+/* plan.c - the plan builder and the ring programs over any group of ranks. */
+#include "plan_build.h"
 
-typedef struct {
-    dfccl_step_t *steps;
-    uint32_t      n;
-} plan_builder_t;
+static const char *const algo_names[DFCCL_ALGO_COUNT] = { "ring", "hierarchical",
+                                                          "recursive-doubling" };
 
-static void plan_push(plan_builder_t *b, int recv, int send, int reduce,
-                      dfccl_buf_t src_buf, uint64_t src_off,
-                      dfccl_buf_t dst_buf, uint64_t dst_off, uint64_t count)
+const char *dfccl_algo_name(dfccl_algo_t algo)
 {
-    dfccl_step_t *s = &b->steps[b->n++];
-    s->recv    = (uint8_t)recv;
-    s->send    = (uint8_t)send;
-    s->reduce  = (uint8_t)reduce;
-    s->src_buf = (uint8_t)src_buf;
-    s->src_off = src_off;
-    s->dst_buf = (uint8_t)dst_buf;
-    s->dst_off = dst_off;
-    s->count   = count;
+    return (unsigned)algo < DFCCL_ALGO_COUNT ? algo_names[algo] : "unknown";
 }
 
-static int ring_index(int rank, int delta, int size)
+void plan_push(dfccl_plan_t *b, int recv_peer, int send_peer, int reduce,
+               dfccl_buf_t src_buf, uint64_t src_off,
+               dfccl_buf_t dst_buf, uint64_t dst_off, uint64_t count)
 {
-    return ((rank + delta) % size + size) % size;
-}
+    dfccl_step_t *s;
+    dfccl_step_peers_t *p;
 
-uint32_t dfccl_plan_max_steps(int size)
-{
-    /* allreduce: 2 (size - 1) transfer steps; size 1 needs one copy. */
-    return 2u * (uint32_t)size + 1u;
-}
-
-/* Allreduce cuts the buffer into size chunks of near-equal length. */
-static void allreduce_chunk(size_t count, int size, int c, uint64_t *off, uint64_t *len)
-{
-    size_t base = count / (size_t)size, rem = count % (size_t)size;
-    *len = base + ((size_t)c < rem);
-    *off = (uint64_t)c * base + ((size_t)c < rem ? (size_t)c : rem);
-}
-
-static void plan_allreduce(plan_builder_t *b, int r, int n, int in_place, size_t count)
-{
-    dfccl_buf_t src = in_place ? DFCCL_BUF_RECV : DFCCL_BUF_SEND;
-    uint64_t off, len;
-    int j, c;
-
-    if (n == 1) {
-        if (!in_place) plan_push(b, 0, 0, 0, src, 0, DFCCL_BUF_RECV, 0, count);
+    if (b->nsteps == b->cap) {   /* a builder bug: max_steps is the contract */
+        b->cap = 0;
         return;
     }
-    /* reduce-scatter phase: after it, this rank holds chunk r fully reduced */
-    c = ring_index(r, -1, n);
-    allreduce_chunk(count, n, c, &off, &len);
-    plan_push(b, 0, 1, 0, src, off, DFCCL_BUF_NONE, 0, len);
-    for (j = 2; j < n; j++) {
-        c = ring_index(r, -j, n);
-        allreduce_chunk(count, n, c, &off, &len);
-        plan_push(b, 1, 1, 1, src, off, DFCCL_BUF_NONE, 0, len);
-    }
-    allreduce_chunk(count, n, r, &off, &len);
-    plan_push(b, 1, 1, 1, src, off, DFCCL_BUF_RECV, off, len);
-    /* allgather phase: forward the reduced chunks around the ring */
-    for (j = 1; j < n - 1; j++) {
-        c = ring_index(r, -j, n);
-        allreduce_chunk(count, n, c, &off, &len);
-        plan_push(b, 1, 1, 0, DFCCL_BUF_NONE, 0, DFCCL_BUF_RECV, off, len);
-    }
-    c = ring_index(r, 1, n);
-    allreduce_chunk(count, n, c, &off, &len);
-    plan_push(b, 1, 0, 0, DFCCL_BUF_NONE, 0, DFCCL_BUF_RECV, off, len);
+    s = &b->steps[b->nsteps];
+    p = &b->peers[b->nsteps++];
+    s->recv      = recv_peer >= 0;
+    s->send      = send_peer >= 0;
+    s->reduce    = (uint8_t)reduce;
+    s->src_buf   = (uint8_t)src_buf;
+    s->src_off   = src_off;
+    s->dst_buf   = (uint8_t)dst_buf;
+    s->dst_off   = dst_off;
+    s->count     = count;
+    s->recv_conn = 0;
+    s->send_conn[0] = s->send_conn[1] = 0;
+    p->recv      = recv_peer;
+    p->send[0]   = send_peer;
+    p->send[1]   = -1;
+    if (count > b->max_block) b->max_block = count;
 }
 
-static void plan_allgather(plan_builder_t *b, int r, int n, int in_place, size_t count)
+/* ---- blocks of a region ------------------------------------------------- */
+
+void plan_split(uint64_t base, uint64_t len, int parts, int c, uint64_t *off, uint64_t *n)
 {
-    uint64_t own = (uint64_t)r * count;
-    int j;
+    uint64_t q = len / (uint64_t)parts, rem = len % (uint64_t)parts, uc = (uint64_t)c;
+    *n = q + (uc < rem);
+    *off = base + uc * q + (uc < rem ? uc : rem);
+}
+
+static int ring_at(int i, int delta, int m)
+{
+    return ((i + delta) % m + m) % m;
+}
+
+/* ---- ring phases over a group g[0..m-1], this rank at position i -------- */
+
+void plan_ring_reduce_scatter(dfccl_plan_t *b, const plan_group_t *g, dfccl_buf_t src,
+                              const uint64_t *src_off, const uint64_t *len,
+                              dfccl_buf_t dst, uint64_t dst_off)
+{
+    int m = g->m, i = g->i, next = g->ranks[ring_at(i, 1, m)], prev = g->ranks[ring_at(i, -1, m)];
+    int c;
+
+    if (m == 1) {
+        if (src != dst || src_off[0] != dst_off) plan_push(b, -1, -1, 0, src, src_off[0], dst, dst_off, len[0]);
+        return;
+    }
+    c = ring_at(i, -1, m);
+    plan_push(b, -1, next, 0, src, src_off[c], DFCCL_BUF_NONE, 0, len[c]);
+    for (int j = 2; j < m; j++) {
+        c = ring_at(i, -j, m);
+        plan_push(b, prev, next, 1, src, src_off[c], DFCCL_BUF_NONE, 0, len[c]);
+    }
+    /* In place, a result that goes to the front of the buffer is written
+     * over input still to be read only past what has been written: rounds
+     * move ascending element ranges, and the movers combine in the received
+     * slot where this slice's source and destination overlap. */
+    plan_push(b, prev, -1, 1, src, src_off[i], dst, dst_off, len[i]);
+}
+
+void plan_ring_allgather(dfccl_plan_t *b, const plan_group_t *g, dfccl_buf_t own_src,
+                         uint64_t own_src_off, const uint64_t *off, const uint64_t *len)
+{
+    int m = g->m, i = g->i, next = g->ranks[ring_at(i, 1, m)], prev = g->ranks[ring_at(i, -1, m)];
+    int in_place = own_src == DFCCL_BUF_RECV && own_src_off == off[i];
+    int c;
 
     if (in_place) {
-        if (n > 1) plan_push(b, 0, 1, 0, DFCCL_BUF_RECV, own, DFCCL_BUF_NONE, 0, count);
+        if (m > 1) plan_push(b, -1, next, 0, DFCCL_BUF_RECV, off[i], DFCCL_BUF_NONE, 0, len[i]);
     } else {
-        plan_push(b, 0, n > 1, 0, DFCCL_BUF_SEND, 0, DFCCL_BUF_RECV, own, count);
+        plan_push(b, -1, m > 1 ? next : -1, 0, own_src, own_src_off, DFCCL_BUF_RECV, off[i], len[i]);
     }
-    for (j = 1; j < n - 1; j++) {
-        uint64_t c = (uint64_t)ring_index(r, -j, n);
-        plan_push(b, 1, 1, 0, DFCCL_BUF_NONE, 0, DFCCL_BUF_RECV, c * count, count);
+    for (int j = 1; j < m - 1; j++) {
+        c = ring_at(i, -j, m);
+        plan_push(b, prev, next, 0, DFCCL_BUF_NONE, 0, DFCCL_BUF_RECV, off[c], len[c]);
     }
-    if (n > 1) {
-        uint64_t c = (uint64_t)ring_index(r, 1, n);
-        plan_push(b, 1, 0, 0, DFCCL_BUF_NONE, 0, DFCCL_BUF_RECV, c * count, count);
+    if (m > 1) {
+        c = ring_at(i, 1, m);
+        plan_push(b, prev, -1, 0, DFCCL_BUF_NONE, 0, DFCCL_BUF_RECV, off[c], len[c]);
     }
+}
+
+/* Allreduce of [base, base + len) of the buffers: reduce-scatter whose last
+ * step already sends (recvReduceCopySend), then the allgather. The source
+ * has the receive buffer's layout. */
+void plan_ring_allreduce(dfccl_plan_t *b, const plan_group_t *g, dfccl_buf_t src,
+                         uint64_t base, uint64_t len)
+{
+    int m = g->m, i = g->i, next = g->ranks[ring_at(i, 1, m)], prev = g->ranks[ring_at(i, -1, m)];
+    uint64_t off, n;
+    int c;
+
+    if (m == 1) {
+        if (src != DFCCL_BUF_RECV) plan_push(b, -1, -1, 0, src, base, DFCCL_BUF_RECV, base, len);
+        return;
+    }
+    c = ring_at(i, -1, m);
+    plan_split(base, len, m, c, &off, &n);
+    plan_push(b, -1, next, 0, src, off, DFCCL_BUF_NONE, 0, n);
+    for (int j = 2; j < m; j++) {
+        plan_split(base, len, m, ring_at(i, -j, m), &off, &n);
+        plan_push(b, prev, next, 1, src, off, DFCCL_BUF_NONE, 0, n);
+    }
+    plan_split(base, len, m, i, &off, &n);
+    plan_push(b, prev, next, 1, src, off, DFCCL_BUF_RECV, off, n);
+    for (int j = 1; j < m - 1; j++) {
+        plan_split(base, len, m, ring_at(i, -j, m), &off, &n);
+        plan_push(b, prev, next, 0, DFCCL_BUF_NONE, 0, DFCCL_BUF_RECV, off, n);
+    }
+    plan_split(base, len, m, ring_at(i, 1, m), &off, &n);
+    plan_push(b, prev, -1, 0, DFCCL_BUF_NONE, 0, DFCCL_BUF_RECV, off, n);
+}
+
+/* ---- the flat ring: all ranks, node by node ------------------------------ */
+
+/* The ring's order: by node, then by rank; on one node, rank order. */
+static void ring_group(const dfccl_topo_t *t, int rank, int *ranks, plan_group_t *g)
+{
+    for (int j = 0; j < t->size; j++) ranks[j] = t->order[j];
+    g->ranks = ranks;
+    g->m = t->size;
+    g->i = t->pos[rank];
+}
+
+void dfccl_topo_derive(int size, const int *node, int *local, int *order, int *pos, int *nnodes,
+                       int *uniform)
+{
+    int n = 0, m = 0, first = -1;
+
+    for (int r = 0; r < size; r++)
+        if (node[r] + 1 > n) n = node[r] + 1;
+    for (int nd = 0; nd < n; nd++) {
+        int k = 0;
+        for (int r = 0; r < size; r++)
+            if (node[r] == nd) {
+                local[r] = k++;
+                pos[r] = m;
+                order[m++] = r;
+            }
+        if (first < 0) first = k;
+        else if (k != first) first = 0;
+    }
+    *nnodes = n;
+    *uniform = first > 0;
 }
 
 static uint64_t displacement(const size_t *counts, int c)
@@ -99,30 +171,109 @@ static uint64_t displacement(const size_t *counts, int c)
     return d;
 }
 
-static void plan_reduce_scatter(plan_builder_t *b, int r, int n, int in_place,
-                                const size_t *counts)
+static dfccl_status_t plan_flat_ring(const dfccl_plan_call_t *call, const dfccl_topo_t *t,
+                                     int rank, dfccl_plan_t *b)
 {
-    dfccl_buf_t src = in_place ? DFCCL_BUF_RECV : DFCCL_BUF_SEND;
-    uint64_t own_off = displacement(counts, r);
-    int j, c;
+    dfccl_buf_t src = call->in_place ? DFCCL_BUF_RECV : DFCCL_BUF_SEND;
+    int n = t->size, ranks_buf[PLAN_GROUP_MAX], *ranks = ranks_buf;
+    uint64_t offs[PLAN_GROUP_MAX], lens[PLAN_GROUP_MAX], *off = offs, *len = lens;
+    plan_group_t g;
+    dfccl_status_t status = DFCCL_OK;
 
-    if (n == 1) {
-        if (!in_place) plan_push(b, 0, 0, 0, src, 0, DFCCL_BUF_RECV, 0, counts[0]);
-        return;
+    if (n > PLAN_GROUP_MAX) {   /* large communicators: scratch from the heap */
+        ranks = malloc(sizeof(int) * (size_t)n);
+        off = malloc(sizeof(uint64_t) * (size_t)n);
+        len = malloc(sizeof(uint64_t) * (size_t)n);
+        if (ranks == NULL || off == NULL || len == NULL) {
+            status = DFCCL_ERR_NO_MEMORY;
+            goto out;
+        }
     }
-    c = ring_index(r, -1, n);
-    plan_push(b, 0, 1, 0, src, displacement(counts, c), DFCCL_BUF_NONE, 0, counts[c]);
-    for (j = 2; j < n; j++) {
-        c = ring_index(r, -j, n);
-        plan_push(b, 1, 1, 1, src, displacement(counts, c), DFCCL_BUF_NONE, 0, counts[c]);
+    ring_group(t, rank, ranks, &g);
+    switch (call->type) {
+    case DFCCL_COLL_ALLREDUCE:
+        plan_ring_allreduce(b, &g, src, 0, call->count);
+        break;
+    case DFCCL_COLL_ALLGATHER:
+        for (int j = 0; j < n; j++) {
+            off[j] = (uint64_t)ranks[j] * call->count;
+            len[j] = call->count;
+        }
+        plan_ring_allgather(b, &g, src, call->in_place ? (uint64_t)rank * call->count : 0, off, len);
+        break;
+    case DFCCL_COLL_REDUCE_SCATTER:
+        for (int j = 0; j < n; j++) {
+            off[j] = displacement(call->counts, ranks[j]);
+            len[j] = call->counts[ranks[j]];
+        }
+        plan_ring_reduce_scatter(b, &g, src, off, len, DFCCL_BUF_RECV, 0);
+        break;
+    default:
+        status = DFCCL_ERR_INVALID_PARAM;
     }
-    /* In place, the result goes straight to the front: rounds move ascending
-     * element ranges, so every input element still to be read (this round's
-     * later slices, later rounds) lies past what has been written, and the
-     * movers combine in the received slot where this slice's source and
-     * destination overlap. The rest of the buffer keeps the caller's input,
-     * as MPI's in-place reduce-scatter leaves it. */
-    plan_push(b, 1, 0, 1, src, own_off, DFCCL_BUF_RECV, 0, counts[r]);
+out:
+    if (ranks != ranks_buf) {
+        free(ranks);
+        free(off);
+        free(len);
+    }
+    return status;
+}
+
+uint32_t dfccl_plan_max_steps(int size)
+{
+    /* ring allreduce: 2 (size - 1) transfers; hierarchical: at most as many
+     * (its rings are shorter); recursive doubling: 2 per doubling, plus the
+     * fold and unfold; size 1 needs one copy */
+    uint32_t rd = 4;
+    for (int p = 1; p < size; p <<= 1) rd += 2;
+    return 2u * (uint32_t)size + 1u > rd ? 2u * (uint32_t)size + 1u : rd;
+}
+
+dfccl_status_t dfccl_plan_build(dfccl_algo_t algo, const dfccl_plan_call_t *call,
+                                const dfccl_topo_t *topo, int rank, dfccl_plan_t *plan)
+{
+    dfccl_status_t status;
+
+    if (topo->size < 1 || rank < 0 || rank >= topo->size) return DFCCL_ERR_INVALID_PARAM;
+    if (call->type == DFCCL_COLL_REDUCE_SCATTER && call->counts == NULL)
+        return DFCCL_ERR_INVALID_PARAM;
+    plan->nsteps = 0;
+    plan->max_block = 0;
+    switch (algo) {
+    case DFCCL_ALGO_RING: status = plan_flat_ring(call, topo, rank, plan); break;
+    case DFCCL_ALGO_HIER: status = plan_hierarchical(call, topo, rank, plan); break;
+    case DFCCL_ALGO_RD:   status = plan_recursive_doubling(call, topo, rank, plan); break;
+    default:              status = DFCCL_ERR_INVALID_PARAM;
+    }
+    if (status == DFCCL_OK && plan->cap == 0) status = DFCCL_ERR_INVALID_PARAM;
+    return status;
+}
+
+dfccl_status_t dfccl_plan_ring(dfccl_coll_type_t type, int rank, int size, int in_place,
+                               size_t count, const size_t *counts,
+                               dfccl_step_t *steps, uint32_t *nsteps, uint64_t *max_block)
+{
+    dfccl_plan_call_t call = { type, in_place, count, counts };
+    uint32_t cap = dfccl_plan_max_steps(size);
+    dfccl_step_peers_t *peers = malloc(sizeof(*peers) * cap);
+    size_t n = (size_t)(size > 0 ? size : 1);
+    int *zero = calloc(n, sizeof(int)), *ident = malloc(sizeof(int) * n);
+    dfccl_topo_t topo = { size, 1, zero, ident, ident, ident, 1 };
+    dfccl_plan_t plan = { steps, peers, 0, cap, 0 };
+    dfccl_status_t status = DFCCL_ERR_NO_MEMORY;
+
+    if (peers != NULL && zero != NULL && ident != NULL) {
+        for (int r = 0; r < size; r++) ident[r] = r;
+        status = dfccl_plan_build(DFCCL_ALGO_RING, &call, &topo, rank, &plan);
+    }
+    free(peers);
+    free(zero);
+    free(ident);
+    if (status != DFCCL_OK) return status;
+    *nsteps = plan.nsteps;
+    *max_block = plan.max_block;
+    return DFCCL_OK;
 }
 
 int dfccl_plan_parts_allowed(dfccl_coll_type_t type, int in_place, const size_t *counts, int size)
@@ -141,32 +292,4 @@ uint64_t dfccl_plan_chunk_elems(size_t slot_bytes, uint32_t nslots, size_t esize
 {
     uint32_t slices = nslots / 2 ? nslots / 2 : 1;
     return (uint64_t)slices * (slot_bytes / esize);
-}
-
-dfccl_status_t dfccl_plan_ring(dfccl_coll_type_t type, int rank, int size, int in_place,
-                               size_t count, const size_t *counts,
-                               dfccl_step_t *steps, uint32_t *nsteps, uint64_t *max_block)
-{
-    plan_builder_t b = { steps, 0 };
-
-    if (size < 1 || rank < 0 || rank >= size) return DFCCL_ERR_INVALID_PARAM;
-    switch (type) {
-    case DFCCL_COLL_ALLREDUCE:
-        plan_allreduce(&b, rank, size, in_place, count);
-        break;
-    case DFCCL_COLL_ALLGATHER:
-        plan_allgather(&b, rank, size, in_place, count);
-        break;
-    case DFCCL_COLL_REDUCE_SCATTER:
-        if (counts == NULL) return DFCCL_ERR_INVALID_PARAM;
-        plan_reduce_scatter(&b, rank, size, in_place, counts);
-        break;
-    default:
-        return DFCCL_ERR_INVALID_PARAM;
-    }
-    *nsteps = b.n;
-    *max_block = 0;
-    for (uint32_t i = 0; i < b.n; i++)
-        if (steps[i].count > *max_block) *max_block = steps[i].count;
-    return DFCCL_OK;
 }

@@ -1,13 +1,25 @@
 /*
- * plan.h - a collective as a short per-rank program of primitive steps.
+ * plan.h - a collective as a short per-rank program of primitive steps
+ * that address any peer of the communicator.
  *
  * A step moves `count` elements, slice by slice (one FIFO slot each):
  *     value = recv ? (reduce ? recv OP src : recv) : src
  *     if dst:  write value to dst
- *     if send: write value into the next FIFO slot
+ *     for each peer it sends to: write value into that connection's next slot
  * A step with neither recv nor send is a local copy (memmove semantics).
  * The ring algorithms read like NCCL's runRing: send, recvReduceSend...,
  * recvReduceCopySend, recvCopySend..., recv.
+ *
+ * Steps run in program order: a step depends on the one before it, which
+ * is a valid order of any dependency graph (plan files may write the
+ * dependencies down; they must point backwards). Each (sender, receiver)
+ * pair has one connection per direction, a FIFO; the k-th step of a rank
+ * that sends to a peer pairs with the k-th step of that peer that receives
+ * from it, and both move the same count.
+ *
+ * The executor needs only the step (connection indices, 8 bytes of flags);
+ * the peers a plan names travel next to the steps (dfccl_step_peers_t) until
+ * the backend maps them onto its connections.
  */
 #ifndef DFCCL_PLAN_H
 #define DFCCL_PLAN_H
@@ -21,32 +33,113 @@ typedef enum {
     DFCCL_BUF_RECV = 2    /* the user's receive buffer */
 } dfccl_buf_t;
 
+/* Peers one step sends the same value to (multicast). */
+#define DFCCL_STEP_MAX_SENDS 2
+/* Connections one rank's plans may use on one communicator, each way. */
+#define DFCCL_PLAN_MAX_CONNS 255
+
 typedef struct dfccl_step {
-    uint8_t  recv;       /* consume one slot per slice from the recv FIFO */
-    uint8_t  send;       /* produce one slot per slice into the send FIFO */
+    uint8_t  recv;       /* consume one slot per slice from connection recv_conn */
+    uint8_t  send;       /* number of connections (send_conn[]) it sends to, 0..2 */
     uint8_t  reduce;     /* combine what was received with src */
     uint8_t  src_buf;    /* dfccl_buf_t */
     uint8_t  dst_buf;    /* dfccl_buf_t */
+    uint8_t  recv_conn;  /* index into the executor's receive connections */
+    uint8_t  send_conn[DFCCL_STEP_MAX_SENDS];
     uint64_t src_off;    /* elements */
     uint64_t dst_off;    /* elements */
     uint64_t count;      /* elements */
 } dfccl_step_t;
 
-/* Largest number of steps a ring plan has on size ranks. */
+/* The ranks a step names: recv (when it receives), send[0..send-1]. */
+typedef struct dfccl_step_peers {
+    int32_t recv;
+    int32_t send[DFCCL_STEP_MAX_SENDS];
+} dfccl_step_peers_t;
+
+/* Where ranks are: node[r] in 0..nnodes-1 (numbered by first rank), local[r]
+ * the rank's index among its node's ranks (in rank order); order[] the ranks
+ * node by node (the flat ring), pos[r] rank r's place in it. */
+typedef struct dfccl_topo {
+    int        size;
+    int        nnodes;
+    const int *node;
+    const int *local;
+    const int *order;
+    const int *pos;
+    int        uniform;   /* every node holds the same number of ranks */
+} dfccl_topo_t;
+
+/* Fills local, order and pos (size entries each) and *nnodes, *uniform from
+ * node (size entries, 0..nnodes-1 numbered by first rank). */
+void dfccl_topo_derive(int size, const int *node, int *local, int *order, int *pos, int *nnodes,
+                       int *uniform);
+
+typedef enum {
+    DFCCL_ALGO_RING = 0,       /* one ring over all ranks, node by node */
+    DFCCL_ALGO_HIER = 1,       /* allreduce: node reduce-scatter, allreduce of each shard
+                                  across nodes, node allgather */
+    DFCCL_ALGO_RD   = 2,       /* allreduce: recursive doubling (latency) */
+    DFCCL_ALGO_COUNT
+} dfccl_algo_t;
+
+const char *dfccl_algo_name(dfccl_algo_t algo);
+
+/* What a rank's program is built for. */
+typedef struct dfccl_plan_call {
+    dfccl_coll_type_t type;
+    int               in_place;
+    size_t            count;    /* allreduce: elements; allgather: per rank */
+    const size_t     *counts;   /* reduce-scatter: per rank; else NULL */
+} dfccl_plan_call_t;
+
+/* A rank's program while it is built. */
+typedef struct dfccl_plan {
+    dfccl_step_t       *steps;
+    dfccl_step_peers_t *peers;
+    uint32_t            nsteps;
+    uint32_t            cap;
+    uint64_t            max_block;  /* the largest step's count */
+} dfccl_plan_t;
+
+/* Largest number of steps any algorithm's plan has on size ranks. */
 uint32_t dfccl_plan_max_steps(int size);
 
 /*
- * Builds this rank's ring program. counts: REDUCE_SCATTER's per-rank counts
- * (size entries), otherwise NULL. An in-place reduce-scatter writes its
+ * Builds rank's program for one algorithm (steps and peers must hold
+ * dfccl_plan_max_steps(size)). An in-place reduce-scatter writes its
  * result straight to the front of the buffer (the rest keeps the caller's
  * input): its last step's source and destination may overlap, which the
- * movers take by combining in the received slot. steps must hold dfccl_plan_max_steps(size).
- * *max_block: the largest block of the collective, the same on every rank
- * (the executor's number of rounds follows from it).
+ * movers take by combining in the received slot. DFCCL_ERR_UNSUPPORTED when
+ * the algorithm does not serve this call on this topology.
+ */
+dfccl_status_t dfccl_plan_build(dfccl_algo_t algo, const dfccl_plan_call_t *call,
+                                const dfccl_topo_t *topo, int rank, dfccl_plan_t *plan);
+
+/*
+ * The one-ring program on ranks in rank order (the GPU backend's plan):
+ * every send goes to rank + 1 and every receive comes from rank - 1, both on
+ * connection 0. *max_block: the largest block, the same on every rank.
  */
 dfccl_status_t dfccl_plan_ring(dfccl_coll_type_t type, int rank, int size, int in_place,
                                size_t count, const size_t *counts,
                                dfccl_step_t *steps, uint32_t *nsteps, uint64_t *max_block);
+
+/*
+ * The ranks rank may send to under any algorithm the topology allows,
+ * sorted, without duplicates or rank itself: the connections a
+ * communicator sets up. Returns how many (at most max).
+ */
+int dfccl_plan_send_peers(const dfccl_topo_t *topo, int rank, int *peers, int max);
+
+/*
+ * The algorithm for a call: the same on every rank, since it depends only
+ * on what every rank knows alike. forced: DFCCL_ALGO_COUNT for automatic
+ * choice, else the algorithm to use where it serves the call. rd_max_bytes:
+ * allreduces across nodes up to this size take recursive doubling.
+ */
+dfccl_algo_t dfccl_plan_choose(const dfccl_plan_call_t *call, const dfccl_topo_t *topo,
+                               size_t esize, dfccl_algo_t forced, uint64_t rd_max_bytes);
 
 /* 1 when the plan's steps may be cut into parts that move side by side
  * (GPU channels); 0 when they must move in order. Reduce-scatter in place

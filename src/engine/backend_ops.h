@@ -8,7 +8,8 @@
  *            need to connect to it); a failure travels in the hello, so
  *            every rank learns it
  *   connect  with every rank's hello: maps the peers; returns this rank's
- *            outcome, which the second exchange spreads
+ *            outcome, which the outcomes exchange spreads (or the
+ *            addresses exchange, where the backend has one)
  *   finish   the outcome all ranks agreed on: the communicator is usable
  *            when it is DFCCL_OK, else finish frees what begin and connect
  *            took and later posts fail
@@ -23,6 +24,13 @@ typedef struct dfccl_backend_ops {
     size_t         (*hello_bytes)(const dfccl_comm_t *comm);
     dfccl_status_t (*begin)(dfccl_comm_t *comm, void *hello);
     dfccl_status_t (*connect)(dfccl_comm_t *comm, const void *hellos);
+    /* Optional second exchange, for what connect learned is needed: bytes
+     * per rank (0: none; the same on every rank, from what the hellos told
+     * all alike), this rank's part (with connect's outcome, which travels
+     * in it), and connecting with every rank's. */
+    size_t         (*address_bytes)(const dfccl_comm_t *comm);
+    void           (*address)(dfccl_comm_t *comm, dfccl_status_t connected, void *out);
+    dfccl_status_t (*connect_addresses)(dfccl_comm_t *comm, const void *addresses);
     dfccl_status_t (*finish)(dfccl_comm_t *comm, dfccl_status_t agreed);
     /* The communicator's last reference went: frees the backend's part. */
     void           (*release)(dfccl_comm_t *comm);

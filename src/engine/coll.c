@@ -47,6 +47,49 @@ void dfccl_coll_enter(dfccl_comm_t *comm, dfccl_coll_t *coll, const dfccl_coll_a
                 args->priority);
 }
 
+/* The algorithm for the call and this rank's program of it, its peers
+ * mapped onto the communicator's connections. */
+static dfccl_status_t coll_plan(dfccl_comm_t *comm, const dfccl_coll_args_t *args, int in_place,
+                                dfccl_coll_t *coll)
+{
+    const dfccl_config_t *cfg = &comm->context->config;
+    const dfccl_host_t *h = comm->host;
+    dfccl_plan_call_t call = { args->type, in_place, args->count, args->counts };
+    uint32_t cap = dfccl_plan_max_steps(comm->size);
+    dfccl_step_peers_t peers_buf[64], *peers = peers_buf;
+    dfccl_plan_t plan;
+    dfccl_status_t status;
+
+    if (cap > 64 && (peers = malloc(sizeof(*peers) * cap)) == NULL) return DFCCL_ERR_NO_MEMORY;
+    coll->algo = dfccl_plan_choose(&call, &h->topo, dfccl_dtype_size(args->dtype),
+                                   (dfccl_algo_t)cfg->algorithm, cfg->rd_max_bytes);
+    plan = (dfccl_plan_t){ coll->steps, peers, 0, cap, 0 };
+    status = dfccl_plan_build(coll->algo, &call, &h->topo, comm->rank, &plan);
+    for (uint32_t i = 0; status == DFCCL_OK && i < plan.nsteps; i++) {
+        dfccl_step_t *s = &coll->steps[i];
+        if (s->recv) {
+            int c = h->recv_conn[peers[i].recv];
+            if (c < 0) status = DFCCL_ERR_INVALID_PARAM;
+            else s->recv_conn = (uint8_t)c;
+            if (c >= 0 && h->links[peers[i].recv] != NULL) coll->crosses = 1;
+        }
+        for (uint8_t k = 0; k < s->send && status == DFCCL_OK; k++) {
+            int c = h->send_conn[peers[i].send[k]];
+            if (c < 0) status = DFCCL_ERR_INVALID_PARAM;
+            else s->send_conn[k] = (uint8_t)c;
+            if (c >= 0 && h->links[peers[i].send[k]] != NULL) coll->crosses = 1;
+        }
+    }
+    if (status != DFCCL_OK)   /* an algorithm that names a peer without a connection: a bug */
+        dfccl_error("comm %#llx: rank %d cannot run the %s plan of %s: %s",
+                    (unsigned long long)comm->key, comm->rank, dfccl_algo_name(coll->algo),
+                    dfccl_coll_type_name(args->type), dfccl_status_string(status));
+    coll->exec.nsteps = plan.nsteps;
+    if (status == DFCCL_OK) dfccl_stats_add_algorithm(coll->algo);
+    if (peers != peers_buf) free(peers);
+    return status;
+}
+
 dfccl_status_t dfccl_coll_new(dfccl_comm_t *comm, const dfccl_coll_args_t *args, size_t total,
                               int with_plan, dfccl_coll_t **coll_p)
 {
@@ -55,7 +98,6 @@ dfccl_status_t dfccl_coll_new(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
     int in_place = args->sendbuf == DFCCL_IN_PLACE;
     dfccl_coll_t *coll;
     dfccl_status_t status;
-    uint64_t max_block;
 
     coll = calloc(1, sizeof(*coll) + max_steps * sizeof(dfccl_step_t));
     if (coll == NULL) return DFCCL_ERR_NO_MEMORY;
@@ -67,8 +109,7 @@ dfccl_status_t dfccl_coll_new(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
         *coll_p = coll;
         return DFCCL_OK;
     }
-    status = dfccl_plan_ring(args->type, comm->rank, comm->size, in_place, args->count,
-                             args->counts, coll->steps, &coll->exec.nsteps, &max_block);
+    status = coll_plan(comm, args, in_place, coll);
     if (status != DFCCL_OK) {
         free(coll);
         return status;
@@ -83,9 +124,9 @@ dfccl_status_t dfccl_coll_new(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
     coll->exec.slice_elems = cfg->slot_bytes / coll->exec.esize;
     coll->exec.chunk_elems = dfccl_plan_chunk_elems(cfg->slot_bytes, cfg->fifo_slots,
                                                     coll->exec.esize);
-    coll->exec.nrounds     = (max_block + coll->exec.chunk_elems - 1) / coll->exec.chunk_elems;
-    coll->exec.recv_fifo   = &comm->recv_fifo;
-    coll->exec.send_fifo   = &comm->send_fifo;
+    coll->exec.nrounds     = dfccl_exec_part_rounds(&coll->exec);
+    coll->exec.recv_fifo   = comm->host->recv_fifos;
+    coll->exec.send_fifo   = comm->host->send_fifos;
     *coll_p = coll;
     return DFCCL_OK;
 }

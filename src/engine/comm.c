@@ -22,20 +22,22 @@
  * another fail the hellos exchange, and its failed outcome reaches us). */
 #define COMM_SETUP_MAX_EXTENSIONS 10
 
-typedef enum { SETUP_HELLOS, SETUP_OUTCOMES, SETUP_ENDED } setup_round_t;
+typedef enum { SETUP_HELLOS, SETUP_ADDRESSES, SETUP_OUTCOMES, SETUP_ENDED } setup_round_t;
 
 struct dfccl_comm_setup {
     dfccl_bootstrap_t boot;
     setup_round_t     round;
     size_t            hello_bytes;
     char             *hellos;       /* size * hello_bytes, rank-ordered */
+    size_t            address_bytes;
+    char             *addresses;    /* size * address_bytes (backends with a second round) */
     int32_t          *outcomes;     /* size */
     void             *request;      /* the exchange under way, if any */
     uint64_t          deadline_ns;
     int               extensions;
 };
 
-static const char *const setup_round_names[] = { "hellos", "outcomes", "ended" };
+static const char *const setup_round_names[] = { "hellos", "addresses", "outcomes", "ended" };
 
 static uint64_t setup_timeout_ns(const dfccl_comm_t *comm)
 {
@@ -45,6 +47,7 @@ static uint64_t setup_timeout_ns(const dfccl_comm_t *comm)
 static void setup_free(dfccl_comm_setup_t *s)
 {
     free(s->hellos);
+    free(s->addresses);
     free(s->outcomes);
     free(s);
 }
@@ -110,12 +113,12 @@ static dfccl_status_t setup_late(dfccl_comm_t *comm)
     dfccl_comm_setup_t *s = comm->setup;
     double waited = comm->context->config.timeout_sec * (s->extensions + 1);
 
-    if (s->round == SETUP_HELLOS) {
+    if (s->round == SETUP_HELLOS || s->round == SETUP_ADDRESSES) {
         /* tell every peer that we fail, so that those that hear from all
          * agree on failure with us */
-        dfccl_error("rank %d of comm %#llx: the set-up's hellos exchange did not end within"
+        dfccl_error("rank %d of comm %#llx: the set-up's %s exchange did not end within"
                     " %.0f s: some rank never joined it", comm->rank,
-                    (unsigned long long)comm->key, waited);
+                    (unsigned long long)comm->key, setup_round_names[s->round], waited);
         if (s->boot.allgather_cancel != NULL) s->boot.allgather_cancel(s->boot.arg, s->request);
         s->request = NULL;
         return setup_outcomes_start(comm, DFCCL_ERR_TIMEOUT);
@@ -148,8 +151,20 @@ dfccl_status_t dfccl_comm_create_test(dfccl_comm_t *comm)
         if (done == 0) return dfccl_now_ns() > s->deadline_ns ? setup_late(comm) : DFCCL_INPROGRESS;
         s->request = NULL;
     }
-    if (s->round == SETUP_HELLOS)
-        return setup_outcomes_start(comm, comm->ops->connect(comm, s->hellos));
+    if (s->round == SETUP_HELLOS) {
+        dfccl_status_t connected = comm->ops->connect(comm, s->hellos);
+        s->address_bytes = comm->ops->address_bytes != NULL ? comm->ops->address_bytes(comm) : 0;
+        if (s->address_bytes == 0) return setup_outcomes_start(comm, connected);
+        s->addresses = calloc((size_t)comm->size, s->address_bytes);
+        if (s->addresses == NULL) return setup_outcomes_start(comm, DFCCL_ERR_NO_MEMORY);
+        s->round = SETUP_ADDRESSES;
+        comm->ops->address(comm, connected, s->addresses + (size_t)comm->rank * s->address_bytes);
+        if (setup_exchange(comm, s->addresses, s->address_bytes) != DFCCL_OK)
+            return setup_end(comm, DFCCL_ERR_BOOTSTRAP);
+        return DFCCL_INPROGRESS;
+    }
+    if (s->round == SETUP_ADDRESSES)
+        return setup_outcomes_start(comm, comm->ops->connect_addresses(comm, s->addresses));
     dfccl_status_t worst = DFCCL_OK;
     for (int r = 0; r < comm->size; r++)
         if (s->outcomes[r] != DFCCL_OK) worst = (dfccl_status_t)s->outcomes[r];

@@ -29,6 +29,7 @@ dfccl_status_t dfccl_context_create(const dfccl_config_t *config, dfccl_context_
     dfccl_log_level = ctx->config.verbose;
     dfccl_watch_install_dump_signal();
     pthread_mutex_init(&ctx->gpu_lock, NULL);
+    pthread_mutex_init(&ctx->net_lock, NULL);
     dfccl_queue_init(&ctx->submit);
     dfccl_cqueue_init(&ctx->complete);
     rc = pthread_create(&ctx->daemon, NULL, dfccl_daemon_main, ctx);
@@ -37,6 +38,7 @@ dfccl_status_t dfccl_context_create(const dfccl_config_t *config, dfccl_context_
         dfccl_cqueue_fini(&ctx->complete);
         dfccl_queue_fini(&ctx->submit);
         pthread_mutex_destroy(&ctx->gpu_lock);
+        pthread_mutex_destroy(&ctx->net_lock);
         free(ctx);
         return DFCCL_ERR_SYSTEM;
     }
@@ -53,9 +55,11 @@ void dfccl_context_destroy(dfccl_context_t *ctx)
     dfccl_gpu_destroy(ctx);
     dfccl_queue_stop(&ctx->submit);
     pthread_join(ctx->daemon, NULL);
+    dfccl_net_close(ctx->net);   /* after the daemon: nobody pumps any more */
     dfccl_cqueue_fini(&ctx->complete);
     dfccl_queue_fini(&ctx->submit);
     pthread_mutex_destroy(&ctx->gpu_lock);
+    pthread_mutex_destroy(&ctx->net_lock);
     free(ctx);
 }
 

@@ -41,7 +41,8 @@ static int elsewhere_look(dfccl_comm_t *comm, uint64_t seq, const dfccl_ident_t 
         dfccl_ident_t theirs;
         int got;
 
-        if (i == comm->rank) continue;
+        /* another node's rank without a link: its peers that see it check it */
+        if (i == comm->rank || b == NULL) continue;
         got = dfccl_board_ident(b, seq, &theirs);
         if (got == 0) {
             all = 0;
@@ -99,7 +100,7 @@ dfccl_status_t dfccl_coll_elsewhere(dfccl_comm_t *comm, dfccl_coll_type_t type, 
                 (unsigned long long)comm->key, comm->size, why);
     for (int i = 0; i < comm->size; i++) {
         char line[DFCCL_BOARD_WHY + 160];
-        if (i == comm->rank) continue;
+        if (i == comm->rank || comm->peer_boards[i] == NULL) continue;
         dfccl_board_describe(comm->peer_boards[i], seq, now, line, sizeof(line));
         dfccl_error("    rank %d (pid %d): %s", i, (int)comm->peer_boards[i]->pid, line);
     }

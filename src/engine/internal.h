@@ -8,6 +8,7 @@
 #include "board.h"
 #include "dfccl.h"
 #include "exec_host.h"
+#include "host_comm.h"
 #include "fifo.h"
 #include "plan.h"
 #include "queue.h"
@@ -40,6 +41,8 @@ typedef struct dfccl_coll {
                                        in the communicator's order, moves nothing */
     int                checked;     /* the sending peer's identity matched */
     uint64_t           next_live_check_ns; /* blocked time at which peers' pids are checked */
+    dfccl_algo_t       algo;
+    int                crosses;     /* its plan uses a link to another node */
     dfccl_step_t       steps[];     /* the plan */
 } dfccl_coll_t;
 
@@ -58,14 +61,13 @@ struct dfccl_comm {
     int              refs;          /* user + in-flight collectives (atomic) */
     int              broken;        /* a collective failed: counters are inconsistent (atomic;
                                        the status that broke it) */
-    dfccl_shm_t      recv_seg;      /* this rank's board, then its incoming FIFO */
+    dfccl_shm_t      recv_seg;      /* this rank's board, then its incoming node FIFOs */
     dfccl_board_t   *board;         /* ours: in recv_seg, or board_local on one rank */
-    dfccl_board_t  **peer_boards;   /* every rank's, ours included (size entries) */
-    dfccl_shm_t     *peer_segs;     /* the peers' boards, mapped (size entries) */
+    dfccl_board_t  **peer_boards;   /* every rank's, ours included (size entries): mapped
+                                       on this node, mirrored over a link, or NULL (another
+                                       node's rank we have no link to) */
     dfccl_board_t    board_local;
-    dfccl_shm_t      send_seg;      /* the next rank's incoming FIFO, mapped */
-    dfccl_fifo_t     recv_fifo;     /* from rank - 1 */
-    dfccl_fifo_t     send_fifo;     /* to rank + 1 */
+    dfccl_host_t    *host;          /* host communicators: topology and connections */
     struct dfccl_gpu_comm *gpu;     /* GPU communicators only */
 };
 
@@ -76,6 +78,8 @@ struct dfccl_context {
     pthread_t        daemon;
     int              daemon_started;
     pthread_mutex_t  gpu_lock;      /* creation of the GPU side */
+    pthread_mutex_t  net_lock;      /* creation of the network side */
+    dfccl_net_t     *net;           /* NULL until a communicator spans nodes (atomic) */
     struct dfccl_gpu *gpu;          /* NULL until the first GPU communicator */
 };
 
@@ -134,5 +138,7 @@ void dfccl_stats_add_posted(dfccl_coll_type_t type);
 void dfccl_stats_add_completed(dfccl_coll_type_t type, dfccl_status_t status);
 void dfccl_stats_add_bytes(uint64_t bytes);
 void dfccl_stats_add_comm(void);
+void dfccl_stats_add_net(void);
+void dfccl_stats_add_algorithm(unsigned algo);
 
 #endif

@@ -9,6 +9,13 @@ static dfccl_stats_t stats;
 void dfccl_stats_add_posted(dfccl_coll_type_t type) { STAT_ADD(stats.posted[type], 1); }
 void dfccl_stats_add_bytes(uint64_t bytes) { STAT_ADD(stats.bytes_sent, bytes); }
 void dfccl_stats_add_comm(void) { STAT_ADD(stats.comms_created, 1); }
+void dfccl_stats_add_net(void) { STAT_ADD(stats.net_collectives, 1); }
+void dfccl_stats_add_net_bytes(uint64_t bytes) { STAT_ADD(stats.net_bytes_sent, bytes); }
+void dfccl_stats_add_algorithm(unsigned algo)
+{
+    if (algo < sizeof(stats.by_algorithm) / sizeof(stats.by_algorithm[0]))
+        STAT_ADD(stats.by_algorithm[algo], 1);
+}
 
 void dfccl_stats_add_completed(dfccl_coll_type_t type, dfccl_status_t status)
 {

@@ -52,7 +52,8 @@ int dfccl_watch_peer_broke(const dfccl_comm_t *comm, uint64_t seq, char *line, s
     uint64_t at;
 
     for (int i = 0; i < comm->size; i++) {
-        if (i == comm->rank || !dfccl_board_broken(comm->peer_boards[i], &at, why, sizeof(why)) ||
+        if (i == comm->rank || comm->peer_boards[i] == NULL ||
+            !dfccl_board_broken(comm->peer_boards[i], &at, why, sizeof(why)) ||
             at > seq)
             continue;
         snprintf(line, len, "rank %d failed #%llu: %s", i, (unsigned long long)at, why);
@@ -66,21 +67,32 @@ static void watch_break(dfccl_coll_t *coll, dfccl_status_t status, const char *w
     dfccl_comm_break(coll->comm, coll->seq, status, why);
 }
 
+/* Every peer the plan receives from must have posted the same call. */
 dfccl_status_t dfccl_watch_ident(dfccl_coll_t *coll)
 {
     dfccl_comm_t *comm = coll->comm;
-    int prev = coll->exec.recv_fifo->peer;
+    const dfccl_exec_t *x = &coll->exec;
     dfccl_ident_t theirs;
     char mine_s[160], theirs_s[160], what[120], why[512];
-    int got = dfccl_board_ident(comm->peer_boards[prev], coll->seq, &theirs);
+    int prev = -1, got = -1;
 
-    if (got == 0) {
-        coll->exec.waiting = DFCCL_WAIT_RECV;   /* as for its data: the watchdog says so */
-        return DFCCL_INPROGRESS;
+    for (uint32_t i = 0; i < x->nsteps; i++) {
+        if (!x->steps[i].recv) continue;
+        prev = x->recv_fifo[x->steps[i].recv_conn].peer;
+        got = dfccl_board_ident(comm->peer_boards[prev], coll->seq, &theirs);
+        if (got == 0) {
+            coll->exec.waiting = DFCCL_WAIT_RECV;   /* as for its data: the watchdog says so */
+            coll->exec.wait_peer = prev;
+            return DFCCL_INPROGRESS;
+        }
+        if (got > 0 && dfccl_ident_differs(&coll->ident, &theirs, what, sizeof(what))) break;
+        got = -1;
+    }
+    if (got < 0) {   /* all match, or were reused long ago: nothing left to compare */
+        coll->checked = 1;
+        return DFCCL_OK;
     }
     coll->checked = 1;
-    if (got < 0 || !dfccl_ident_differs(&coll->ident, &theirs, what, sizeof(what)))
-        return DFCCL_OK;   /* matches, or reused long ago: nothing left to compare */
     dfccl_ident_describe(&coll->ident, mine_s, sizeof(mine_s));
     dfccl_ident_describe(&theirs, theirs_s, sizeof(theirs_s));
     snprintf(why, sizeof(why), "rank %d called %s where rank %d called %s: %s", comm->rank, mine_s,
@@ -103,11 +115,20 @@ dfccl_status_t dfccl_watch_peers(dfccl_coll_t *coll)
         watch_break(coll, DFCCL_ERR_PEER_FAILED, line);
         return DFCCL_ERR_PEER_FAILED;
     }
+    if (dfccl_host_link_failed(comm, line, sizeof(line))) {
+        dfccl_error("rank %d of comm %#llx: %s #%llu fails: %s", comm->rank,
+                    (unsigned long long)comm->key, dfccl_coll_type_name(coll->type),
+                    (unsigned long long)coll->seq, line);
+        watch_break(coll, DFCCL_ERR_PEER_FAILED, line);
+        return DFCCL_ERR_PEER_FAILED;
+    }
     if (coll->blocked_ns < coll->next_live_check_ns) return DFCCL_OK;
     coll->next_live_check_ns = coll->blocked_ns + DFCCL_WAIT_LIVENESS_PERIOD_NS;
     for (int i = 0; i < comm->size; i++) {
-        pid_t pid = (pid_t)comm->peer_boards[i]->pid;
-        if (i == comm->rank || dfccl_process_alive(pid)) continue;
+        pid_t pid;
+        if (i == comm->rank || comm->peer_boards[i] == NULL) continue;
+        pid = (pid_t)comm->peer_boards[i]->pid;   /* 0 on another node: not ours to look up */
+        if (dfccl_process_alive(pid)) continue;
         snprintf(line, sizeof(line), "rank %d (pid %d) is gone", i, (int)pid);
         dfccl_error("rank %d of comm %#llx: %s #%llu fails: %s", comm->rank,
                     (unsigned long long)comm->key, dfccl_coll_type_name(coll->type),
@@ -132,7 +153,19 @@ static void watch_print_peers(const dfccl_coll_t *coll, const char *prefix)
 
     for (int i = 0; i < comm->size; i++) {
         const dfccl_board_t *b = comm->peer_boards[i];
+        const char *host = comm->host != NULL && comm->host->hosts != NULL
+                               ? comm->host->hosts + (size_t)i * DFCCL_NET_HOST_MAX : "?";
         if (i == comm->rank) continue;
+        if (b == NULL) {
+            dfccl_error("%s rank %d (on host %s): not connected to this rank, its state is not"
+                        " seen from here", prefix, i, host);
+            continue;
+        }
+        if (b->pid == 0) {   /* a mirror: what its messages told */
+            dfccl_board_describe(b, coll->seq, now, line, sizeof(line));
+            dfccl_error("%s rank %d (on host %s, over the network): %s", prefix, i, host, line);
+            continue;
+        }
         dfccl_board_describe(b, coll->seq, now, line, sizeof(line));
         dfccl_error("%s rank %d (pid %d%s): %s", prefix, i, (int)b->pid,
                     dfccl_process_alive((pid_t)b->pid) ? "" : ", gone", line);
@@ -143,26 +176,28 @@ void dfccl_watch_timeout(dfccl_coll_t *coll, double idle_sec)
 {
     const dfccl_exec_t *x = &coll->exec;
     const dfccl_comm_t *comm = coll->comm;
-    const dfccl_fifo_t *f = x->waiting == DFCCL_WAIT_SEND ? x->send_fifo : x->recv_fifo;
+    const dfccl_step_t *s = &x->steps[x->step < x->nsteps ? x->step : 0];
+    const dfccl_fifo_t *f = x->waiting == DFCCL_WAIT_SEND ? &x->send_fifo[s->send_conn[0]]
+                                                         : &x->recv_fifo[s->recv_conn];
     char why[DFCCL_BOARD_WHY];
 
     dfccl_error("rank %d of comm %#llx (size %d): %s #%llu (%zu x %s, op %s, priority %d) made"
                 " no progress for %.1f s at round %llu of %llu, step %u of %u (element %llu):"
-                " waiting for %s rank %d (fifo tail %llu, head %llu, %u slots)%s",
+                " waiting for %s rank %d (fifo tail %llu, head %llu, %u slots; %s plan)%s",
                 comm->rank, (unsigned long long)comm->key, comm->size,
                 dfccl_coll_type_name(coll->type), (unsigned long long)coll->seq,
                 coll->total_count, dfccl_dtype_name(x->dtype), dfccl_op_name(x->op),
                 coll->priority, idle_sec, (unsigned long long)x->round + 1,
                 (unsigned long long)x->nrounds, x->step + 1, x->nsteps,
                 (unsigned long long)x->offset,
-                x->waiting == DFCCL_WAIT_SEND ? "a free slot at" : "data from", f->peer,
+                x->waiting == DFCCL_WAIT_SEND ? "a free slot at" : "data from", x->wait_peer,
                 (unsigned long long)__atomic_load_n(&f->ctrl->tail, __ATOMIC_ACQUIRE),
                 (unsigned long long)__atomic_load_n(&f->ctrl->head, __ATOMIC_ACQUIRE), f->nslots,
-                comm->size > 1 ? "; its peers:" : "");
+                dfccl_algo_name(coll->algo), comm->size > 1 ? "; its peers:" : "");
     watch_print_peers(coll, "   ");
     snprintf(why, sizeof(why), "%s #%llu made no progress for %.1f s (waiting for %s rank %d)",
              dfccl_coll_type_name(coll->type), (unsigned long long)coll->seq, idle_sec,
-             x->waiting == DFCCL_WAIT_SEND ? "a free slot at" : "data from", f->peer);
+             x->waiting == DFCCL_WAIT_SEND ? "a free slot at" : "data from", x->wait_peer);
     watch_break(coll, DFCCL_ERR_TIMEOUT, why);
 }
 
@@ -182,8 +217,7 @@ void dfccl_watch_dump(const dfccl_coll_t *active)
                     (unsigned long long)x->round + 1, (unsigned long long)x->nrounds,
                     x->step + 1, x->nsteps,
                     x->waiting == DFCCL_WAIT_SEND ? "waiting for a free slot at" : "waiting for"
-                    " data from", x->waiting == DFCCL_WAIT_SEND ? x->send_fifo->peer
-                                                                : x->recv_fifo->peer,
+                    " data from", x->wait_peer,
                     (double)c->blocked_ns / 1e9);
         if (c->seq == c->comm->next_run_seq) watch_print_peers(c, "   ");
         n++;

@@ -2,6 +2,7 @@
  * p2p_verdict.c - rank agreement by MPI_Send / MPI_Recv (see p2p_verdict.h).
  */
 #include "p2p_verdict.h"
+#include "dfccl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +77,20 @@ size_t p2p_verdict_report(const verdict_log_t *log, const char *program,
     }
     free(flags);
     failed = p2p_reduce_long(failed, P2P_MAX);
+    if (getenv("DFCCL_TEST_EXPECT_NET") != NULL && getenv("DFCCL_TEST_EXPECT_NET")[0] != '\0') {
+        /* as net_carried_check, without collectives */
+        dfccl_stats_t st;
+        long colls, bytes;
+        dfccl_stats_get(&st);
+        colls = p2p_reduce_long((long)st.net_collectives, P2P_SUM);
+        bytes = p2p_reduce_long((long)st.net_bytes_sent, P2P_SUM);
+        count++;
+        if (colls == 0 || bytes == 0) failed++;
+        if (rank == 0)
+            printf("%s: the engine carried %ld collectives across nodes, %ld bytes sent over the"
+                   " network (all ranks)%s\n", program, colls, bytes,
+                   colls == 0 || bytes == 0 ? ": FAILED, none" : "");
+    }
     if (rank == 0) {
         printf("%s: %ld passed, %ld failed in %.2f s\n", program, count - failed,
                failed, elapsed_s);

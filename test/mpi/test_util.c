@@ -94,6 +94,33 @@ void verdict_log_free(verdict_log_t *log)
     memset(log, 0, sizeof *log);
 }
 
+/*
+ * With DFCCL_TEST_EXPECT_NET set (the tests across nodes set it), one more
+ * check: the engine carried collectives over its links to other nodes and
+ * sent bytes there, counted by the engine itself. Returns 1 when it did not.
+ */
+size_t net_carried_check(const char *program, MPI_Comm comm, long *count)
+{
+    const char *expect = getenv("DFCCL_TEST_EXPECT_NET");
+    dfccl_stats_t st;
+    unsigned long long mine[2], all[2];
+    int rank, bad;
+
+    if (expect == NULL || expect[0] == '\0') return 0;
+    dfccl_stats_get(&st);
+    mine[0] = st.net_collectives;
+    mine[1] = st.net_bytes_sent;
+    MPI_Allreduce(mine, all, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm);
+    MPI_Comm_rank(comm, &rank);
+    bad = all[0] == 0 || all[1] == 0;
+    if (rank == 0)
+        printf("%s: the engine carried %llu collectives across nodes, %llu bytes sent over"
+               " the network (all ranks)%s\n", program, all[0], all[1],
+               bad ? ": FAILED, none" : "");
+    (*count)++;
+    return (size_t)bad;
+}
+
 size_t verdict_log_report(const verdict_log_t *log, const char *program,
                           double elapsed_s, MPI_Comm comm)
 {
@@ -125,6 +152,7 @@ size_t verdict_log_report(const verdict_log_t *log, const char *program,
 
     int rank;
     MPI_Comm_rank(comm, &rank);
+    failed += net_carried_check(program, comm, &global_count);
     if (rank == 0) {
         printf("%s: %zu passed, %zu failed in %.2f s\n", program,
                (size_t)global_count - failed, failed, elapsed_s);

@@ -63,6 +63,11 @@ void verdict_log_free(verdict_log_t *log);
 size_t verdict_log_report(const verdict_log_t *log, const char *program,
                           double elapsed_s, MPI_Comm comm);
 
+/* DFCCL_TEST_EXPECT_NET set: checks that the engine carried collectives to
+ * other nodes (its counters, summed over comm); adds one to *count and
+ * returns 1 when it did not, else 0. */
+size_t net_carried_check(const char *program, MPI_Comm comm, long *count);
+
 /* The predefined MPI op for an engine op (MPI_OP_NULL for none). */
 MPI_Op test_mpi_op(dfccl_op_t op);
 

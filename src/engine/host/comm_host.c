@@ -1,29 +1,51 @@
 /*
- * comm_host.c - the host backend's communicator set-up: shared-memory FIFOs
- * and boards.
+ * comm_host.c - the host backend's communicator set-up: where the ranks
+ * are, the connections the communicator's algorithms use, shared-memory
+ * FIFOs to peers on this node and network links to the others.
  *
- * Every rank creates the segment holding its board and its incoming FIFO;
- * the first exchange tells every rank every name, and each maps its
- * successor's segment (FIFO and board) and the other peers' boards. The
- * second exchange (comm_setup.c) confirms that everyone has mapped before
- * the names are unlinked.
+ * Three exchanges (comm.c runs them):
+ *   hellos     each rank's node (host name and boot id, or the forced split
+ *              of node_split), pid and FIFO geometry; every rank then knows
+ *              the topology and every rank's connections, and creates its
+ *              segment: its board, then one incoming FIFO per peer on this
+ *              node that sends to it (in rank order)
+ *   addresses  each rank's segment name and, when the communicator spans
+ *              nodes, its UCX worker address and link ids; each rank maps
+ *              its node peers' segments (their board, and the FIFO it sends
+ *              into) and opens a link to every other-node peer it sends to
+ *              or receives from
+ *   outcomes   as for every backend
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "backend_ops.h"
+#include "host_comm.h"
 #include "internal.h"
 #include "log.h"
 
 typedef struct host_hello {
     int32_t  status;
+    int32_t  pid;
     uint32_t nslots;
+    uint32_t pad;
     uint64_t slot_bytes;
-    char     name[DFCCL_SHM_NAME_MAX];
+    uint64_t node_label;
+    char     host[DFCCL_NET_HOST_MAX];
 } host_hello_t;
 
-static size_t host_segment_bytes(const dfccl_config_t *cfg)
+typedef struct host_address {
+    int32_t  status;
+    uint32_t link_ids;      /* first of size ids: peer r tags its messages to us id + r */
+    uint32_t addr_len;      /* 0: no network side here */
+    char     name[DFCCL_SHM_NAME_MAX];
+    char     addr[];        /* addr_bytes: DFCCL_NET_ADDR_MAX when the comm spans nodes */
+} host_address_t;
+
+static size_t host_fifo_bytes(const dfccl_config_t *cfg)
 {
-    return DFCCL_BOARD_BYTES + dfccl_fifo_bytes(cfg->slot_bytes, cfg->fifo_slots);
+    return dfccl_fifo_bytes(cfg->slot_bytes, cfg->fifo_slots);
 }
 
 static void host_fifo_init(dfccl_fifo_t *fifo, void *base, const dfccl_config_t *cfg, int peer)
@@ -34,6 +56,7 @@ static void host_fifo_init(dfccl_fifo_t *fifo, void *base, const dfccl_config_t 
     fifo->nslots     = cfg->fifo_slots;
     fifo->peer       = peer;
     fifo->count      = 0;
+    fifo->lens       = NULL;
 }
 
 static size_t host_hello_bytes(const dfccl_comm_t *comm)
@@ -44,52 +67,46 @@ static size_t host_hello_bytes(const dfccl_comm_t *comm)
 
 static dfccl_status_t host_begin(dfccl_comm_t *comm, void *hello_out)
 {
-    const dfccl_config_t *cfg = &comm->context->config;
     host_hello_t hello;
+    dfccl_host_t *h = calloc(1, sizeof(*h));
 
     memset(&hello, 0, sizeof(hello));
     comm->board = &comm->board_local;
     dfccl_board_init(comm->board);
-    comm->peer_boards = calloc((size_t)comm->size, sizeof(*comm->peer_boards));
-    comm->peer_segs = calloc((size_t)comm->size, sizeof(*comm->peer_segs));
-    if (comm->peer_boards == NULL || comm->peer_segs == NULL) {
-        hello.status = DFCCL_ERR_NO_MEMORY;
-    } else if (comm->size > 1) {
-        hello.status = (int32_t)dfccl_shm_create(&comm->recv_seg, host_segment_bytes(cfg));
-        if (hello.status == DFCCL_OK) {
-            comm->board = (dfccl_board_t *)comm->recv_seg.addr;
-            dfccl_board_init(comm->board);
-        }
-    }
-    hello.nslots = cfg->fifo_slots;
-    hello.slot_bytes = cfg->slot_bytes;
-    memcpy(hello.name, comm->recv_seg.name, sizeof(hello.name));
+    comm->host = h;
+    hello.status = h == NULL ? DFCCL_ERR_NO_MEMORY : DFCCL_OK;
+    hello.pid = (int32_t)getpid();
+    hello.nslots = comm->context->config.fifo_slots;
+    hello.slot_bytes = comm->context->config.slot_bytes;
+    hello.node_label = dfccl_host_node_label(hello.host, sizeof(hello.host));
     memcpy(hello_out, &hello, sizeof(hello));
     return (dfccl_status_t)hello.status;
 }
 
-/* Maps every peer's board: the successor's with its FIFO, the others' alone. */
-static dfccl_status_t host_attach_peers(dfccl_comm_t *comm, const host_hello_t *all, int next)
+/* node[] from the labels: equal labels share a node, numbered by first
+ * rank; node_split > 0 cuts every node into groups of that many ranks (in
+ * rank order), each of which counts as a node of its own. */
+static void host_nodes(const host_hello_t *all, int size, unsigned split, int *node, int *k)
 {
-    dfccl_status_t status = dfccl_shm_attach(&comm->send_seg, all[next].name,
-                                             host_segment_bytes(&comm->context->config));
+    int n = 0;
 
-    for (int i = 0; i < comm->size && status == DFCCL_OK; i++) {
-        if (i == comm->rank) {
-            comm->peer_boards[i] = comm->board;
-        } else if (i == next) {
-            comm->peer_boards[i] = (dfccl_board_t *)comm->send_seg.addr;
-        } else {
-            status = dfccl_shm_attach(&comm->peer_segs[i], all[i].name, DFCCL_BOARD_BYTES);
-            comm->peer_boards[i] = (dfccl_board_t *)comm->peer_segs[i].addr;
-        }
+    for (int r = 0; r < size; r++) {
+        k[r] = 0;
+        for (int q = 0; q < r; q++) k[r] += all[q].node_label == all[r].node_label;
+        node[r] = -1;
+        for (int q = 0; q < r && node[r] < 0; q++)
+            if (all[q].node_label == all[r].node_label &&
+                (split == 0 || k[q] / (int)split == k[r] / (int)split))
+                node[r] = node[q];
+        if (node[r] < 0) node[r] = n++;
     }
-    return status;
 }
 
 static dfccl_status_t host_connect(dfccl_comm_t *comm, const void *hellos)
 {
     const host_hello_t *all = hellos, *mine = &all[comm->rank];
+    dfccl_host_t *h = comm->host;
+    dfccl_status_t status;
 
     for (int i = 0; i < comm->size; i++) {
         if (all[i].status != DFCCL_OK) return (dfccl_status_t)all[i].status;
@@ -103,45 +120,136 @@ static dfccl_status_t host_connect(dfccl_comm_t *comm, const void *hellos)
             return DFCCL_ERR_INVALID_PARAM;
         }
     }
+    status = dfccl_host_topology(comm, h);
+    if (status != DFCCL_OK) return status;
+    host_nodes(all, comm->size, comm->context->config.node_split, h->node, h->local);
+    status = dfccl_host_connections(comm, h);
+    if (status != DFCCL_OK) return status;
+    h->hosts = malloc((size_t)comm->size * DFCCL_NET_HOST_MAX);
+    h->pids = malloc(sizeof(int) * (size_t)comm->size);
+    if (h->hosts == NULL || h->pids == NULL) return DFCCL_ERR_NO_MEMORY;
+    for (int i = 0; i < comm->size; i++) {
+        memcpy(h->hosts + (size_t)i * DFCCL_NET_HOST_MAX, all[i].host, DFCCL_NET_HOST_MAX);
+        h->pids[i] = all[i].pid;
+    }
     if (comm->size == 1) {
         comm->peer_boards[0] = comm->board;   /* one rank: its own board alone */
         return DFCCL_OK;
     }
-    return host_attach_peers(comm, all, (comm->rank + 1) % comm->size);
+    status = dfccl_shm_create(&comm->recv_seg, DFCCL_BOARD_BYTES +
+                                               (size_t)h->nlocal_in * host_fifo_bytes(&comm->context->config));
+    if (status != DFCCL_OK) return status;
+    comm->board = (dfccl_board_t *)comm->recv_seg.addr;
+    dfccl_board_init(comm->board);
+    if (h->nremote > 0) status = dfccl_host_net_begin(comm, h);
+    return status;
+}
+
+static size_t host_address_bytes(const dfccl_comm_t *comm)
+{
+    const dfccl_host_t *h = comm->host;
+    if (comm->size == 1 || h == NULL || h->node == NULL) return 0;
+    return sizeof(host_address_t) + (h->topo.nnodes > 1 ? DFCCL_NET_ADDR_MAX : 0);
+}
+
+static void host_address(dfccl_comm_t *comm, dfccl_status_t status, void *out)
+{
+    host_address_t *a = out;
+    dfccl_host_t *h = comm->host;
+
+    a->status = (int32_t)status;
+    memcpy(a->name, comm->recv_seg.name, sizeof(a->name));
+    a->addr_len = 0;
+    a->link_ids = h->link_ids;
+    if (status == DFCCL_OK && h->net != NULL) {
+        size_t len = 0;
+        a->status = (int32_t)dfccl_net_address(h->net, a->addr, DFCCL_NET_ADDR_MAX, &len);
+        a->addr_len = (uint32_t)len;
+    }
+}
+
+/* Maps a node peer's segment: its board, and the FIFO we send into. */
+static dfccl_status_t host_map_peer(dfccl_comm_t *comm, dfccl_host_t *h, int r, const char *name)
+{
+    const dfccl_config_t *cfg = &comm->context->config;
+    int slot = h->send_conn[r] >= 0 ? dfccl_host_fifo_index(h, r, comm->rank) : -1;
+    size_t bytes = DFCCL_BOARD_BYTES + (slot >= 0 ? (size_t)(slot + 1) * host_fifo_bytes(cfg) : 0);
+    dfccl_status_t status = dfccl_shm_attach(&h->peer_segs[r], name, bytes);
+
+    if (status != DFCCL_OK) return status;
+    comm->peer_boards[r] = (dfccl_board_t *)h->peer_segs[r].addr;
+    if (slot >= 0)
+        host_fifo_init(&h->send_fifos[h->send_conn[r]],
+                       (char *)h->peer_segs[r].addr + DFCCL_BOARD_BYTES +
+                           (size_t)slot * host_fifo_bytes(cfg), cfg, r);
+    return DFCCL_OK;
+}
+
+static dfccl_status_t host_connect_addresses(dfccl_comm_t *comm, const void *addresses)
+{
+    dfccl_host_t *h = comm->host;
+    size_t bytes = host_address_bytes(comm);
+    const dfccl_config_t *cfg = &comm->context->config;
+    dfccl_status_t status = DFCCL_OK;
+    int k = 0;
+
+    for (int r = 0; r < comm->size; r++) {
+        const host_address_t *a = (const host_address_t *)((const char *)addresses + (size_t)r * bytes);
+        if (a->status != DFCCL_OK) return (dfccl_status_t)a->status;
+    }
+    /* our incoming node FIFOs, in the order the senders computed */
+    for (int i = 0; i < h->nrecv; i++) {
+        int r = h->recv_peers[i];
+        if (h->node[r] != h->node[comm->rank]) continue;
+        host_fifo_init(&h->recv_fifos[i], (char *)comm->recv_seg.addr + DFCCL_BOARD_BYTES +
+                                              (size_t)k++ * host_fifo_bytes(cfg), cfg, r);
+    }
+    comm->peer_boards[comm->rank] = comm->board;
+    for (int r = 0; r < comm->size && status == DFCCL_OK; r++) {
+        const host_address_t *a = (const host_address_t *)((const char *)addresses + (size_t)r * bytes);
+        if (r == comm->rank) continue;
+        if (h->node[r] == h->node[comm->rank])
+            status = host_map_peer(comm, h, r, a->name);
+        else if (h->send_conn[r] >= 0 || h->recv_conn[r] >= 0)
+            status = dfccl_host_net_link(comm, h, r, a->addr, a->addr_len, a->link_ids);
+    }
+    return status;
 }
 
 static dfccl_status_t host_finish(dfccl_comm_t *comm, dfccl_status_t agreed)
 {
-    const dfccl_config_t *cfg = &comm->context->config;
-    int next = (comm->rank + 1) % comm->size, prev = (comm->rank + comm->size - 1) % comm->size;
-
     /* either way nobody maps the names any more: what is mapped stays
      * until the communicator is released */
     dfccl_shm_unlink(&comm->recv_seg);
-    if (agreed != DFCCL_OK || comm->size == 1) return agreed;
-    host_fifo_init(&comm->recv_fifo, (char *)comm->recv_seg.addr + DFCCL_BOARD_BYTES, cfg, prev);
-    host_fifo_init(&comm->send_fifo, (char *)comm->send_seg.addr + DFCCL_BOARD_BYTES, cfg, next);
-    return DFCCL_OK;
+    return agreed;
 }
 
 static void host_release(dfccl_comm_t *comm)
 {
-    if (comm->peer_segs != NULL)
-        for (int i = 0; i < comm->size; i++) dfccl_shm_release(&comm->peer_segs[i]);
-    free(comm->peer_segs);
+    dfccl_host_t *h = comm->host;
+
+    if (h != NULL) {
+        dfccl_host_net_release(comm, h);
+        if (h->peer_segs != NULL)
+            for (int i = 0; i < comm->size; i++) dfccl_shm_release(&h->peer_segs[i]);
+        dfccl_host_topology_free(h);
+        free(h);
+    }
+    comm->host = NULL;
     free(comm->peer_boards);
-    comm->peer_segs = NULL;
     comm->peer_boards = NULL;
-    dfccl_shm_release(&comm->send_seg);
     dfccl_shm_release(&comm->recv_seg);
 }
 
 const dfccl_backend_ops_t dfccl_host_backend = {
-    .name        = "host",
-    .hello_bytes = host_hello_bytes,
-    .begin       = host_begin,
-    .connect     = host_connect,
-    .finish      = host_finish,
-    .release     = host_release,
-    .post        = dfccl_host_post,
+    .name          = "host",
+    .hello_bytes   = host_hello_bytes,
+    .begin         = host_begin,
+    .connect       = host_connect,
+    .address_bytes = host_address_bytes,
+    .address       = host_address,
+    .connect_addresses = host_connect_addresses,
+    .finish        = host_finish,
+    .release       = host_release,
+    .post          = dfccl_host_post,
 };

@@ -89,6 +89,7 @@ static void daemon_finish(daemon_t *d, dfccl_coll_t **link, dfccl_status_t statu
         return;
     }
     dfccl_stats_add_completed(coll->type, status);
+    if (coll->crosses && status == DFCCL_OK) dfccl_stats_add_net();
     dfccl_stats_add_bytes(coll->exec.sent_bytes);
     if (dfccl_cqueue_push(&d->ctx->complete, coll->user, status) != DFCCL_OK)
         dfccl_error("completion of %s #%llu lost: out of memory", dfccl_coll_type_name(coll->type),
@@ -108,12 +109,18 @@ static daemon_run_t daemon_run(daemon_t *d, dfccl_coll_t *coll, uint64_t budget_
 
     for (;;) {
         dfccl_exec_result_t r = DFCCL_EXEC_BLOCKED;
+        /* slots to and from other nodes move while the executor works */
+        dfccl_net_progress(__atomic_load_n(&d->ctx->net, __ATOMIC_ACQUIRE));
         /* no byte moves before the sending peer is known to make the same
          * call; waiting for its post is waiting for a peer like any other */
         dfccl_status_t ident = coll->checked ? DFCCL_OK : dfccl_watch_ident(coll);
         if (ident == DFCCL_ERR_MISMATCH) return RUN_MISMATCH;
         if (ident == DFCCL_OK) r = dfccl_exec_host_advance(&coll->exec, DAEMON_SLICE_BATCH);
-        if (r == DFCCL_EXEC_DONE) return RUN_DONE;
+        if (r == DFCCL_EXEC_DONE) {
+            /* hand the last slots over (and note that sends are under way) */
+            dfccl_net_progress(__atomic_load_n(&d->ctx->net, __ATOMIC_ACQUIRE));
+            return RUN_DONE;
+        }
         now = dfccl_now_ns();
         if (r == DFCCL_EXEC_PROGRESS) {
             moved = 1;
@@ -167,9 +174,7 @@ static int daemon_pass(daemon_t *d)
         uint64_t now = dfccl_now_ns(), gap = now - coll->last_visit_ns;
         coll->last_visit_ns = now;
         dfccl_board_progress(coll->comm->board, coll->seq, coll->exec.round, coll->exec.step,
-                             coll->exec.waiting, coll->exec.waiting == DFCCL_WAIT_SEND
-                                                     ? coll->exec.send_fifo->peer
-                                                     : coll->exec.recv_fifo->peer, now);
+                             coll->exec.waiting, coll->exec.wait_peer, now);
         switch (r) {
         case RUN_DONE:
             daemon_finish(d, link, DFCCL_OK);
@@ -222,8 +227,16 @@ void *dfccl_daemon_main(void *arg)
     d.timeout_ns = (uint64_t)(d.ctx->config.timeout_sec * 1e9);
     dfccl_config_budgets(&d.ctx->config, &d.budgets);
     for (;;) {
+        dfccl_net_t *net = __atomic_load_n(&d.ctx->net, __ATOMIC_ACQUIRE);
+        /* sends to other nodes still under way keep the daemon awake: the
+         * peers wait for them though our side of the collective ended */
+        int net_busy = dfccl_net_busy(net);
         if (dfccl_watch_dump_requested()) dfccl_watch_dump(d.active);
-        if (d.active == NULL) {
+        if (d.active == NULL && net_busy) {
+            if (dfccl_net_progress(net)) stalled_since = 0;
+            else if (stalled_since == 0) stalled_since = dfccl_now_ns();
+            else dfccl_wait_pause(dfccl_now_ns() - stalled_since);
+        } else if (d.active == NULL) {
             uint64_t idle_since = dfccl_now_ns();
             while (!__atomic_load_n(&sq->pending, __ATOMIC_ACQUIRE) &&
                    !__atomic_load_n(&sq->stop, __ATOMIC_ACQUIRE) &&
@@ -231,7 +244,7 @@ void *dfccl_daemon_main(void *arg)
                 sched_yield();
         }
         if (d.active == NULL || __atomic_load_n(&sq->pending, __ATOMIC_ACQUIRE))
-            daemon_admit(&d, dfccl_queue_take_all(sq, d.active == NULL));
+            daemon_admit(&d, dfccl_queue_take_all(sq, d.active == NULL && !net_busy));
         if (__atomic_load_n(&sq->stop, __ATOMIC_ACQUIRE)) break;
         if (d.active == NULL) continue;
         if (daemon_pass(&d)) {

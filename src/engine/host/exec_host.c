@@ -40,6 +40,7 @@ dfccl_exec_result_t dfccl_exec_host_advance(dfccl_exec_t *x, unsigned max_slices
         if (!dfccl_exec_slice_begin(x, &slice))
             return moved ? DFCCL_EXEC_PROGRESS : DFCCL_EXEC_BLOCKED;
         host_slice_move(x, &slice);
+        if (slice.out2 != NULL) memcpy(slice.out2, slice.out, slice.count * x->esize);
         dfccl_exec_slice_end(x, &slice);
         moved++;
     }

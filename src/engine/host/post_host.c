@@ -33,7 +33,7 @@ uint64_t dfccl_coll_post_marker(dfccl_comm_t *comm, dfccl_ident_t *ident)
     uint64_t seq = __atomic_fetch_add(&comm->next_seq, 1, __ATOMIC_RELAXED);
 
     ident->seq1 = seq + 1;
-    dfccl_board_post(comm->board, seq, ident);
+    dfccl_host_publish(comm, seq, ident);
     if (marker == NULL) {   /* its place must still be taken */
         dfccl_error("rank %d of comm %#llx: out of memory for the place of #%llu: the"
                     " communicator cannot be used further", comm->rank,
@@ -85,7 +85,7 @@ dfccl_status_t dfccl_host_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args
     /* what the peer receiving from us checks before any data moves */
     dfccl_ident_make(&coll->ident, args, comm->size, DFCCL_OK);
     coll->ident.seq1 = coll->seq + 1;
-    dfccl_board_post(comm->board, coll->seq, &coll->ident);
+    dfccl_host_publish(comm, coll->seq, &coll->ident);
     coll->checked = comm->size == 1;
     dfccl_stats_add_posted(args->type);
     dfccl_queue_push(&comm->context->submit, coll);

@@ -263,6 +263,10 @@ typedef struct dfccl_stats {
     uint64_t failed;
     uint64_t bytes_sent;       /* payload bytes pushed into connections */
     uint64_t comms_created;
+    uint64_t net_collectives;  /* completed collectives whose plan used a link to another node */
+    uint64_t net_bytes_sent;   /* payload bytes sent to other nodes (UCX) */
+    uint64_t by_algorithm[4];  /* host collectives planned: ring, hierarchical, recursive
+                                  doubling, plan file */
 } dfccl_stats_t;
 
 void dfccl_stats_get(dfccl_stats_t *stats);

@@ -1,0 +1,192 @@
+/*
+ * plan_algos.c - the algorithms across nodes (hierarchical and recursive
+ * doubling allreduce), the connections they need, and the choice per call.
+ */
+#include "plan_build.h"
+
+/* The ranks of this rank's node in rank order, or those with this rank's
+ * local index on every node in node order; sets g->i. */
+static int group_of(const dfccl_topo_t *t, int rank, int same_node, int *ranks, plan_group_t *g)
+{
+    int m = 0;
+
+    g->i = 0;
+    if (same_node) {
+        for (int r = 0; r < t->size; r++)
+            if (t->node[r] == t->node[rank]) {
+                if (r == rank) g->i = m;
+                ranks[m++] = r;
+            }
+    } else {
+        for (int nd = 0; nd < t->nnodes; nd++)
+            for (int r = 0; r < t->size; r++)
+                if (t->node[r] == nd && t->local[r] == t->local[rank]) {
+                    if (r == rank) g->i = m;
+                    ranks[m++] = r;
+                }
+    }
+    g->ranks = ranks;
+    g->m = m;
+    return m;
+}
+
+/* Allreduce as node reduce-scatter (rank l of a node holds shard l reduced
+ * over the node), a ring allreduce of each shard among the ranks of the same
+ * local index across nodes, and a node allgather of the shards: the data
+ * crossing nodes is count / ranks-per-node per rank instead of count. */
+dfccl_status_t plan_hierarchical(const dfccl_plan_call_t *call, const dfccl_topo_t *t, int rank,
+                                 dfccl_plan_t *b)
+{
+    dfccl_buf_t src = call->in_place ? DFCCL_BUF_RECV : DFCCL_BUF_SEND;
+    int *node_ranks = malloc(sizeof(int) * (size_t)t->size);
+    int *cross_ranks = malloc(sizeof(int) * (size_t)t->size);
+    uint64_t *off = malloc(sizeof(uint64_t) * (size_t)t->size);
+    uint64_t *len = malloc(sizeof(uint64_t) * (size_t)t->size);
+    plan_group_t local, cross;
+    dfccl_status_t status = DFCCL_OK;
+    int L;
+
+    if (call->type != DFCCL_COLL_ALLREDUCE || !t->uniform) {
+        status = DFCCL_ERR_UNSUPPORTED;
+    } else if (node_ranks == NULL || cross_ranks == NULL || off == NULL || len == NULL) {
+        status = DFCCL_ERR_NO_MEMORY;
+    } else {
+        L = group_of(t, rank, 1, node_ranks, &local);
+        group_of(t, rank, 0, cross_ranks, &cross);
+        for (int c = 0; c < L; c++) plan_split(0, call->count, L, c, &off[c], &len[c]);
+        plan_ring_reduce_scatter(b, &local, src, off, len, DFCCL_BUF_RECV, off[local.i]);
+        plan_ring_allreduce(b, &cross, DFCCL_BUF_RECV, off[local.i], len[local.i]);
+        plan_ring_allgather(b, &local, DFCCL_BUF_RECV, off[local.i], off, len);
+    }
+    free(node_ranks);
+    free(cross_ranks);
+    free(off);
+    free(len);
+    return status;
+}
+
+/* Position of rank in the node-ordered ring, and the rank at a position. */
+static int rd_position(const dfccl_topo_t *t, int rank)
+{
+    return t->pos[rank];
+}
+
+static int rd_rank_at(const dfccl_topo_t *t, int v)
+{
+    return t->order[v];
+}
+
+/* Recursive doubling on p = 2^k of the n positions; the first 2 (n - p)
+ * fold in pairs first: the even one hands its input to the odd one, which
+ * takes part for both and hands the result back at the end. */
+typedef struct rd_shape {
+    int p, extra, v, vr;   /* vr: position among the p, or -1 (folded away) */
+} rd_shape_t;
+
+static void rd_shape(int n, int v, rd_shape_t *s)
+{
+    s->p = 1;
+    while (s->p * 2 <= n) s->p *= 2;
+    s->extra = n - s->p;
+    s->v = v;
+    if (v < 2 * s->extra) s->vr = v % 2 ? v / 2 : -1;
+    else s->vr = v - s->extra;
+}
+
+static int rd_real(const rd_shape_t *s, int vr)
+{
+    return vr < s->extra ? vr * 2 + 1 : vr + s->extra;
+}
+
+dfccl_status_t plan_recursive_doubling(const dfccl_plan_call_t *call, const dfccl_topo_t *t,
+                                       int rank, dfccl_plan_t *b)
+{
+    dfccl_buf_t src = call->in_place ? DFCCL_BUF_RECV : DFCCL_BUF_SEND;
+    uint64_t n = call->count;
+    rd_shape_t s;
+
+    if (call->type != DFCCL_COLL_ALLREDUCE) return DFCCL_ERR_UNSUPPORTED;
+    if (t->size == 1) {
+        if (src != DFCCL_BUF_RECV) plan_push(b, -1, -1, 0, src, 0, DFCCL_BUF_RECV, 0, n);
+        return DFCCL_OK;
+    }
+    rd_shape(t->size, rd_position(t, rank), &s);
+    if (s.vr < 0) {   /* folded: hand the input over, get the result back */
+        int partner = rd_rank_at(t, s.v + 1);
+        plan_push(b, -1, partner, 0, src, 0, DFCCL_BUF_NONE, 0, n);
+        plan_push(b, partner, -1, 0, DFCCL_BUF_NONE, 0, DFCCL_BUF_RECV, 0, n);
+        return DFCCL_OK;
+    }
+    if (s.v < 2 * s.extra) {   /* takes part for its even neighbour too */
+        plan_push(b, rd_rank_at(t, s.v - 1), -1, 1, src, 0, DFCCL_BUF_RECV, 0, n);
+        src = DFCCL_BUF_RECV;
+    }
+    for (int mask = 1; mask < s.p; mask <<= 1) {
+        int partner = rd_rank_at(t, rd_real(&s, s.vr ^ mask));
+        /* both partners send before they receive: one chunk each way fits the
+         * FIFO, so neither waits on the other's receive */
+        plan_push(b, -1, partner, 0, src, 0, DFCCL_BUF_NONE, 0, n);
+        plan_push(b, partner, -1, 1, src, 0, DFCCL_BUF_RECV, 0, n);
+        src = DFCCL_BUF_RECV;
+    }
+    if (s.v < 2 * s.extra)
+        plan_push(b, -1, rd_rank_at(t, s.v - 1), 0, DFCCL_BUF_RECV, 0, DFCCL_BUF_NONE, 0, n);
+    return DFCCL_OK;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* Adds the next rank of this rank's ring in group g (none for one rank). */
+static void peers_add(int *peers, int *n, int max, int peer, int rank)
+{
+    if (peer >= 0 && peer != rank && *n < max) peers[(*n)++] = peer;
+}
+
+int dfccl_plan_send_peers(const dfccl_topo_t *t, int rank, int *peers, int max)
+{
+    int *ranks = malloc(sizeof(int) * (size_t)t->size), n = 0, k = 0;
+    plan_group_t g;
+    rd_shape_t s;
+
+    if (ranks == NULL) return -1;
+    /* the flat ring: the next position in node order */
+    peers_add(peers, &n, max, rd_rank_at(t, (rd_position(t, rank) + 1) % t->size), rank);
+    if (t->nnodes > 1) {
+        if (t->uniform) {
+            group_of(t, rank, 1, ranks, &g);
+            peers_add(peers, &n, max, g.ranks[(g.i + 1) % g.m], rank);
+            group_of(t, rank, 0, ranks, &g);
+            peers_add(peers, &n, max, g.ranks[(g.i + 1) % g.m], rank);
+        }
+        rd_shape(t->size, rd_position(t, rank), &s);
+        if (s.vr < 0) {
+            peers_add(peers, &n, max, rd_rank_at(t, s.v + 1), rank);
+        } else {
+            if (s.v < 2 * s.extra) peers_add(peers, &n, max, rd_rank_at(t, s.v - 1), rank);
+            for (int mask = 1; mask < s.p; mask <<= 1)
+                peers_add(peers, &n, max, rd_rank_at(t, rd_real(&s, s.vr ^ mask)), rank);
+        }
+    }
+    free(ranks);
+    qsort(peers, (size_t)n, sizeof(int), cmp_int);
+    for (int i = 0; i < n; i++)
+        if (k == 0 || peers[k - 1] != peers[i]) peers[k++] = peers[i];
+    return k;
+}
+
+dfccl_algo_t dfccl_plan_choose(const dfccl_plan_call_t *call, const dfccl_topo_t *t,
+                               size_t esize, dfccl_algo_t forced, uint64_t rd_max_bytes)
+{
+    /* one node: the ring over shared memory is what every size wants, and
+     * the other algorithms' connections are not made there */
+    if (call->type != DFCCL_COLL_ALLREDUCE || t->nnodes == 1 || t->size < 3) return DFCCL_ALGO_RING;
+    if (forced == DFCCL_ALGO_RING || forced == DFCCL_ALGO_RD) return forced;
+    if (forced == DFCCL_ALGO_HIER) return t->uniform ? DFCCL_ALGO_HIER : DFCCL_ALGO_RING;
+    if ((uint64_t)call->count * esize <= rd_max_bytes) return DFCCL_ALGO_RD;
+    if (t->uniform && t->nnodes < t->size) return DFCCL_ALGO_HIER;
+    return DFCCL_ALGO_RING;
+}

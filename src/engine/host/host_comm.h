@@ -1,0 +1,59 @@
+/*
+ * host_comm.h - a host communicator's topology and connections (the host
+ * backend's part of dfccl_comm_t), shared by comm_host.c, topology.c,
+ * links.c and the daemon.
+ */
+#ifndef DFCCL_HOST_COMM_H
+#define DFCCL_HOST_COMM_H
+
+#include "net.h"
+#include "plan.h"
+#include "shm.h"
+
+struct dfccl_comm;
+
+typedef struct dfccl_host {
+    /* where ranks are (size entries each) */
+    int             *node, *local, *order, *pos;
+    dfccl_topo_t     topo;
+    char            *hosts;        /* size x DFCCL_NET_HOST_MAX: every rank's host name */
+    int             *pids;
+    /* every rank's send peers: all_send[r * max_peers ...], all_nsend[r] */
+    int             *all_send, *all_nsend, max_peers;
+    /* this rank's connections: peers, and rank -> index (or -1) */
+    int              nsend, nrecv;
+    int             *send_peers, *recv_peers;
+    int             *send_conn, *recv_conn;
+    dfccl_fifo_t    *send_fifos, *recv_fifos;
+    int              nlocal_in;    /* incoming FIFOs in our segment */
+    int              nremote;      /* peers on other nodes we are connected to */
+    dfccl_shm_t     *peer_segs;    /* node peers' segments, mapped (size entries) */
+    /* the network side */
+    dfccl_net_t     *net;
+    uint32_t         link_ids;
+    dfccl_net_link_t **links;      /* size entries; NULL: none */
+} dfccl_host_t;
+
+/* A label equal on the ranks of one node (host name and boot id); the host
+ * name goes to host (for messages). */
+uint64_t dfccl_host_node_label(char *host, size_t len);
+
+/* topology.c: allocates the per-rank arrays. */
+dfccl_status_t dfccl_host_topology(struct dfccl_comm *comm, dfccl_host_t *h);
+/* With h->node set: derives the topology and every connection. */
+dfccl_status_t dfccl_host_connections(struct dfccl_comm *comm, dfccl_host_t *h);
+/* The index of sender's FIFO among receiver's incoming node FIFOs. */
+int dfccl_host_fifo_index(const dfccl_host_t *h, int receiver, int sender);
+void dfccl_host_topology_free(dfccl_host_t *h);
+
+/* links.c: the network side. */
+dfccl_status_t dfccl_host_net_begin(struct dfccl_comm *comm, dfccl_host_t *h);
+dfccl_status_t dfccl_host_net_link(struct dfccl_comm *comm, dfccl_host_t *h, int peer,
+                                   const void *addr, size_t addr_len, uint32_t peer_link_ids);
+void dfccl_host_net_release(struct dfccl_comm *comm, dfccl_host_t *h);
+/* Publishes collective seq's identity on our board and to every linked peer. */
+void dfccl_host_publish(struct dfccl_comm *comm, uint64_t seq, const dfccl_ident_t *ident);
+/* 1 when a link the communicator uses failed: why. */
+int dfccl_host_link_failed(const struct dfccl_comm *comm, char *why, size_t len);
+
+#endif

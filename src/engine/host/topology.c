@@ -1,0 +1,140 @@
+/*
+ * topology.c - a host communicator's topology (which ranks share a node)
+ * and the connections its algorithms use, computed alike on every rank.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "host_comm.h"
+#include "internal.h"
+#include "log.h"
+
+static uint64_t fnv1a(uint64_t h, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n && s[i] != '\0'; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return h;
+}
+
+uint64_t dfccl_host_node_label(char *host, size_t len)
+{
+    char boot[64] = "";
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+
+    if (gethostname(host, len) != 0) snprintf(host, len, "unknown");
+    host[len - 1] = '\0';
+    /* the boot id tells apart hosts that share a name (and containers
+     * that share a kernel keep one node) */
+    if (f != NULL) {
+        if (fgets(boot, sizeof(boot), f) == NULL) boot[0] = '\0';
+        fclose(f);
+    }
+    return fnv1a(fnv1a(14695981039346656037ull, host, len), boot, sizeof(boot));
+}
+
+dfccl_status_t dfccl_host_topology(dfccl_comm_t *comm, dfccl_host_t *h)
+{
+    size_t n = (size_t)comm->size;
+
+    h->node = malloc(sizeof(int) * n);
+    h->local = malloc(sizeof(int) * n);
+    h->order = malloc(sizeof(int) * n);
+    h->pos = malloc(sizeof(int) * n);
+    h->send_conn = malloc(sizeof(int) * n);
+    h->recv_conn = malloc(sizeof(int) * n);
+    h->peer_segs = calloc(n, sizeof(*h->peer_segs));
+    h->links = calloc(n, sizeof(*h->links));
+    comm->peer_boards = calloc(n, sizeof(*comm->peer_boards));
+    if (h->node == NULL || h->local == NULL || h->order == NULL || h->pos == NULL ||
+        h->send_conn == NULL || h->recv_conn == NULL || h->peer_segs == NULL ||
+        h->links == NULL || comm->peer_boards == NULL)
+        return DFCCL_ERR_NO_MEMORY;
+    for (size_t r = 0; r < n; r++) h->send_conn[r] = h->recv_conn[r] = -1;
+    return DFCCL_OK;
+}
+
+static int sends_to(const dfccl_host_t *h, int from, int to)
+{
+    for (int k = 0; k < h->all_nsend[from]; k++)
+        if (h->all_send[(size_t)from * (size_t)h->max_peers + (size_t)k] == to) return 1;
+    return 0;
+}
+
+int dfccl_host_fifo_index(const dfccl_host_t *h, int receiver, int sender)
+{
+    int idx = 0;
+    for (int r = 0; r < sender; r++)
+        if (r != receiver && h->node[r] == h->node[receiver] && sends_to(h, r, receiver)) idx++;
+    return idx;
+}
+
+dfccl_status_t dfccl_host_connections(dfccl_comm_t *comm, dfccl_host_t *h)
+{
+    int size = comm->size, me = comm->rank, bits = 0;
+
+    dfccl_topo_derive(size, h->node, h->local, h->order, h->pos, &h->topo.nnodes,
+                      &h->topo.uniform);
+    h->topo.size = size;
+    h->topo.node = h->node;
+    h->topo.local = h->local;
+    h->topo.order = h->order;
+    h->topo.pos = h->pos;
+    while ((1 << bits) < size) bits++;
+    h->max_peers = 4 + bits;
+    h->all_send = malloc(sizeof(int) * (size_t)size * (size_t)h->max_peers);
+    h->all_nsend = malloc(sizeof(int) * (size_t)size);
+    h->send_peers = malloc(sizeof(int) * (size_t)h->max_peers);
+    h->recv_peers = malloc(sizeof(int) * (size_t)size);
+    if (h->all_send == NULL || h->all_nsend == NULL || h->send_peers == NULL ||
+        h->recv_peers == NULL)
+        return DFCCL_ERR_NO_MEMORY;
+    for (int r = 0; r < size; r++) {
+        h->all_nsend[r] = dfccl_plan_send_peers(&h->topo, r, h->all_send + (size_t)r * (size_t)h->max_peers,
+                                                h->max_peers);
+        if (h->all_nsend[r] < 0) return DFCCL_ERR_NO_MEMORY;
+    }
+    h->nsend = h->all_nsend[me];
+    memcpy(h->send_peers, h->all_send + (size_t)me * (size_t)h->max_peers, sizeof(int) * (size_t)h->nsend);
+    h->nrecv = 0;
+    for (int r = 0; r < size; r++)
+        if (r != me && sends_to(h, r, me)) h->recv_peers[h->nrecv++] = r;
+    if (h->nsend > DFCCL_PLAN_MAX_CONNS || h->nrecv > DFCCL_PLAN_MAX_CONNS) return DFCCL_ERR_UNSUPPORTED;
+    h->send_fifos = calloc((size_t)h->nsend + 1, sizeof(dfccl_fifo_t));
+    h->recv_fifos = calloc((size_t)h->nrecv + 1, sizeof(dfccl_fifo_t));
+    if (h->send_fifos == NULL || h->recv_fifos == NULL) return DFCCL_ERR_NO_MEMORY;
+    h->nlocal_in = 0;
+    h->nremote = 0;
+    for (int i = 0; i < h->nsend; i++) h->send_conn[h->send_peers[i]] = i;
+    for (int i = 0; i < h->nrecv; i++) {
+        h->recv_conn[h->recv_peers[i]] = i;
+        if (h->node[h->recv_peers[i]] == h->node[me]) h->nlocal_in++;
+    }
+    for (int r = 0; r < size; r++)
+        if (h->node[r] != h->node[me] && (h->send_conn[r] >= 0 || h->recv_conn[r] >= 0))
+            h->nremote++;
+    dfccl_debug("comm %#llx: rank %d on node %d of %d (%s), %d send and %d receive connections,"
+                " %d to other nodes", (unsigned long long)comm->key, me, h->node[me],
+                h->topo.nnodes, h->topo.uniform ? "uniform" : "uneven", h->nsend, h->nrecv,
+                h->nremote);
+    return DFCCL_OK;
+}
+
+void dfccl_host_topology_free(dfccl_host_t *h)
+{
+    free(h->node);
+    free(h->local);
+    free(h->order);
+    free(h->pos);
+    free(h->hosts);
+    free(h->pids);
+    free(h->all_send);
+    free(h->all_nsend);
+    free(h->send_peers);
+    free(h->recv_peers);
+    free(h->send_conn);
+    free(h->recv_conn);
+    free(h->send_fifos);
+    free(h->recv_fifos);
+    free(h->peer_segs);
+    free(h->links);
+}

@@ -1,0 +1,99 @@
+/*
+ * net.h - connections between ranks on different nodes, over UCX.
+ *
+ * One UCP context and worker per engine context, made when the first
+ * communicator with a peer on another node is set up. A link joins this
+ * rank to one remote peer of one communicator; it carries up to one FIFO
+ * each way and the control messages that stand in for the peer's board,
+ * which cannot be mapped across nodes:
+ *   - sending: the executor fills slots of a FIFO in our memory as if it
+ *     were the peer's; the pump sends each filled slot (only the bytes
+ *     written) as a tagged message, and frees the slot once UCX is done;
+ *   - receiving: the pump keeps a receive posted into every free slot of a
+ *     FIFO in our memory, and publishes each slot that arrived;
+ *   - control: the identity of every collective we post, and why the
+ *     communicator broke here, go to the peer, which writes them into its
+ *     mirror of our board; the same comes back into ours of theirs.
+ * So the executor sees a FIFO as on one node: monotone counters, slots
+ * ready or not, and waits that give way.
+ *
+ * Tags: bits 63-40 the receiving side's link id (it hands out one per peer
+ * of a communicator, in its set-up hello), bit 39 control, bits 38-0 the
+ * slot index (control: 0, in order per link).
+ *
+ * Every function that calls UCX takes the net lock; the daemon thread pumps
+ * (dfccl_net_progress), set-up and teardown may run on other threads.
+ */
+#ifndef DFCCL_NET_H
+#define DFCCL_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "board.h"
+#include "dfccl.h"
+#include "fifo.h"
+
+/* Largest worker address a hello carries. */
+#define DFCCL_NET_ADDR_MAX 1024
+#define DFCCL_NET_HOST_MAX 64
+
+typedef struct dfccl_net dfccl_net_t;
+typedef struct dfccl_net_peer dfccl_net_peer_t;
+typedef struct dfccl_net_link dfccl_net_link_t;
+
+/* 1 when the engine was built with UCX; else 0 and why in buf. */
+int dfccl_net_available(char *why, size_t len);
+
+/* The per-context net state, made on first call (*net stays set). */
+dfccl_status_t dfccl_net_open(dfccl_net_t **net);
+/* Closes endpoints (bounded wait), the worker and the context. */
+void dfccl_net_close(dfccl_net_t *net);
+
+/* This process's worker address. */
+dfccl_status_t dfccl_net_address(dfccl_net_t *net, void *buf, size_t max, size_t *len);
+/* A block of n link ids, unique in this process while their links live. */
+uint32_t dfccl_net_link_ids(dfccl_net_t *net, uint32_t n);
+
+/* What a link needs to know. */
+typedef struct dfccl_net_link_params {
+    const void    *addr;        /* the peer process's worker address */
+    size_t         addr_len;
+    const char    *host;        /* the peer's host name, for messages */
+    int            peer;        /* its rank in the communicator */
+    uint32_t       id_in;       /* what the peer tags messages to us with */
+    uint32_t       id_out;      /* what we tag messages to it with */
+    size_t         slot_bytes;
+    uint32_t       nslots;
+    int            sends;       /* we send data to the peer */
+    int            receives;    /* we receive data from the peer */
+    const int     *broken;      /* our communicator's broken flag (atomic) */
+    const dfccl_board_t *board; /* our board: why it broke */
+} dfccl_net_link_params_t;
+
+/*
+ * Makes a link: the endpoint to the peer's process (shared by links to it),
+ * FIFOs in our memory, receives posted. *send_fifo / *recv_fifo (where the
+ * link sends / receives) are the executor's views; *mirror the peer's
+ * board as the control messages tell it.
+ */
+dfccl_status_t dfccl_net_link_open(dfccl_net_t *net, const dfccl_net_link_params_t *p,
+                                   dfccl_fifo_t *send_fifo, dfccl_fifo_t *recv_fifo,
+                                   dfccl_board_t **mirror, dfccl_net_link_t **link);
+/* Hands the link to the pump, which ends its sends (bounded) and frees it. */
+void dfccl_net_link_close(dfccl_net_t *net, dfccl_net_link_t *link);
+
+/* Tells the peer the identity of collective seq (it checks it before data moves). */
+void dfccl_net_link_post_ident(dfccl_net_t *net, dfccl_net_link_t *link, uint64_t seq,
+                               const dfccl_ident_t *ident);
+/* 1 when the peer's endpoint failed: why, naming the peer and its host. */
+int dfccl_net_link_failed(const dfccl_net_link_t *link, char *why, size_t len);
+
+/* The engine's counter of bytes sent to other nodes (stats.c). */
+void dfccl_stats_add_net_bytes(uint64_t bytes);
+
+/* Sends and receives what is ready on every link; 1 when anything moved. */
+int dfccl_net_progress(dfccl_net_t *net);
+/* 1 while sends are under way (the daemon keeps pumping before it sleeps). */
+int dfccl_net_busy(dfccl_net_t *net);
+
+#endif
