@@ -75,6 +75,16 @@ add_namespace() {    # NS
     ip -n "$1" link set lo up
 }
 
+# `ip netns add` makes /run/netns (a mount point) when it is missing; a
+# bed that made it removes it again once no namespace is left in it.
+netns_dir_remove_if_empty() {
+    [ -d /run/netns ] && [ -z "$(ls -A /run/netns)" ] || return 0
+    if mountpoint -q /run/netns; then
+        umount /run/netns 2>/dev/null || return 0
+    fi
+    rmdir /run/netns 2>/dev/null || true
+}
+
 cmd_up() {
     [ $# -eq 1 ] || die "usage: $me up N"
     local n=$1 i ns
@@ -96,6 +106,9 @@ cmd_up() {
     trap 'exit 130' INT
     trap 'exit 143' TERM HUP
 
+    if [ ! -d /run/netns ]; then
+        record netns-dir /run/netns
+    fi
     if [ ! -d /etc/netns ]; then
         record dir /etc/netns
         mkdir /etc/netns
@@ -155,8 +168,9 @@ cmd_down() {
             case $kind in
                 netns) if [ -e "/run/netns/$what" ]; then ip netns del "$what" || failed=1; fi ;;
                 etc) rm -rf "$what" || failed=1 ;;
-                # Another bed may still use it.
+                # Another bed may still use these.
                 dir) rmdir "$what" 2>/dev/null || true ;;
+                netns-dir) netns_dir_remove_if_empty ;;
             esac
         done < <(tac "$bed_state/created")
     fi
@@ -201,10 +215,12 @@ cmd_probe() {
     for tool in ip unshare tc mount flock; do
         command -v "$tool" > /dev/null || die "$tool is not installed"
     done
-    local ns="${bed_prefix}probe-$$" out
+    local ns="${bed_prefix}probe-$$" out cleanup
+    cleanup="ip netns del '$ns' 2>/dev/null || true"
+    [ -d /run/netns ] || cleanup="$cleanup; netns_dir_remove_if_empty"
+    # shellcheck disable=SC2064  # the names are fixed now
+    trap "$cleanup" EXIT
     ip netns add "$ns" 2>/dev/null || die "cannot make a network namespace (ip netns add failed)"
-    # shellcheck disable=SC2064  # the name is fixed now
-    trap "ip netns del '$ns' 2>/dev/null || true" EXIT
     out=$(ip -n "$ns" link add br0 type bridge 2>&1 &&
           ip -n "$ns" link add v1 type veth peer name cl0 2>&1) ||
         die "cannot make a bridge and a veth pair: $out"
