@@ -36,7 +36,7 @@ if [ $# -lt 2 ]; then
     exit 2
 fi
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=bed_names.sh
+# shellcheck source-path=SCRIPTDIR source=bed_names.sh
 . "$here/bed_names.sh"
 
 host=$1

@@ -31,7 +31,7 @@
 set -eu
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=bed_names.sh
+# shellcheck source-path=SCRIPTDIR source=bed_names.sh
 . "$here/bed_names.sh"
 me=$(basename "$0")
 head_ns=$(bed_ns h0)
