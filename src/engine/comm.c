@@ -194,6 +194,7 @@ dfccl_status_t dfccl_comm_create_start(dfccl_context_t *context, const dfccl_com
     comm->rank    = params->rank;
     comm->size    = params->size;
     comm->key     = params->key;
+    comm->node_label = params->node;
     comm->refs    = 1;
     comm->ops     = params->backend == DFCCL_BACKEND_GPU ? &dfccl_gpu_backend : &dfccl_host_backend;
     comm->setup   = s;

@@ -53,6 +53,7 @@ struct dfccl_comm {
     int              rank;
     int              size;
     uint64_t         key;
+    uint64_t         node_label;    /* the caller's, or 0 */
     const dfccl_backend_ops_t *ops;
     dfccl_comm_setup_t *setup;      /* while the set-up runs */
     dfccl_status_t   setup_status;  /* DFCCL_INPROGRESS, then its agreed outcome (atomic) */

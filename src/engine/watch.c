@@ -144,6 +144,28 @@ void dfccl_watch_peers_reset(dfccl_coll_t *coll)
     coll->next_live_check_ns = DFCCL_WAIT_LIVENESS_PERIOD_NS;
 }
 
+/* A peer on another node, from what its link's messages told: what it
+ * posted and whether it broke (its progress is not sent). */
+static void watch_describe_mirror(const dfccl_board_t *b, uint64_t seq, char *line, size_t len)
+{
+    dfccl_ident_t id;
+    char what[160], why[DFCCL_BOARD_WHY];
+    uint64_t at;
+    int got = dfccl_board_ident(b, seq, &id);
+
+    if (dfccl_board_broken(b, &at, why, sizeof(why))) {
+        snprintf(line, len, "its communicator broke at #%llu: %s", (unsigned long long)at, why);
+    } else if (got > 0) {
+        dfccl_ident_describe(&id, what, sizeof(what));
+        snprintf(line, len, "posted %s; how far it got is not seen from here", what);
+    } else if (got == 0) {
+        snprintf(line, len, "has not posted #%llu (as far as its messages told)",
+                 (unsigned long long)seq);
+    } else {
+        snprintf(line, len, "posted #%llu long ago", (unsigned long long)seq);
+    }
+}
+
 /* One line per peer: what it does with respect to coll. */
 static void watch_print_peers(const dfccl_coll_t *coll, const char *prefix)
 {
@@ -162,7 +184,7 @@ static void watch_print_peers(const dfccl_coll_t *coll, const char *prefix)
             continue;
         }
         if (b->pid == 0) {   /* a mirror: what its messages told */
-            dfccl_board_describe(b, coll->seq, now, line, sizeof(line));
+            watch_describe_mirror(b, coll->seq, line, sizeof(line));
             dfccl_error("%s rank %d (on host %s, over the network): %s", prefix, i, host, line);
             continue;
         }

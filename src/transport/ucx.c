@@ -186,6 +186,8 @@ void dfccl_net_close(dfccl_net_t *net)
         ucp_worker_progress(net->worker);
         ucx_links_pump(net);
     }
+    ucx_wait_request(net, net->flush_req, deadline);
+    net->flush_req = NULL;
     memset(&rp, 0, sizeof(rp));
     rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     rp.flags = UCP_EP_CLOSE_FLAG_FORCE;

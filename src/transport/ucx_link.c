@@ -123,6 +123,7 @@ static void ctrl_send(dfccl_net_t *net, dfccl_net_link_t *l, const ucx_ctrl_msg_
     memset(&rp, 0, sizeof(rp));
     s->req = ucp_tag_send_nbx(l->peer->ep, &s->msg, sizeof(s->msg), l->tag_out | UCX_NET_TAG_CTRL,
                               &rp);
+    net->unflushed = 1;
     if (s->req == NULL || UCS_PTR_IS_ERR(s->req)) {
         free(s);
         return;
@@ -228,6 +229,7 @@ static int pump_out(dfccl_net_t *net, dfccl_net_link_t *l, int closing)
         s->reqs[k] = ucp_tag_send_nbx(l->peer->ep, s->slots + (size_t)k * l->slot_bytes, s->lens[k],
                                       l->tag_out | (s->posted & UCX_NET_SEQ_MASK), &rp);
         dfccl_stats_add_net_bytes(s->lens[k]);
+        net->unflushed = 1;
         s->posted++;
         moved = 1;
     }
@@ -385,6 +387,25 @@ int ucx_links_pump(dfccl_net_t *net)
         req_release(s->req);
         free(s);
     }
+    /* A send UCX calls complete may still sit in its own buffers (a TCP
+     * socket that was full): only progress pushes it out. A worker flush
+     * ends when it is out, and until then the daemon keeps pumping instead
+     * of sleeping while the peer waits for those bytes. */
+    if (net->flush_req != NULL && !req_pending(net->flush_req)) {
+        req_release(net->flush_req);
+        net->flush_req = NULL;
+    }
+    if (net->flush_req == NULL && net->unflushed && !busy) {
+        ucp_request_param_t rp;
+        memset(&rp, 0, sizeof(rp));
+        net->unflushed = 0;
+        net->flush_req = ucp_worker_flush_nbx(net->worker, &rp);
+        if (!req_pending(net->flush_req)) {
+            req_release(net->flush_req);
+            net->flush_req = NULL;
+        }
+    }
+    busy |= net->flush_req != NULL;
     __atomic_store_n(&net->busy, busy, __ATOMIC_RELEASE);
     return moved;
 }

@@ -34,6 +34,8 @@ struct dfccl_net {
     size_t            address_len;
     uint32_t          next_id;
     int               busy;        /* sends under way (atomic) */
+    int               unflushed;   /* sends handed to UCX since the last flush */
+    void             *flush_req;   /* a worker flush under way */
     dfccl_net_peer_t *peers;
     dfccl_net_link_t *links;       /* open */
     dfccl_net_link_t *closing;     /* closed, requests still out */

@@ -118,13 +118,15 @@ typedef struct {
     bool   finalize;      /* survivors end with MPI_Finalize, not _exit */
     int    linger_ms;     /* survivors wait this long before agreeing */
     bool   victim_joins;  /* the victim posts the allreduce too, then dies */
+    bool   kill_host;     /* every rank on the victim's node dies with it */
 } options_t;
 
 static void usage(void)
 {
     fprintf(stderr,
             "usage: " PROGRAM " [--bound S] [--bytes B] [--victim R] [--sleep-ms M]\n"
-            "       [--linger-ms M] [--victim-joins] [--death kill|exit] [--end exit|finalize]\n");
+            "       [--linger-ms M] [--victim-joins] [--kill-host] [--death kill|exit]\n"
+            "       [--end exit|finalize]\n");
 }
 
 static int parse(int argc, char **argv, options_t *o)
@@ -139,6 +141,10 @@ static int parse(int argc, char **argv, options_t *o)
     o->victim_joins = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--kill-host") == 0) {
+            o->kill_host = true;
+            continue;
+        }
         if (strcmp(a, "--victim-joins") == 0) {
             o->victim_joins = true;
             continue;
@@ -297,7 +303,31 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
-    int lowest = victim == 0 ? 1 : 0;   /* the lowest surviving rank */
+    /* dead[r]: rank r dies (the victim, and with --kill-host every rank
+     * that shares its node: a host lost with all its processes) */
+    int *dead = calloc((size_t)world_size, sizeof(int)), mine_dead = world_rank == victim;
+    if (dead == NULL) MPI_Abort(MPI_COMM_WORLD, 2);
+    if (opt.kill_host) {
+        MPI_Comm node;
+        MPI_Group node_group, world_group;
+        int in_node = MPI_UNDEFINED;
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &node);
+        MPI_Comm_group(node, &node_group);
+        MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+        MPI_Group_translate_ranks(world_group, 1, &victim, node_group, &in_node);
+        mine_dead = in_node != MPI_UNDEFINED;
+        MPI_Group_free(&node_group);
+        MPI_Group_free(&world_group);
+        MPI_Comm_free(&node);
+    }
+    MPI_Allgather(&mine_dead, 1, MPI_INT, dead, 1, MPI_INT, MPI_COMM_WORLD);
+    int lowest = 0;   /* the lowest surviving rank */
+    while (lowest < world_size && dead[lowest]) lowest++;
+    if (lowest == world_size) {
+        if (world_rank == 0) fprintf(stderr, PROGRAM ": no rank would survive\n");
+        MPI_Finalize();
+        return 2;
+    }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm dup;
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
@@ -342,6 +372,18 @@ int main(int argc, char **argv)
         if (opt.exit_death) _exit(0);
         raise(SIGKILL);
         _exit(9);   /* not reached */
+    }
+    if (dead[world_rank]) {   /* the victim's node goes with it */
+        if (opt.victim_joins) {
+            MPI_Request req;
+            MPI_Iallreduce(send, recv, (int)count, MPI_DOUBLE, MPI_SUM, dup, &req);
+        }
+        fflush(stdout);
+        fflush(stderr);
+        sleep_ms(opt.sleep_ms);
+        if (opt.exit_death) _exit(0);
+        raise(SIGKILL);
+        _exit(9);
     }
 
     /* Survivors: the allreduce the victim never joins (or never finishes). */
@@ -429,7 +471,7 @@ int main(int argc, char **argv)
         double death = 0;
         bool death_known = recv_from_dead(&death, 1, MPI_DOUBLE, victim, TAG_DEATH, 1.0);
         for (int r = 0; r < world_size; r++) {
-            if (r == lowest || r == victim) continue;
+            if (r == lowest || dead[r]) continue;
             int theirs[CHECK_COUNT + 1];
             MPI_Recv(theirs, CHECK_COUNT + 1, MPI_INT, r, TAG_FLAGS, MPI_COMM_WORLD,
                      MPI_STATUS_IGNORE);
@@ -438,8 +480,9 @@ int main(int argc, char **argv)
             for (int c = 0; c < CHECK_COUNT; c++) merged[c] |= theirs[c];
             pids[r] = theirs[CHECK_COUNT];
         }
-        printf(PROGRAM ": %d ranks, rank %d died (%s) after a %d ms sleep while the others"
+        printf(PROGRAM ": %d ranks, rank %d%s died (%s) after a %d ms sleep while the others"
                " were in an allreduce of %zu bytes%s; bound %.1f s\n", world_size, victim,
+               opt.kill_host ? " and every rank of its node" : "",
                opt.exit_death ? "_exit" : "SIGKILL", opt.sleep_ms, count * sizeof(double),
                opt.victim_joins ? " it had posted too" : "", opt.bound_s);
         printf(PROGRAM ": pids:");
@@ -451,7 +494,7 @@ int main(int argc, char **argv)
                    " Open MPI's segments: %s*\n", lowest, dfccl_mapped, dfccl_named,
                    vader_prefix[0] ? vader_prefix : "(none seen) ");
         for (int r = 0; r < world_size; r++) {
-            if (r == victim) continue;
+            if (dead[r]) continue;
             const double *t = &all_times[r * 5];
             char after_death[48] = "";
             if (death_known)
@@ -470,7 +513,7 @@ int main(int argc, char **argv)
         printf(PROGRAM ": %ld passed, %ld failed\n", (long)CHECK_COUNT - total_failed,
                total_failed);
         for (int r = 0; r < world_size; r++)
-            if (r != lowest && r != victim)
+            if (r != lowest && !dead[r])
                 MPI_Send(&total_failed, 1, MPI_LONG, r, TAG_RESULT, MPI_COMM_WORLD);
         free(pids);
         free(all_times);

@@ -3,9 +3,11 @@
  *
  * Scenario seed X (the run's --seed, then --seed + 1, ...) fixes, the same
  * on every rank:
- *   - 1 to 3 communicators, each a dup of world or a split of a random
+ *   - 1 to 3 communicators, each a dup of world, a split of a random
  *     subset (each rank's colour drawn from the seed; ranks drawn
- *     MPI_UNDEFINED get no communicator), re-created with
+ *     MPI_UNDEFINED get no communicator), the ranks of one node
+ *     (MPI_COMM_TYPE_SHARED), or the ranks of one local index on every
+ *     node (spanning nodes with one rank each), re-created with
  *     MPI_Comm_dup_with_info carrying a random "dfccl_priority";
  *   - 2 to 9 calls: collective, (type, op), size (mostly small), blocking
  *     or not.
@@ -83,7 +85,8 @@ static size_t draw_bytes(test_rng_t *rng)
 static void create_comms(test_rng_t *shared, int ncomms, MPI_Comm *comms)
 {
     for (int j = 0; j < ncomms; j++) {
-        bool is_dup = test_rng_below(shared, 3) == 0;
+        uint64_t kind = test_rng_below(shared, 6);   /* 0-1 dup, 2-3 random, 4 node, 5 across */
+        bool is_dup = kind < 2;
         int colour = 0, key = (int)test_rng_below(shared, 2) ? world_rank : -world_rank;
         for (int r = 0; r < world_size; r++) {
             uint64_t draw = test_rng_below(shared, 4);  /* 0, 1 or (3) left out */
@@ -93,7 +96,21 @@ static void create_comms(test_rng_t *shared, int ncomms, MPI_Comm *comms)
         int priority[2] = { (int)test_rng_below(shared, 8), (int)test_rng_below(shared, 8) };
         MPI_Comm base = MPI_COMM_WORLD, split = MPI_COMM_NULL;
         comms[j] = MPI_COMM_NULL;
-        if (!is_dup) {
+        if (kind >= 4) {
+            /* by node: the ranks that share it, or one rank of each */
+            MPI_Comm node;
+            int local;
+            MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL,
+                                &node);
+            MPI_Comm_rank(node, &local);
+            if (kind == 4) split = node;
+            else {
+                MPI_Comm_split(MPI_COMM_WORLD, local, key, &split);
+                MPI_Comm_free(&node);
+            }
+            colour = 0;
+            base = split;
+        } else if (!is_dup) {
             MPI_Comm_split(MPI_COMM_WORLD, colour, key, &split);
             if (split == MPI_COMM_NULL)
                 continue;

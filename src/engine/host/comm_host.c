@@ -79,6 +79,7 @@ static dfccl_status_t host_begin(dfccl_comm_t *comm, void *hello_out)
     hello.nslots = comm->context->config.fifo_slots;
     hello.slot_bytes = comm->context->config.slot_bytes;
     hello.node_label = dfccl_host_node_label(hello.host, sizeof(hello.host));
+    if (comm->node_label != 0) hello.node_label = comm->node_label;   /* the caller knows best */
     memcpy(hello_out, &hello, sizeof(hello));
     return (dfccl_status_t)hello.status;
 }

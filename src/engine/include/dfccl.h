@@ -161,6 +161,10 @@ typedef struct dfccl_comm_params {
                                      diagnostics and orders collectives */
     dfccl_backend_t   backend;
     dfccl_bootstrap_t bootstrap;
+    uint64_t          node;       /* host backend: equal on the ranks that share a node
+                                     and different elsewhere (the caller's view of
+                                     locality, e.g. Open MPI's); 0: the engine tells
+                                     nodes apart by host name and boot id */
 } dfccl_comm_params_t;
 
 /*
@@ -190,6 +194,10 @@ int  dfccl_comm_size(const dfccl_comm_t *comm);
 /* 1 when the engine was built with the GPU backend and a CUDA device is
  * usable from this process; else 0 and why in `why`. */
 int dfccl_gpu_available(char *why, size_t why_len);
+/* 1 when the engine was built with its network transport (UCX), which host
+ * communicators whose ranks span nodes need; else 0 and why in `why`. */
+int dfccl_net_available(char *why, size_t why_len);
+
 /* Largest communicator the GPU backend carries. */
 int dfccl_gpu_max_ranks(void);
 

@@ -128,6 +128,7 @@ static int dfccl_gpu_setup_start(mca_coll_dfccl_module_t *m, dfccl_context_t *ct
 
     if (s == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
     s->module = m;
+    memset(&params, 0, sizeof(params));
     params.rank = ompi_comm_rank(comm);
     params.size = ompi_comm_size(comm);
     params.key = ompi_comm_get_cid(comm);

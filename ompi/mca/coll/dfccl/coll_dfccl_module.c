@@ -182,6 +182,26 @@ static bool dfccl_gpu_offered(const mca_coll_dfccl_module_t *m)
     return available == 1;
 }
 
+/* This process's node as Open MPI sees it: 1 + the lowest rank of
+ * MPI_COMM_WORLD on it (the same on every rank of the node, different on
+ * the others). Asked once: it walks the world's processes. */
+static uint64_t dfccl_node_label(void)
+{
+    static uint64_t label = 0;
+    ompi_communicator_t *world = &ompi_mpi_comm_world.comm;
+
+    if (label != 0) return label;
+    label = 1 + (uint64_t)ompi_comm_rank(world);
+    for (int i = 0; i < ompi_comm_rank(world); i++) {
+        ompi_proc_t *proc = ompi_comm_peer_lookup(world, i);
+        if (proc != NULL && OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags)) {
+            label = 1 + (uint64_t)i;
+            break;
+        }
+    }
+    return label;
+}
+
 /*
  * The engine's communicator: created when the communicator is (host buffers
  * to the engine), else on the first carried call. Either way all ranks
@@ -228,11 +248,23 @@ int mca_coll_dfccl_module_engine_ready(mca_coll_dfccl_module_t *m)
         m->engine_state = MCA_COLL_DFCCL_ENGINE_FAILED;
         return OMPI_ERROR;
     }
+    /* ranks on several nodes need the network transport; every rank sees
+     * the same nodes and the same build, so all decide alike */
+    if (!m->all_local) {
+        char why[160];
+        if (!dfccl_net_available(why, sizeof(why))) {
+            DFCCL_VERBOSE(1, "comm %s spans nodes: stock path (%s)", m->comm->c_name, why);
+            m->engine_state = MCA_COLL_DFCCL_ENGINE_FAILED;
+            return OMPI_ERROR;
+        }
+    }
+    memset(&params, 0, sizeof(params));
     params.rank = ompi_comm_rank(m->comm);
     params.size = size;
     params.key = ompi_comm_get_cid(m->comm);
     params.backend = DFCCL_BACKEND_HOST;
     params.bootstrap = mca_coll_dfccl_bootstrap_of(&m->engine_boot);
+    params.node = dfccl_node_label();
     status = dfccl_comm_create(ctx, &params, &m->engine_comm);
     if (status != DFCCL_OK) {
         DFCCL_ERROR("comm %s: engine communicator not created (%s): stock path",
