@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "clock.h"
+#include "locality.h"
 #include "log.h"
 #include "ucx_net.h"
 
@@ -150,7 +151,8 @@ dfccl_status_t dfccl_net_link_open(dfccl_net_t *net, const dfccl_net_link_params
     l->board = p->board;
     dfccl_board_init(&l->mirror);
     l->mirror.pid = 0;   /* another node's process: not ours to look up */
-    l->mem = mem = aligned_alloc(DFCCL_CACHELINE, 2 * side_bytes(l));
+    /* near this process: the executor and the pump work through it */
+    l->mem = mem = dfccl_locality_alloc(2 * side_bytes(l));
     if (mem == NULL) {
         free(l);
         return DFCCL_ERR_NO_MEMORY;
@@ -166,7 +168,7 @@ dfccl_status_t dfccl_net_link_open(dfccl_net_t *net, const dfccl_net_link_params
     }
     pthread_mutex_unlock(&net->lock);
     if (status != DFCCL_OK) {
-        free(l->mem);
+        dfccl_locality_free(l->mem, 2 * side_bytes(l));
         free(l);
         return status;
     }
@@ -342,7 +344,7 @@ static int link_drained(dfccl_net_t *net, dfccl_net_link_t *l)
 static void link_free(dfccl_net_t *net, dfccl_net_link_t *l)
 {
     ucx_peer_put(net, l->peer);
-    free(l->mem);
+    dfccl_locality_free(l->mem, 2 * side_bytes(l));
     free(l);
 }
 
@@ -418,7 +420,7 @@ void ucx_links_free_all(dfccl_net_t *net)
         while (lists[i] != NULL) {
             dfccl_net_link_t *l = lists[i];
             lists[i] = l->next;
-            free(l->mem);
+            dfccl_locality_free(l->mem, 2 * side_bytes(l));
             free(l);
         }
     net->links = net->closing = net->parked = NULL;

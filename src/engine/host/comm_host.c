@@ -23,13 +23,14 @@
 #include "backend_ops.h"
 #include "host_comm.h"
 #include "internal.h"
+#include "locality.h"
 #include "log.h"
 
 typedef struct host_hello {
     int32_t  status;
     int32_t  pid;
     uint32_t nslots;
-    uint32_t pad;
+    int32_t  numa;          /* NUMA node it runs on (hwloc), -1 unknown */
     uint64_t slot_bytes;
     uint64_t node_label;
     char     host[DFCCL_NET_HOST_MAX];
@@ -76,6 +77,7 @@ static dfccl_status_t host_begin(dfccl_comm_t *comm, void *hello_out)
     comm->host = h;
     hello.status = h == NULL ? DFCCL_ERR_NO_MEMORY : DFCCL_OK;
     hello.pid = (int32_t)getpid();
+    hello.numa = (int32_t)dfccl_locality_numa();
     hello.nslots = comm->context->config.fifo_slots;
     hello.slot_bytes = comm->context->config.slot_bytes;
     hello.node_label = dfccl_host_node_label(hello.host, sizeof(hello.host));
@@ -124,6 +126,7 @@ static dfccl_status_t host_connect(dfccl_comm_t *comm, const void *hellos)
     status = dfccl_host_topology(comm, h);
     if (status != DFCCL_OK) return status;
     host_nodes(all, comm->size, comm->context->config.node_split, h->node, h->local);
+    for (int i = 0; i < comm->size; i++) h->numa[i] = all[i].numa;
     status = dfccl_host_connections(comm, h);
     if (status != DFCCL_OK) return status;
     h->hosts = malloc((size_t)comm->size * DFCCL_NET_HOST_MAX);

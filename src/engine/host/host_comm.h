@@ -15,6 +15,7 @@ struct dfccl_comm;
 typedef struct dfccl_host {
     /* where ranks are (size entries each) */
     int             *node, *local, *order, *pos;
+    int             *numa;         /* every rank's NUMA node, -1 unknown */
     dfccl_topo_t     topo;
     char            *hosts;        /* size x DFCCL_NET_HOST_MAX: every rank's host name */
     int             *pids;
@@ -51,8 +52,13 @@ dfccl_status_t dfccl_host_net_begin(struct dfccl_comm *comm, dfccl_host_t *h);
 dfccl_status_t dfccl_host_net_link(struct dfccl_comm *comm, dfccl_host_t *h, int peer,
                                    const void *addr, size_t addr_len, uint32_t peer_link_ids);
 void dfccl_host_net_release(struct dfccl_comm *comm, dfccl_host_t *h);
-/* Publishes collective seq's identity on our board and to every linked peer. */
+/* Publishes collective seq's identity on our board (the caller's thread). */
 void dfccl_host_publish(struct dfccl_comm *comm, uint64_t seq, const dfccl_ident_t *ident);
+/* Sends it to every linked peer, which keeps it on its mirror of our board.
+ * The daemon does, when it admits the collective: the caller's thread never
+ * waits for the network's lock, which the daemon takes and gives back
+ * without pause while it pumps (a thread waiting on it could starve). */
+void dfccl_host_send_ident(struct dfccl_comm *comm, uint64_t seq, const dfccl_ident_t *ident);
 /* 1 when a link the communicator uses failed: why. */
 int dfccl_host_link_failed(const struct dfccl_comm *comm, char *why, size_t len);
 

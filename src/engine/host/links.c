@@ -74,9 +74,13 @@ void dfccl_host_net_release(dfccl_comm_t *comm, dfccl_host_t *h)
 
 void dfccl_host_publish(dfccl_comm_t *comm, uint64_t seq, const dfccl_ident_t *ident)
 {
+    dfccl_board_post(comm->board, seq, ident);
+}
+
+void dfccl_host_send_ident(dfccl_comm_t *comm, uint64_t seq, const dfccl_ident_t *ident)
+{
     dfccl_host_t *h = comm->host;
 
-    dfccl_board_post(comm->board, seq, ident);
     if (h == NULL || h->nremote == 0) return;
     for (int r = 0; r < comm->size; r++)
         if (h->links[r] != NULL) dfccl_net_link_post_ident(h->net, h->links[r], seq, ident);
