@@ -68,6 +68,8 @@ typedef struct dfccl_net_link_params {
     int            receives;    /* we receive data from the peer */
     const int     *broken;      /* our communicator's broken flag (atomic) */
     const dfccl_board_t *board; /* our board: why it broke */
+    int           *released;    /* dfccl_net_link_open_at: set to 1 (release order) once
+                                   the link touches the caller's memory no more */
 } dfccl_net_link_params_t;
 
 /*
@@ -79,6 +81,27 @@ typedef struct dfccl_net_link_params {
 dfccl_status_t dfccl_net_link_open(dfccl_net_t *net, const dfccl_net_link_params_t *p,
                                    dfccl_fifo_t *send_fifo, dfccl_fifo_t *recv_fifo,
                                    dfccl_board_t **mirror, dfccl_net_link_t **link);
+/* Bytes of memory one side of a link takes where the caller provides it
+ * (dfccl_net_link_open_at): the FIFO's control block and slots, then on the
+ * sending side the bytes written per slot (the lens of the sender's view). */
+DFCCL_INLINE size_t dfccl_net_fifo_bytes(size_t slot_bytes, uint32_t nslots, int sending)
+{
+    return dfccl_fifo_bytes(slot_bytes, nslots) + (sending ? nslots * sizeof(uint32_t) : 0);
+}
+
+/*
+ * dfccl_net_link_open with the FIFOs in memory the caller provides (send_mem
+ * and recv_mem, dfccl_net_fifo_bytes each, for the sides the link has),
+ * such as pinned host memory that a GPU maps: the views then point into it,
+ * and whoever else fills or drains them (a kernel through its own mapping)
+ * follows the same counters. The memory must stay until *p->released is
+ * set, which happens after dfccl_net_link_close once no request of the link
+ * is out, or when the net closes.
+ */
+dfccl_status_t dfccl_net_link_open_at(dfccl_net_t *net, const dfccl_net_link_params_t *p,
+                                      void *send_mem, void *recv_mem, dfccl_fifo_t *send_fifo,
+                                      dfccl_fifo_t *recv_fifo, dfccl_board_t **mirror,
+                                      dfccl_net_link_t **link);
 /* Hands the link to the pump, which ends its sends (bounded) and frees it. */
 void dfccl_net_link_close(dfccl_net_t *net, dfccl_net_link_t *link);
 

@@ -46,6 +46,7 @@ struct dfccl_net_link {
     uint32_t          nslots;
     ucx_side_t        out, in;
     void             *mem;
+    int               own_fifos; /* mem holds our FIFOs (else only requests: open_at) */
     dfccl_board_t     mirror;    /* the peer's board as its messages tell it */
     ucx_ctrl_msg_t    ctrl_buf[UCX_NET_CTRL_RECVS];
     void             *ctrl_req[UCX_NET_CTRL_RECVS];
@@ -55,6 +56,7 @@ struct dfccl_net_link {
     int               break_sent;
     int               cancelled;
     uint64_t          close_deadline_ns;
+    int              *released;  /* open_at: told when the caller's memory is free */
 };
 
 static size_t side_bytes(const dfccl_net_link_t *l)
@@ -153,6 +155,7 @@ dfccl_status_t dfccl_net_link_open(dfccl_net_t *net, const dfccl_net_link_params
     l->mirror.pid = 0;   /* another node's process: not ours to look up */
     /* near this process: the executor and the pump work through it */
     l->mem = mem = dfccl_locality_alloc(2 * side_bytes(l));
+    l->own_fifos = 1;
     if (mem == NULL) {
         free(l);
         return DFCCL_ERR_NO_MEMORY;
@@ -175,6 +178,86 @@ dfccl_status_t dfccl_net_link_open(dfccl_net_t *net, const dfccl_net_link_params
     *mirror = &l->mirror;
     *link_p = l;
     return DFCCL_OK;
+}
+
+/* A side in the caller's memory (open_at): control block, slots, then the
+ * bytes per slot when sending; the requests stay in the link's own. */
+static void side_init_at(ucx_side_t *s, char *mem, void **reqs, const dfccl_net_link_t *l,
+                         dfccl_fifo_t *view, int peer, int sending)
+{
+    s->on = 1;
+    s->ctrl = (dfccl_fifo_ctrl_t *)mem;
+    s->slots = mem + sizeof(dfccl_fifo_ctrl_t);
+    s->reqs = reqs;
+    s->lens = sending ? (uint32_t *)(s->slots + l->slot_bytes * l->nslots) : NULL;
+    memset(s->ctrl, 0, sizeof(*s->ctrl));
+    view->ctrl = s->ctrl;
+    view->slots = s->slots;
+    view->slot_bytes = l->slot_bytes;
+    view->nslots = l->nslots;
+    view->peer = peer;
+    view->count = 0;
+    view->lens = s->lens;
+}
+
+dfccl_status_t dfccl_net_link_open_at(dfccl_net_t *net, const dfccl_net_link_params_t *p,
+                                      void *send_mem, void *recv_mem, dfccl_fifo_t *send_fifo,
+                                      dfccl_fifo_t *recv_fifo, dfccl_board_t **mirror,
+                                      dfccl_net_link_t **link_p)
+{
+    dfccl_net_link_t *l = calloc(1, sizeof(*l));
+    dfccl_status_t status;
+    void **reqs;
+
+    if (l == NULL) return DFCCL_ERR_NO_MEMORY;
+    l->peer_rank = p->peer;
+    l->tag_in = UCX_NET_TAG_ID(p->id_in);
+    l->tag_out = UCX_NET_TAG_ID(p->id_out);
+    l->slot_bytes = p->slot_bytes;
+    l->nslots = p->nslots;
+    l->broken = p->broken;
+    l->board = p->board;
+    l->released = p->released;
+    dfccl_board_init(&l->mirror);
+    l->mirror.pid = 0;   /* another node's process: not ours to look up */
+    /* l->mem: the requests of both sides (link_free frees it) */
+    l->mem = reqs = calloc(2 * (size_t)l->nslots, sizeof(void *));
+    if (reqs == NULL) {
+        free(l);
+        return DFCCL_ERR_NO_MEMORY;
+    }
+    if (p->sends) side_init_at(&l->out, send_mem, reqs, l, send_fifo, p->peer, 1);
+    if (p->receives) side_init_at(&l->in, recv_mem, reqs + l->nslots, l, recv_fifo, p->peer, 0);
+    pthread_mutex_lock(&net->lock);
+    status = ucx_peer_get(net, p->addr, p->addr_len, p->host, &l->peer);
+    if (status == DFCCL_OK) {
+        ctrl_post_recv(net, l);
+        l->next = net->links;
+        net->links = l;
+    }
+    pthread_mutex_unlock(&net->lock);
+    if (status != DFCCL_OK) {
+        free(l->mem);
+        free(l);
+        return status;
+    }
+    *mirror = &l->mirror;
+    *link_p = l;
+    return DFCCL_OK;
+}
+
+/* The caller's memory (open_at) is free once the link is: no request is out. */
+static void link_release_mem(dfccl_net_link_t *l)
+{
+    if (l->released != NULL) __atomic_store_n(l->released, 1, __ATOMIC_RELEASE);
+}
+
+/* The link's own memory: its FIFOs near the process, or (open_at) only the
+ * requests of its slots. */
+static void link_free_mem(dfccl_net_link_t *l)
+{
+    if (l->own_fifos) dfccl_locality_free(l->mem, 2 * side_bytes(l));
+    else free(l->mem);
 }
 
 void dfccl_net_link_close(dfccl_net_t *net, dfccl_net_link_t *link)
@@ -344,7 +427,8 @@ static int link_drained(dfccl_net_t *net, dfccl_net_link_t *l)
 static void link_free(dfccl_net_t *net, dfccl_net_link_t *l)
 {
     ucx_peer_put(net, l->peer);
-    dfccl_locality_free(l->mem, 2 * side_bytes(l));
+    link_release_mem(l);
+    link_free_mem(l);
     free(l);
 }
 
@@ -420,7 +504,8 @@ void ucx_links_free_all(dfccl_net_t *net)
         while (lists[i] != NULL) {
             dfccl_net_link_t *l = lists[i];
             lists[i] = l->next;
-            dfccl_locality_free(l->mem, 2 * side_bytes(l));
+            link_release_mem(l);   /* the worker is gone: no request is out */
+            link_free_mem(l);
             free(l);
         }
     net->links = net->closing = net->parked = NULL;

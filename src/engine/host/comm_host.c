@@ -86,25 +86,6 @@ static dfccl_status_t host_begin(dfccl_comm_t *comm, void *hello_out)
     return (dfccl_status_t)hello.status;
 }
 
-/* node[] from the labels: equal labels share a node, numbered by first
- * rank; node_split > 0 cuts every node into groups of that many ranks (in
- * rank order), each of which counts as a node of its own. */
-static void host_nodes(const host_hello_t *all, int size, unsigned split, int *node, int *k)
-{
-    int n = 0;
-
-    for (int r = 0; r < size; r++) {
-        k[r] = 0;
-        for (int q = 0; q < r; q++) k[r] += all[q].node_label == all[r].node_label;
-        node[r] = -1;
-        for (int q = 0; q < r && node[r] < 0; q++)
-            if (all[q].node_label == all[r].node_label &&
-                (split == 0 || k[q] / (int)split == k[r] / (int)split))
-                node[r] = node[q];
-        if (node[r] < 0) node[r] = n++;
-    }
-}
-
 static dfccl_status_t host_connect(dfccl_comm_t *comm, const void *hellos)
 {
     const host_hello_t *all = hellos, *mine = &all[comm->rank];
@@ -125,7 +106,13 @@ static dfccl_status_t host_connect(dfccl_comm_t *comm, const void *hellos)
     }
     status = dfccl_host_topology(comm, h);
     if (status != DFCCL_OK) return status;
-    host_nodes(all, comm->size, comm->context->config.node_split, h->node, h->local);
+    {
+        uint64_t *labels = malloc(sizeof(uint64_t) * (size_t)comm->size);
+        if (labels == NULL) return DFCCL_ERR_NO_MEMORY;
+        for (int i = 0; i < comm->size; i++) labels[i] = all[i].node_label;
+        dfccl_host_nodes(labels, comm->size, comm->context->config.node_split, h->node, h->local);
+        free(labels);
+    }
     for (int i = 0; i < comm->size; i++) h->numa[i] = all[i].numa;
     status = dfccl_host_connections(comm, h);
     if (status != DFCCL_OK) return status;

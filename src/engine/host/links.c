@@ -10,10 +10,24 @@
 #include "internal.h"
 #include "log.h"
 
+dfccl_status_t dfccl_context_net(dfccl_context_t *ctx, dfccl_net_t **net_p)
+{
+    dfccl_status_t status = DFCCL_OK;
+
+    pthread_mutex_lock(&ctx->net_lock);
+    if (ctx->net == NULL) {
+        dfccl_net_t *net = NULL;
+        status = dfccl_net_open(&net);
+        if (status == DFCCL_OK) __atomic_store_n(&ctx->net, net, __ATOMIC_RELEASE);
+    }
+    *net_p = ctx->net;
+    pthread_mutex_unlock(&ctx->net_lock);
+    return status;
+}
+
 dfccl_status_t dfccl_host_net_begin(dfccl_comm_t *comm, dfccl_host_t *h)
 {
-    dfccl_context_t *ctx = comm->context;
-    dfccl_status_t status = DFCCL_OK;
+    dfccl_status_t status;
     char why[160];
 
     if (!dfccl_net_available(why, sizeof(why))) {
@@ -21,15 +35,8 @@ dfccl_status_t dfccl_host_net_begin(dfccl_comm_t *comm, dfccl_host_t *h)
                    (unsigned long long)comm->key, h->topo.nnodes, why);
         return DFCCL_ERR_UNSUPPORTED;
     }
-    pthread_mutex_lock(&ctx->net_lock);
-    if (ctx->net == NULL) {
-        dfccl_net_t *net = NULL;
-        status = dfccl_net_open(&net);
-        if (status == DFCCL_OK) __atomic_store_n(&ctx->net, net, __ATOMIC_RELEASE);
-    }
-    pthread_mutex_unlock(&ctx->net_lock);
+    status = dfccl_context_net(comm->context, &h->net);
     if (status != DFCCL_OK) return status;
-    h->net = ctx->net;
     h->link_ids = dfccl_net_link_ids(h->net, (uint32_t)comm->size);
     return DFCCL_OK;
 }

@@ -32,6 +32,21 @@ uint64_t dfccl_host_node_label(char *host, size_t len)
     return fnv1a(fnv1a(14695981039346656037ull, host, len), boot, sizeof(boot));
 }
 
+void dfccl_host_nodes(const uint64_t *label, int size, unsigned split, int *node, int *k)
+{
+    int n = 0;
+
+    for (int r = 0; r < size; r++) {
+        k[r] = 0;
+        for (int q = 0; q < r; q++) k[r] += label[q] == label[r];
+        node[r] = -1;
+        for (int q = 0; q < r && node[r] < 0; q++)
+            if (label[q] == label[r] && (split == 0 || k[q] / (int)split == k[r] / (int)split))
+                node[r] = node[q];
+        if (node[r] < 0) node[r] = n++;
+    }
+}
+
 dfccl_status_t dfccl_host_topology(dfccl_comm_t *comm, dfccl_host_t *h)
 {
     size_t n = (size_t)comm->size;
