@@ -204,16 +204,23 @@ int mca_coll_dfccl_progress(void)
          * with a caller spinning in MPI_Wait. A GPU collective needs no core
          * while its kernel runs, and a yield is a system call per poll: for
          * GPU work alone the caller yields only once it has waited a while. */
-        uint64_t now;
+        uint64_t now = mca_coll_dfccl_now_ns();
         if (opal_atomic_add_fetch_32(&mca_coll_dfccl_component.host_in_flight, 0) > 0) {
-            sched_yield();
+            /* Host work: after a short spin, sleep on the completion queue
+             * (woken by the daemon's completion) instead of yielding in a
+             * loop. A thread that only yields never sleeps; with ranks
+             * outnumbering cores the scheduler then left whole peer
+             * processes without a core for seconds, and every rank waiting
+             * on them stalled until a watchdog broke the communicator. */
+            if (empty_since == 0) empty_since = now;
+            if (now - empty_since < DFCCL_WAIT_SPIN_NS) sched_yield();
+            else dfccl_context_wait(ctx, DFCCL_WAIT_CALLER_SLEEP_NS);
             return 0;
         }
         if (opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, 0) <= 0) {
             empty_since = 0;   /* the next GPU wait counts from its own start */
             return 0;
         }
-        now = mca_coll_dfccl_now_ns();
         if (empty_since == 0) empty_since = now;
         if (now - empty_since >= DFCCL_WAIT_CALLER_GPU_YIELD_NS) sched_yield();
         return 0;
