@@ -89,6 +89,10 @@ dfccl_status_t dfccl_coll_elsewhere(dfccl_comm_t *comm, dfccl_coll_type_t type, 
         now = dfccl_now_ns();
         int check_pids = now >= next_pid_check;
         if (check_pids) next_pid_check = now + DFCCL_WAIT_LIVENESS_PERIOD_NS;
+        /* peers on other nodes post through their links' messages, which
+         * only a pump takes in: the daemon may be idle (the marker ended at
+         * once), so the waiting caller pumps */
+        dfccl_net_progress(__atomic_load_n(&comm->context->net, __ATOMIC_ACQUIRE));
         if (elsewhere_look(comm, seq, &mine, check_pids, &status)) return status;
         if (now - start > timeout_ns) break;
         dfccl_wait_pause(now - start);

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include "locality.h"
 #include "log.h"
 
@@ -59,14 +60,22 @@ int dfccl_locality_numa(void)
 
 void *dfccl_locality_alloc(size_t bytes)
 {
+    void *mem;
+
     pthread_once(&locality_once, locality_load);
     /* one NUMA node only: nothing to choose. Not strict: where binding is
      * refused hwloc still allocates (page-aligned), so NULL is out of memory. */
     if (locality_ok && locality_numa >= 0 &&
         hwloc_get_nbobjs_by_type(locality_topo, HWLOC_OBJ_NUMANODE) > 1)
-        return hwloc_alloc_membind(locality_topo, bytes, locality_nodeset, HWLOC_MEMBIND_BIND,
-                                   HWLOC_MEMBIND_BYNODESET);
-    return aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+        mem = hwloc_alloc_membind(locality_topo, bytes, locality_nodeset, HWLOC_MEMBIND_BIND,
+                                  HWLOC_MEMBIND_BYNODESET);
+    else
+        mem = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    /* zeroed, as callers keep request tables in it that are scanned whole
+     * (a link closed before all its receives were posted); the first touch
+     * also places the pages where the binding asks */
+    if (mem != NULL) memset(mem, 0, bytes);
+    return mem;
 }
 
 void dfccl_locality_free(void *addr, size_t bytes)
