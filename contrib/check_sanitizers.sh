@@ -17,7 +17,8 @@ make -j"$(nproc)" >/dev/null
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 asan=$(gcc -print-file-name=libasan.so)
 ubsan=$(gcc -print-file-name=libubsan.so)
-tests=(src/engine/model/check_model.sh test/engine/test_plan test/engine/test_ranks)
+tests=(src/engine/model/check_model.sh test/engine/test_plan test/engine/test_plan_algos
+       test/engine/test_plan_file test/engine/test_ranks)
 mpi_tests=(test/mpi/coll_engine_np2.test test/mpi/fallback_engine_np3.test
            test/mpi/hostile_engine_np2.test test/mpi/disorder_engine_np2.test
            test/mpi/threads_engine_np2.test)

@@ -2,7 +2,7 @@
 # Installs, with apt-get, what building and testing dfccl needs and is missing (Debian 12).
 set -euo pipefail
 packages=(build-essential autoconf automake libtool pkg-config
-          libopenmpi-dev openmpi-bin libhwloc-dev libucx-dev spin
+          libopenmpi-dev openmpi-bin libhwloc-dev libucx-dev libjson-c-dev spin
           python3-mpi4py python3-numpy)
 missing=()
 for p in "${packages[@]}"; do

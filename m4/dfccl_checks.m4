@@ -1,4 +1,4 @@
-# dfccl_checks.m4 - locate Open MPI (with its devel headers), hwloc, UCX and CUDA.
+# dfccl_checks.m4 - locate Open MPI (with its devel headers), hwloc, UCX, json-c and CUDA.
 
 AC_DEFUN([DFCCL_CHECK_PTHREAD], [
   save_CFLAGS=$CFLAGS; CFLAGS="$CFLAGS -pthread"
@@ -114,6 +114,28 @@ UCP_VERSION_STRING' | $CPP $CPPFLAGS - 2>/dev/null | tail -1`
     [UCX_CFLAGS=""; UCX_LIBS=""])
   AM_CONDITIONAL([DFCCL_BUILD_UCX], [test "$with_ucx" != no])
   AC_SUBST([UCX_CFLAGS]) AC_SUBST([UCX_LIBS])
+])
+
+# json-c reads plan files (src/engine/plan_file.c); 0.15 brought
+# json_tokener_get_parse_end, which finds text after the plan.
+AC_DEFUN([DFCCL_CHECK_JSON_C], [
+  AC_ARG_WITH([json-c], [AS_HELP_STRING([--with-json-c=PREFIX], [json-c installation (default: pkg-config, then /usr)])])
+  AS_IF([test -n "$with_json_c" && test "$with_json_c" != yes],
+    [JSON_C_CFLAGS="-I$with_json_c/include"; JSON_C_LIBS="-L$with_json_c/lib -ljson-c"],
+    [PKG_CHECK_MODULES([JSON_C], [json-c >= 0.15], [], [JSON_C_CFLAGS=""; JSON_C_LIBS="-ljson-c"])])
+  save_CPPFLAGS=$CPPFLAGS; save_LIBS=$LIBS
+  CPPFLAGS="$CPPFLAGS $JSON_C_CFLAGS"; LIBS="$JSON_C_LIBS $LIBS"
+  AC_MSG_CHECKING([for json-c >= 0.15])
+  AC_LINK_IFELSE([AC_LANG_PROGRAM([[#include <json-c/json.h>]],
+      [[json_tokener *t = json_tokener_new(); size_t end = json_tokener_get_parse_end(t);
+        json_tokener_free(t); return (int)end;]])],
+    [AC_MSG_RESULT([yes])],
+    [AC_MSG_RESULT([no])
+     AC_MSG_ERROR([json-c >= 0.15 with headers not found (Debian: apt-get install libjson-c-dev) or pass --with-json-c=PREFIX])])
+  DFCCL_JSON_C_VERSION=`echo '#include <json-c/json_c_version.h>
+JSON_C_VERSION' | $CPP $CPPFLAGS - 2>/dev/null | tail -1`
+  CPPFLAGS=$save_CPPFLAGS; LIBS=$save_LIBS
+  AC_SUBST([JSON_C_CFLAGS]) AC_SUBST([JSON_C_LIBS])
 ])
 
 # CUDA: the kernels compile whenever nvcc is found; --without-cuda turns that off.

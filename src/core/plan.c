@@ -222,9 +222,10 @@ out:
 
 uint32_t dfccl_plan_max_steps(int size)
 {
-    /* ring allreduce: 2 (size - 1) transfers; hierarchical: at most as many
-     * (its rings are shorter); recursive doubling: 2 per doubling, plus the
-     * fold and unfold; size 1 needs one copy */
+    /* ring allreduce: 2 (size - 1) transfers; hierarchical on m nodes of L
+     * ranks: m (L - 1) + 2 (m - 1) + L - 1 = size + m + L - 3, at most
+     * 2 size - 2 as m + L <= size + 1; recursive doubling: 2 per doubling,
+     * plus the fold and unfold; size 1 needs one copy */
     uint32_t rd = 4;
     for (int p = 1; p < size; p <<= 1) rd += 2;
     return 2u * (uint32_t)size + 1u > rd ? 2u * (uint32_t)size + 1u : rd;

@@ -33,35 +33,50 @@ static int group_of(const dfccl_topo_t *t, int rank, int same_node, int *ranks, 
 /* Allreduce as node reduce-scatter (rank l of a node holds shard l reduced
  * over the node), a ring allreduce of each shard among the ranks of the same
  * local index across nodes, and a node allgather of the shards: the data
- * crossing nodes is count / ranks-per-node per rank instead of count. */
+ * crossing nodes is count / ranks-per-node per rank instead of count.
+ *
+ * The cross-node ring reads the shard in m sub-blocks, each from its own
+ * offset. The executor's rounds move the same offsets of every step's block
+ * in turn, so a step may read what an earlier step wrote only if the
+ * writer's block does not start after the reader's: the node reduce-scatter
+ * therefore runs once per sub-block, writing exactly the blocks the ring
+ * reads. With one rank per node there is nothing to reduce on the node, and
+ * the ring reads the input itself. */
 dfccl_status_t plan_hierarchical(const dfccl_plan_call_t *call, const dfccl_topo_t *t, int rank,
                                  dfccl_plan_t *b)
 {
     dfccl_buf_t src = call->in_place ? DFCCL_BUF_RECV : DFCCL_BUF_SEND;
-    int *node_ranks = malloc(sizeof(int) * (size_t)t->size);
-    int *cross_ranks = malloc(sizeof(int) * (size_t)t->size);
-    uint64_t *off = malloc(sizeof(uint64_t) * (size_t)t->size);
-    uint64_t *len = malloc(sizeof(uint64_t) * (size_t)t->size);
+    size_t n = (size_t)t->size;
+    int *node_ranks = malloc(sizeof(int) * n), *cross_ranks = malloc(sizeof(int) * n);
+    uint64_t *off = malloc(sizeof(uint64_t) * 4 * n), *len = off + n, *sub_off = off + 2 * n,
+             *sub_len = off + 3 * n;
     plan_group_t local, cross;
     dfccl_status_t status = DFCCL_OK;
-    int L;
+    int L, m;
 
     if (call->type != DFCCL_COLL_ALLREDUCE || !t->uniform) {
         status = DFCCL_ERR_UNSUPPORTED;
-    } else if (node_ranks == NULL || cross_ranks == NULL || off == NULL || len == NULL) {
+    } else if (node_ranks == NULL || cross_ranks == NULL || off == NULL) {
         status = DFCCL_ERR_NO_MEMORY;
     } else {
         L = group_of(t, rank, 1, node_ranks, &local);
-        group_of(t, rank, 0, cross_ranks, &cross);
-        for (int c = 0; c < L; c++) plan_split(0, call->count, L, c, &off[c], &len[c]);
-        plan_ring_reduce_scatter(b, &local, src, off, len, DFCCL_BUF_RECV, off[local.i]);
-        plan_ring_allreduce(b, &cross, DFCCL_BUF_RECV, off[local.i], len[local.i]);
-        plan_ring_allgather(b, &local, DFCCL_BUF_RECV, off[local.i], off, len);
+        m = group_of(t, rank, 0, cross_ranks, &cross);
+        if (L == 1) {
+            plan_ring_allreduce(b, &cross, src, 0, call->count);
+        } else {
+            for (int c = 0; c < L; c++) plan_split(0, call->count, L, c, &off[c], &len[c]);
+            for (int j = 0; j < m; j++) {
+                for (int c = 0; c < L; c++) plan_split(off[c], len[c], m, j, &sub_off[c], &sub_len[c]);
+                plan_ring_reduce_scatter(b, &local, src, sub_off, sub_len, DFCCL_BUF_RECV,
+                                         sub_off[local.i]);
+            }
+            plan_ring_allreduce(b, &cross, DFCCL_BUF_RECV, off[local.i], len[local.i]);
+            plan_ring_allgather(b, &local, DFCCL_BUF_RECV, off[local.i], off, len);
+        }
     }
     free(node_ranks);
     free(cross_ranks);
     free(off);
-    free(len);
     return status;
 }
 

@@ -1,4 +1,5 @@
-/* plan_build.h - what the plan builders share (plan.c, plan_algos.c). */
+/* plan_build.h - what the plan builders share (plan.c, plan_algos.c, and
+ * src/engine/plan_file_build.c for the chunk split). */
 #ifndef DFCCL_PLAN_BUILD_H
 #define DFCCL_PLAN_BUILD_H
 

@@ -114,7 +114,9 @@ void dfccl_board_post(dfccl_board_t *board, uint64_t seq, const dfccl_ident_t *i
     e->rejected = id->rejected;
     e->reason = id->reason;
     STORE(&e->seq1, seq + 1);
-    STORE(&board->posted, seq + 1);
+    /* only forward: a mirror of another node's board may hear of two
+     * collectives out of order */
+    if (LOAD(&board->posted) < seq + 1) STORE(&board->posted, seq + 1);
 }
 
 int dfccl_board_ident(const dfccl_board_t *board, uint64_t seq, dfccl_ident_t *id)

@@ -107,6 +107,9 @@ uint64_t dfccl_coll_post_marker(dfccl_comm_t *comm, dfccl_ident_t *ident);
 void dfccl_daemon_start(dfccl_context_t *context);
 void *dfccl_daemon_main(void *arg);
 
+/* host/links.c: the context's network side, opened on the first call (host
+ * and GPU communicators that span nodes share it); *net stays set. */
+dfccl_status_t dfccl_context_net(dfccl_context_t *ctx, dfccl_net_t **net);
 /* gpu/: the GPU backend's host side (gpu/none.c without CUDA) */
 dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *args);
 dfccl_status_t dfccl_gpu_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args);

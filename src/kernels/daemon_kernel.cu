@@ -12,7 +12,9 @@
  *
  * Four algorithms:
  * - ring: the engine's plan (plan.c) through per-channel FIFOs in device
- *   memory shared by CUDA IPC, every channel moving its part of each step;
+ *   memory shared by CUDA IPC, every channel moving its part of each step
+ *   (a FIFO to or from a rank on another node lives in pinned host memory
+ *   instead, which the host's proxy thread moves over the network);
  * - one-shot, for small messages: each rank writes its contribution into
  *   every peer's inbox, then reduces (or gathers) all of them in rank order,
  *   so every rank computes bit-identical results;
@@ -47,6 +49,17 @@
 #define DFCCL_HD __device__
 #define DFCCL_LOAD_ACQUIRE(p) gpu_load_acquire(p)
 #define DFCCL_STORE_RELEASE(p, v) gpu_store_release((p), (v))
+
+/* The FIFO counters' order, at system scope for every FIFO: the other end
+ * is another process's kernel on this or another GPU, or, for a FIFO to
+ * another node in pinned host memory, the proxy thread on the CPU. The
+ * release is thread 0's after the block's barrier, so the slot's bytes that
+ * all threads wrote (and the slot's length, for the proxy) are visible
+ * system-wide before the tail that publishes them; the acquire's fence
+ * keeps the slot's loads after the counter's, and the barrier that follows
+ * hands that order to the other threads. The proxy writes a received slot
+ * and then the tail with release order, and frees a sent slot through the
+ * head the same way. */
 
 __device__ static inline uint64_t gpu_load_acquire(volatile uint64_t *p)
 {

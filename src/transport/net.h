@@ -32,6 +32,12 @@
  *   - closing: each side tells the other, once its puts have landed, that
  *     it puts nothing more; a region is unmapped when every link on it
  *     heard that (or its peer failed).
+ * Links over memory the caller provides (dfccl_net_link_open_at, the GPU
+ * backend's) always take the tagged protocol, whatever the net's: puts
+ * would need that memory registered and its address and key in the
+ * caller's set-up, which the region of a host communicator has and the
+ * caller's memory does not. Both ends of such a link open it alike, so
+ * they agree, and a net opened for RMA still carries tagged messages.
  *
  * Tags: bits 63-40 the receiving side's link id (it hands out one per peer
  * of a communicator, in its set-up hello), bit 39 control, bits 38-0 the
@@ -106,6 +112,8 @@ typedef struct dfccl_net_link_params {
     int            receives;    /* we receive data from the peer */
     const int     *broken;      /* our communicator's broken flag (atomic) */
     const dfccl_board_t *board; /* our board: why it broke */
+    int           *released;    /* dfccl_net_link_open_at: set to 1 (release order) once
+                                   the link touches the caller's memory no more */
     /* RMA protocol only: offsets in our region, addresses in the peer's */
     dfccl_net_region_t *region;
     size_t         out_off;     /* our outgoing FIFO (sends) */
@@ -119,13 +127,35 @@ typedef struct dfccl_net_link_params {
 
 /*
  * Makes a link: the endpoint to the peer's process (shared by links to it),
- * FIFOs in our memory (RMA: in our region), receives posted. *send_fifo / *recv_fifo (where the
- * link sends / receives) are the executor's views; *mirror the peer's
- * board as the control messages tell it.
+ * FIFOs in our memory (RMA: in our region), receives posted. *send_fifo /
+ * *recv_fifo (where the link sends / receives) are the executor's views;
+ * *mirror the peer's board as the control messages tell it.
  */
 dfccl_status_t dfccl_net_link_open(dfccl_net_t *net, const dfccl_net_link_params_t *p,
                                    dfccl_fifo_t *send_fifo, dfccl_fifo_t *recv_fifo,
                                    dfccl_board_t **mirror, dfccl_net_link_t **link);
+/* Bytes of memory one side of a link takes where the caller provides it
+ * (dfccl_net_link_open_at): the FIFO's control block and slots, then on the
+ * sending side the bytes written per slot (the lens of the sender's view). */
+DFCCL_INLINE size_t dfccl_net_fifo_bytes(size_t slot_bytes, uint32_t nslots, int sending)
+{
+    return dfccl_fifo_bytes(slot_bytes, nslots) + (sending ? nslots * sizeof(uint32_t) : 0);
+}
+
+/*
+ * dfccl_net_link_open with the FIFOs in memory the caller provides (send_mem
+ * and recv_mem, dfccl_net_fifo_bytes each, for the sides the link has),
+ * such as pinned host memory that a GPU maps: the views then point into it,
+ * and whoever else fills or drains them (a kernel through its own mapping)
+ * follows the same counters. The memory must stay until *p->released is
+ * set, which happens after dfccl_net_link_close once no request of the link
+ * is out, or when the net closes. The tagged protocol on any net (above);
+ * p's RMA fields are not read.
+ */
+dfccl_status_t dfccl_net_link_open_at(dfccl_net_t *net, const dfccl_net_link_params_t *p,
+                                      void *send_mem, void *recv_mem, dfccl_fifo_t *send_fifo,
+                                      dfccl_fifo_t *recv_fifo, dfccl_board_t **mirror,
+                                      dfccl_net_link_t **link);
 /* Hands the link to the pump, which ends its sends (bounded) and frees it. */
 void dfccl_net_link_close(dfccl_net_t *net, dfccl_net_link_t *link);
 

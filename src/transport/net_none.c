@@ -51,6 +51,16 @@ dfccl_status_t dfccl_net_link_open(dfccl_net_t *net, const dfccl_net_link_params
     return DFCCL_ERR_UNSUPPORTED;
 }
 
+dfccl_status_t dfccl_net_link_open_at(dfccl_net_t *net, const dfccl_net_link_params_t *p,
+                                      void *send_mem, void *recv_mem, dfccl_fifo_t *send_fifo,
+                                      dfccl_fifo_t *recv_fifo, dfccl_board_t **mirror,
+                                      dfccl_net_link_t **link)
+{
+    (void)net; (void)p; (void)send_mem; (void)recv_mem; (void)send_fifo; (void)recv_fifo;
+    (void)mirror; (void)link;
+    return DFCCL_ERR_UNSUPPORTED;
+}
+
 void dfccl_net_link_close(dfccl_net_t *net, dfccl_net_link_t *link) { (void)net; (void)link; }
 
 void dfccl_net_link_post_ident(dfccl_net_t *net, dfccl_net_link_t *link, uint64_t seq,

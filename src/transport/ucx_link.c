@@ -50,15 +50,19 @@ void ucx_ctrl_send(dfccl_net_t *net, dfccl_net_link_t *l, const ucx_ctrl_msg_t *
     net->ctrl_sends = s;
 }
 
-dfccl_status_t dfccl_net_link_open(dfccl_net_t *net, const dfccl_net_link_params_t *p,
-                                   dfccl_fifo_t *send_fifo, dfccl_fifo_t *recv_fifo,
-                                   dfccl_board_t **mirror, dfccl_net_link_t **link_p)
+/* at: the caller's FIFO memory (open_at), sending side then receiving; NULL:
+ * the data path allocates its own. */
+static dfccl_status_t link_open(dfccl_net_t *net, const dfccl_net_link_params_t *p,
+                                void *const *at, dfccl_fifo_t *send_fifo, dfccl_fifo_t *recv_fifo,
+                                dfccl_board_t **mirror, dfccl_net_link_t **link_p)
 {
     dfccl_net_link_t *l = calloc(1, sizeof(*l));
     dfccl_status_t status;
 
     if (l == NULL) return DFCCL_ERR_NO_MEMORY;
-    l->ops = net->protocol == DFCCL_NET_RMA ? &ucx_rma_ops : &ucx_tag_ops;
+    /* the caller's memory takes the tagged path whatever the net's
+     * protocol: it has no region for peers to put into (net.h) */
+    l->ops = at == NULL && net->protocol == DFCCL_NET_RMA ? &ucx_rma_ops : &ucx_tag_ops;
     l->peer_rank = p->peer;
     l->tag_in = UCX_NET_TAG_ID(p->id_in);
     l->tag_out = UCX_NET_TAG_ID(p->id_out);
@@ -66,12 +70,17 @@ dfccl_status_t dfccl_net_link_open(dfccl_net_t *net, const dfccl_net_link_params
     l->nslots = p->nslots;
     l->broken = p->broken;
     l->board = p->board;
+    l->released = at != NULL ? p->released : NULL;
     dfccl_board_init(&l->mirror);
     l->mirror.pid = 0;   /* another node's process: not ours to look up */
     pthread_mutex_lock(&net->lock);
     status = ucx_peer_get(net, p->addr, p->addr_len, p->host, &l->peer);
     if (status == DFCCL_OK) {
-        status = l->ops->open(net, l, p, send_fifo, recv_fifo);   /* undoes itself on failure */
+        /* both undo themselves on failure */
+        if (at != NULL)
+            status = ucx_tag_open_at(l, p, at[0], at[1], send_fifo, recv_fifo);
+        else
+            status = l->ops->open(net, l, p, send_fifo, recv_fifo);
         if (status != DFCCL_OK) ucx_peer_put(net, l->peer);
     }
     if (status == DFCCL_OK) {
@@ -87,6 +96,23 @@ dfccl_status_t dfccl_net_link_open(dfccl_net_t *net, const dfccl_net_link_params
     *mirror = &l->mirror;
     *link_p = l;
     return DFCCL_OK;
+}
+
+dfccl_status_t dfccl_net_link_open(dfccl_net_t *net, const dfccl_net_link_params_t *p,
+                                   dfccl_fifo_t *send_fifo, dfccl_fifo_t *recv_fifo,
+                                   dfccl_board_t **mirror, dfccl_net_link_t **link_p)
+{
+    return link_open(net, p, NULL, send_fifo, recv_fifo, mirror, link_p);
+}
+
+dfccl_status_t dfccl_net_link_open_at(dfccl_net_t *net, const dfccl_net_link_params_t *p,
+                                      void *send_mem, void *recv_mem, dfccl_fifo_t *send_fifo,
+                                      dfccl_fifo_t *recv_fifo, dfccl_board_t **mirror,
+                                      dfccl_net_link_t **link_p)
+{
+    void *const at[2] = { send_mem, recv_mem };
+
+    return link_open(net, p, at, send_fifo, recv_fifo, mirror, link_p);
 }
 
 void dfccl_net_link_close(dfccl_net_t *net, dfccl_net_link_t *link)
@@ -182,10 +208,17 @@ static int link_drained(dfccl_net_t *net, dfccl_net_link_t *l)
     return l->ctrl_done == l->ctrl_posted ? UCX_DRAIN_DONE : UCX_DRAIN_BUSY;
 }
 
+/* The caller's memory (open_at) is free once the link is: no request is out. */
+static void link_release(dfccl_net_link_t *l)
+{
+    if (l->released != NULL) __atomic_store_n(l->released, 1, __ATOMIC_RELEASE);
+}
+
 static void link_free(dfccl_net_t *net, dfccl_net_link_t *l)
 {
     l->ops->forget(net, l);
     l->ops->free(net, l);
+    link_release(l);
     ucx_peer_put(net, l->peer);
     free(l);
 }
@@ -273,6 +306,7 @@ void ucx_links_free_all(dfccl_net_t *net)
             dfccl_net_link_t *l = lists[i];
             lists[i] = l->next;
             l->ops->free(net, l);
+            link_release(l);   /* the worker is gone: no request is out */
             free(l);
         }
     net->links = net->closing = net->parked = NULL;

@@ -105,6 +105,8 @@ struct dfccl_net_link {
     uint32_t          nslots;
     ucx_side_t        out, in;
     void             *mem;       /* the data path's own memory */
+    int               own_fifos; /* tagged: mem holds the FIFOs (else the caller's: open_at) */
+    int              *released;  /* open_at: told when the caller's memory is free */
     ucx_rma_link_t    rma;
     dfccl_board_t     mirror;    /* the peer's board as its messages tell it */
     ucx_ctrl_msg_t    ctrl_buf[UCX_NET_CTRL_RECVS];
@@ -138,6 +140,11 @@ struct ucx_data_ops {
 
 extern const ucx_data_ops_t ucx_tag_ops;
 extern const ucx_data_ops_t ucx_rma_ops;
+/* The tagged path's open over the caller's FIFO memory (net.h's open_at):
+ * then ucx_tag_ops runs the link. */
+dfccl_status_t ucx_tag_open_at(dfccl_net_link_t *l, const dfccl_net_link_params_t *p,
+                               void *send_mem, void *recv_mem, dfccl_fifo_t *send_fifo,
+                               dfccl_fifo_t *recv_fifo);
 
 dfccl_status_t ucx_peer_get(dfccl_net_t *net, const void *addr, size_t len, const char *host,
                             dfccl_net_peer_t **peer);

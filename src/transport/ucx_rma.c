@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include "locality.h"
 #include "log.h"
 #include "ucx_net.h"
 
@@ -32,6 +33,7 @@ struct dfccl_net_region {
     int                 refs;
     ucp_mem_h           memh;
     void               *base;
+    size_t              len;
 };
 
 dfccl_status_t dfccl_net_region_open(dfccl_net_t *net, size_t bytes, dfccl_net_region_t **region_p,
@@ -43,7 +45,10 @@ dfccl_status_t dfccl_net_region_open(dfccl_net_t *net, size_t bytes, dfccl_net_r
     ucs_status_t st;
 
     if (r == NULL) return DFCCL_ERR_NO_MEMORY;
-    r->base = aligned_alloc(DFCCL_CACHELINE, len);
+    /* near this process, as the tagged path's FIFOs: the executor works
+     * through it */
+    r->base = dfccl_locality_alloc(len);
+    r->len = len;
     if (r->base == NULL) {
         free(r);
         return DFCCL_ERR_NO_MEMORY;
@@ -64,7 +69,7 @@ dfccl_status_t dfccl_net_region_open(dfccl_net_t *net, size_t bytes, dfccl_net_r
     if (st != UCS_OK) {
         dfccl_error("UCX cannot register %zu bytes for the links' puts: %s", len,
                     ucs_status_string(st));
-        free(r->base);
+        dfccl_locality_free(r->base, len);
         free(r);
         return DFCCL_ERR_SYSTEM;
     }
@@ -108,7 +113,7 @@ static void region_put(dfccl_net_t *net, dfccl_net_region_t *region)
             break;
         }
     ucp_mem_unmap(net->context, region->memh);
-    free(region->base);
+    dfccl_locality_free(region->base, region->len);
     free(region);
 }
 

@@ -1,10 +1,12 @@
 /*
  * ucx_tag.c - the tagged data path of a link (net.h): every filled slot goes
  * as a tagged message into a receive the peer keeps posted in the same
- * slot of its FIFO. Both FIFOs live in the link's own memory.
+ * slot of its FIFO. Both FIFOs live in the link's own memory, near this
+ * process, or (open_at) in memory the caller provides.
  */
 #include <stdlib.h>
 #include <string.h>
+#include "locality.h"
 #include "ucx_net.h"
 
 static size_t side_bytes(const dfccl_net_link_t *l)
@@ -38,10 +40,48 @@ static dfccl_status_t tag_open(dfccl_net_t *net, dfccl_net_link_t *l,
     char *mem;
 
     (void)net;
-    l->mem = mem = aligned_alloc(DFCCL_CACHELINE, 2 * side_bytes(l));
+    /* near this process: the executor and the pump work through it */
+    l->mem = mem = dfccl_locality_alloc(2 * side_bytes(l));
     if (mem == NULL) return DFCCL_ERR_NO_MEMORY;
+    l->own_fifos = 1;
     if (p->sends) mem = side_init(&l->out, mem, l, send_fifo, p->peer, 1);
     if (p->receives) side_init(&l->in, mem, l, recv_fifo, p->peer, 0);
+    return DFCCL_OK;
+}
+
+/* A side in the caller's memory: control block, slots, then the bytes per
+ * slot when sending (net.h's dfccl_net_fifo_bytes); the requests stay in
+ * the link's own. */
+static void side_init_at(ucx_side_t *s, char *mem, void **reqs, const dfccl_net_link_t *l,
+                         dfccl_fifo_t *view, int peer, int sending)
+{
+    s->on = 1;
+    s->ctrl = (dfccl_fifo_ctrl_t *)mem;
+    s->slots = mem + sizeof(dfccl_fifo_ctrl_t);
+    s->reqs = reqs;
+    s->lens = sending ? (uint32_t *)(s->slots + l->slot_bytes * l->nslots) : NULL;
+    memset(s->ctrl, 0, sizeof(*s->ctrl));
+    view->ctrl = s->ctrl;
+    view->slots = s->slots;
+    view->slot_bytes = l->slot_bytes;
+    view->nslots = l->nslots;
+    view->peer = peer;
+    view->count = 0;
+    view->lens = s->lens;
+}
+
+dfccl_status_t ucx_tag_open_at(dfccl_net_link_t *l, const dfccl_net_link_params_t *p,
+                               void *send_mem, void *recv_mem, dfccl_fifo_t *send_fifo,
+                               dfccl_fifo_t *recv_fifo)
+{
+    void **reqs;
+
+    /* l->mem: the requests of both sides */
+    l->mem = reqs = calloc(2 * (size_t)l->nslots, sizeof(void *));
+    if (reqs == NULL) return DFCCL_ERR_NO_MEMORY;
+    l->own_fifos = 0;
+    if (p->sends) side_init_at(&l->out, send_mem, reqs, l, send_fifo, p->peer, 1);
+    if (p->receives) side_init_at(&l->in, recv_mem, reqs + l->nslots, l, recv_fifo, p->peer, 0);
     return DFCCL_OK;
 }
 
@@ -152,7 +192,8 @@ static void tag_forget(dfccl_net_t *net, dfccl_net_link_t *l)
 static void tag_free(dfccl_net_t *net, dfccl_net_link_t *l)
 {
     (void)net;
-    free(l->mem);
+    if (l->own_fifos) dfccl_locality_free(l->mem, 2 * side_bytes(l));
+    else free(l->mem);
 }
 
 const ucx_data_ops_t ucx_tag_ops = {

@@ -4,7 +4,9 @@
  * every collective on device buffers across the one-shot/ring boundary, in
  * place and not; collectives on several communicators in a different order
  * on every rank; cudaDeviceSynchronize and cudaFree between collectives
- * whose peers are late; the watchdog's diagnosis for a missing peer.
+ * whose peers are late; the watchdog's diagnosis for a missing peer; the
+ * same collectives with ranks counted as separate nodes (node_split), which
+ * run the ring with FIFOs in host memory moved over UCX.
  * Exits 77 (skipped) where no CUDA device is usable.
  */
 #include <stdio.h>
@@ -43,6 +45,8 @@ static int wait_completions(dfccl_context_t *ctx, int n, double timeout_sec, dfc
 /* The direct algorithm's threshold for the next sim_run (SIZE_MAX: the
  * default); set before forking, so every rank sees the same. */
 static size_t test_direct_bytes = SIZE_MAX;
+/* node_split for the next sim_run (0: one node), set before forking too. */
+static unsigned test_node_split = 0;
 
 static int gpu_setup(int rank, dfccl_context_t **ctx, double timeout_sec)
 {
@@ -59,6 +63,7 @@ static int gpu_setup(int rank, dfccl_context_t **ctx, double timeout_sec)
     if (getenv("DFCCL_TEST_GPU_SLOTS")) cfg.gpu_fifo_slots = (unsigned)atoi(getenv("DFCCL_TEST_GPU_SLOTS"));
     if (getenv("DFCCL_TEST_GPU_SYNC_LEGACY")) cfg.gpu_sync_legacy_stream = atoi(getenv("DFCCL_TEST_GPU_SYNC_LEGACY"));
     if (test_direct_bytes != SIZE_MAX) cfg.gpu_direct_bytes = test_direct_bytes;
+    cfg.node_split = test_node_split;
     if (getenv("DFCCL_TEST_GPU_DIRECT_BYTES")) cfg.gpu_direct_bytes = (size_t)atol(getenv("DFCCL_TEST_GPU_DIRECT_BYTES"));
     if (getenv("DFCCL_TEST_GPU_POLL_MAX_NS")) cfg.gpu_poll_max_ns = (uint32_t)atol(getenv("DFCCL_TEST_GPU_POLL_MAX_NS"));
     if (getenv("DFCCL_TEST_GPU_TRACE")) cfg.gpu_trace = atoi(getenv("DFCCL_TEST_GPU_TRACE"));
@@ -158,6 +163,16 @@ static int body_collectives(int rank, int size, sim_world_t *world, void *arg)
                 return 1;
             n += 3;
         }
+    }
+    if (test_node_split > 0) {
+        /* every rank has a ring neighbour on another "node": its
+         * collectives went over a link, and bytes over the network */
+        dfccl_stats_t st;
+        dfccl_stats_get(&st);
+        CHECK(st.net_collectives > 0 && st.net_bytes_sent > 0,
+              "split %u: %llu collectives across nodes, %llu bytes sent over the network",
+              test_node_split, (unsigned long long)st.net_collectives,
+              (unsigned long long)st.net_bytes_sent);
     }
     dfccl_comm_destroy(comm);
     dfccl_context_destroy(ctx);
@@ -403,6 +418,27 @@ int main(int argc, char **argv)
         printf("direct with an unmappable buffer on %d ranks (agreed ring): %s\n", n,
                f ? "FAIL" : "ok");
         failed += f != 0;
+        /* across "nodes": the ring alone, FIFOs to other nodes in mapped
+         * host memory moved by the proxy over UCX (every rank its own node;
+         * pairs, where each rank has one neighbour on its node) */
+        for (unsigned split = 1; split <= 2; split++) {
+            char why[160];
+            if (split == 2 && n < 4) continue;
+            if (!dfccl_net_available(why, sizeof(why))) {
+                printf("collectives on %d ranks across nodes: skipped (%s)\n", n, why);
+                break;
+            }
+            test_node_split = split;
+            f = sim_run(n, 300, body_collectives, NULL);
+            printf("collectives on %d ranks, nodes of %u (ring over the network): %s\n", n,
+                   split, f ? "FAIL" : "ok");
+            failed += f != 0;
+            f = sim_run(n, 300, body_disorder, (void *)1);
+            printf("disorder + sync/cudaFree on %d ranks, nodes of %u: %s\n", n, split,
+                   f ? "FAIL" : "ok");
+            failed += f != 0;
+            test_node_split = 0;
+        }
         fflush(stdout);
     }
     int f = sim_run(2, 120, body_timeout, NULL);

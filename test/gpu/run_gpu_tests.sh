@@ -239,6 +239,29 @@ if [ "${mixed_np:-0}" -ge 2 ]; then
     [ -n "$saved_launcher" ] || unset DFCCL_TEST_LAUNCHER
 fi
 
+# Across nodes, forced on one machine: coll_dfccl_node_split 1 counts every
+# rank as a node of its own (2: pairs), so the GPU side runs its ring with
+# the FIFOs to other "nodes" in mapped host memory, moved by the proxy
+# threads over UCX, and never LL, the one-shot or direct (CUDA IPC). Needs a
+# build with UCX. DFCCL_TEST_EXPECT_NET makes every program check that the
+# engine counted collectives across nodes and bytes sent over the network.
+split_mca="-x DFCCL_TEST_EXPECT_NET=1 --mca coll_dfccl_node_split"
+for np in $np_list; do
+    run_item "split1_coll_np$np" "$np" "$split_mca 1" \
+        test/mpi/coll_check --memory device --expect engine --quick
+done
+split_np=$(printf '%s\n' $np_list | sort -n | tail -1)
+if [ "${split_np:-0}" -ge 4 ]; then
+    # pairs: each rank has one ring neighbour on its node (CUDA IPC) and one
+    # on another (host memory and UCX)
+    run_item "split2_coll_np$split_np" "$split_np" "$split_mca 2" \
+        test/mpi/coll_check --memory device --expect engine --quick
+fi
+if [ "${split_np:-0}" -ge 2 ]; then
+    run_item "split1_disorder_np$split_np" "$split_np" "$split_mca 1 $disorder_mca" \
+        test/mpi/disorder_check --memory device "${disorder_args[@]}"
+fi
+
 # Racecheck follows every shared-memory access of the daemon kernel, whose
 # blocks spin while they wait: with the default 16-32 blocks x 512 threads it
 # does not finish in minutes, so it runs one block of 64 threads, one size

@@ -139,6 +139,7 @@ static int parse(int argc, char **argv, options_t *o)
     o->finalize = false;
     o->linger_ms = 0;
     o->victim_joins = false;
+    o->kill_host = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--kill-host") == 0) {
@@ -320,7 +321,8 @@ int main(int argc, char **argv)
         MPI_Group_free(&world_group);
         MPI_Comm_free(&node);
     }
-    MPI_Allgather(&mine_dead, 1, MPI_INT, dead, 1, MPI_INT, MPI_COMM_WORLD);
+    if (opt.kill_host) MPI_Allgather(&mine_dead, 1, MPI_INT, dead, 1, MPI_INT, MPI_COMM_WORLD);
+    else dead[victim] = 1;
     int lowest = 0;   /* the lowest surviving rank */
     while (lowest < world_size && dead[lowest]) lowest++;
     if (lowest == world_size) {

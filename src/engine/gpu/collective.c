@@ -122,10 +122,13 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
     job->in = args->sendbuf != DFCCL_IN_PLACE ? (char *)args->sendbuf
             : args->type == DFCCL_COLL_ALLGATHER ? (char *)args->recvbuf + (size_t)comm->rank * slot_bytes
             : (char *)args->recvbuf;
-    if (cfg->gpu_ll_bytes != 0 && slot_bytes <= cfg->gpu_ll_bytes) {
+    /* LL, the one-shot and the direct path reach every peer's memory
+     * through CUDA IPC: on a communicator that spans nodes only the ring
+     * runs, its FIFOs to other nodes moved by the proxy (net_side.h) */
+    if (!gc->spans && cfg->gpu_ll_bytes != 0 && slot_bytes <= cfg->gpu_ll_bytes) {
         d->algo = DFCCL_GPU_ALGO_LL;
         d->nparts = 1;   /* no plan: the kernel copies less of the entry over the bus */
-    } else if (slot_bytes <= DFCCL_GPU_SMALL_BYTES) {
+    } else if (!gc->spans && slot_bytes <= DFCCL_GPU_SMALL_BYTES) {
         d->algo = DFCCL_GPU_ALGO_ONESHOT;
         d->nparts = 1;
     } else {
@@ -145,7 +148,8 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
         d->nparts = parts < 1 ? 1 : parts > gc->nchannels ? gc->nchannels : parts;
         if (!parts_allowed) {
             d->nparts = 1;
-        } else if (gpu_direct_wanted(cfg->gpu_direct_bytes, total_bytes, comm->size)) {
+        } else if (!gc->spans &&
+                   gpu_direct_wanted(cfg->gpu_direct_bytes, total_bytes, comm->size)) {
             /* chosen alike on every rank; whether the buffers can be
              * mapped is agreed in the kernel (the ring otherwise) */
             dfccl_gpu_export_t *x = &d->exported;

@@ -7,12 +7,14 @@
 #include <stdlib.h>
 #include "comm_release.h"
 #include "direct.h"
+#include "net_side.h"
 
 void gpu_comm_free_resources(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc, int size, int rank)
 {
     for (int p = 0; p < size; p++)
         if (p != rank && gc->peer_base[p] != NULL) cudaIpcCloseMemHandle(gc->peer_base[p]);
     gpu_direct_maps_release(gc, size);
+    gpu_net_close(g, gc);   /* its host FIFOs go once the links let them (gpu_net_reap) */
     if (gc->region != NULL) cudaFree(gc->region);
     if (gc->index >= 0) {
         pthread_mutex_lock(&g->sq.lock);

@@ -14,8 +14,9 @@ typedef struct gpu_dead {
     int size, rank;
 } gpu_dead_t;
 
-/* Unmaps the peers' regions and buffers, frees our region and gives its
- * entry in the device communicator table back. */
+/* Unmaps the peers' regions and buffers, closes the links to other nodes,
+ * frees our region and gives its entry in the device communicator table
+ * back. */
 void gpu_comm_free_resources(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc, int size, int rank);
 /* Frees the released communicators; proxy thread, the kernel out. */
 void gpu_free_dead(dfccl_gpu_t *g);

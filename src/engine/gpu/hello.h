@@ -20,6 +20,8 @@ typedef struct gpu_hello {
     uint64_t           direct_chunk_bytes; /* which elements: equal on all ranks */
     uint64_t           ll_bytes;          /* decides the algorithm too */
     uint64_t           region_bytes;
+    uint64_t           node_label;        /* equal on the ranks of one node (net_side.h) */
+    char               host[DFCCL_NET_HOST_MAX];   /* its host's name, for messages */
     char               uuid[16];
     cudaIpcMemHandle_t handle;
 } gpu_hello_t;

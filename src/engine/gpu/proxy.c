@@ -4,8 +4,9 @@
  * a short backoff when it left while a collective still waited for a peer
  * (its state stays in device memory). Between launches it frees what only
  * the kernel's absence lets go: released communicators, unmapped peer
- * buffers, idle staging memory. It also drains completions and answers the
- * direct path's requests.
+ * buffers, idle staging memory, host FIFOs of closed links. It also drains
+ * completions, answers the direct path's requests, and pumps the links of
+ * communicators that span nodes (net_side.h).
  */
 #include <pthread.h>
 #include <sched.h>
@@ -17,6 +18,7 @@
 #include "jobs.h"
 #include "kernels.h"
 #include "log.h"
+#include "net_side.h"
 #include "proxy.h"
 #include "stage.h"
 #include "wait_policy.h"
@@ -83,6 +85,9 @@ void *gpu_proxy_main(void *arg)
     cudaSetDevice(g->fixed.device);
     g->proxy.backoff_ns = GPU_RELAUNCH_MIN_NS;
     for (;;) {
+        /* slots to and from other nodes move while the kernel fills and
+         * drains them; sends under way keep this thread from sleeping */
+        int net_busy = gpu_net_pump(g);
         if (gpu_drain(g) > 0) g->proxy.backoff_ns = GPU_RELAUNCH_MIN_NS;
         gpu_direct_service(g);
         if (g->proxy.launched && gpu_exit_check_due(g)) {
@@ -107,6 +112,7 @@ void *gpu_proxy_main(void *arg)
         pthread_mutex_unlock(&g->sq.lock);
         if (!g->proxy.launched) {
             if (dead) gpu_free_dead(g);
+            gpu_net_reap(g);
             if (g->direct.nclose > 0) gpu_direct_close_pending(g);
             if (__atomic_load_n(&g->stage.trim, __ATOMIC_ACQUIRE)) gpu_stage_trim(g);
             if (stop) break;
@@ -131,12 +137,13 @@ void *gpu_proxy_main(void *arg)
                 }
             }
         }
-        if (in_flight > 0 || stop) {
+        if (in_flight > 0 || stop || net_busy) {
             idle_since = 0;
         } else if (idle_since == 0) {
             idle_since = dfccl_now_ns();
         }
-        if (in_flight == 0 && !stop && dfccl_now_ns() - idle_since > GPU_PROXY_LINGER_NS) {
+        if (in_flight == 0 && !stop && !net_busy &&
+            dfccl_now_ns() - idle_since > GPU_PROXY_LINGER_NS) {
             pthread_mutex_lock(&g->sq.lock);
             if (g->sq.in_flight == 0 && !g->sq.stop &&
                 __atomic_load_n(&g->dead.list, __ATOMIC_ACQUIRE) == NULL) {
@@ -160,6 +167,7 @@ void *gpu_proxy_main(void *arg)
     gpu_fail_all(g, DFCCL_ERR_SHUTDOWN);
     pthread_mutex_unlock(&g->sq.lock);
     gpu_free_dead(g);
+    gpu_net_fini(g);
     gpu_direct_close_pending(g);
     return NULL;
 }

@@ -62,6 +62,14 @@ typedef struct dfccl_gpu_comm {
     uint64_t           first_launch;   /* under the backend's sq.lock: the first launch that
                                           began after the peers' memory was mapped */
     struct dfccl_gpu_comm *next_dead;
+    /* Ranks on other nodes (net_side.c): the ring alone runs, and the FIFOs
+     * to and from a ring neighbour there live in pinned, mapped host memory
+     * that the proxy thread moves over the network. */
+    int                spans;      /* some rank is on another node (alike on all ranks) */
+    int                one_device; /* every rank on our GPU (the table entry's) */
+    struct gpu_net_side *net;      /* NULL: both ring neighbours on this node */
+    dfccl_gpu_comm_dev_t *dev_pending;   /* spanning: the table entry until the links are
+                                            open (set-up thread) */
 } dfccl_gpu_comm_t;
 
 /* The backend. Its parts are grouped by who may touch them: a field is
@@ -152,6 +160,14 @@ typedef struct dfccl_gpu {
                                                some while the kernel is out (atomic: the proxy
                                                reads it without the lock) */
     } stage;
+    /* The communicators' network sides (net_side.c). sides: those not yet
+     * freed, open or closed (atomic; the proxy pumps the net while there
+     * are any); retired: closed ones whose links may still use their
+     * memory, under dead.lock (the proxy frees them once released). */
+    struct {
+        int                   sides;
+        struct gpu_net_side  *retired;
+    } net;
     /* Written by dfccl_gpu_comm_connect without a lock: the residency
      * warning, once per process. */
     int                       crowd_warned;

@@ -24,13 +24,14 @@
 #include "backend_ops.h"
 #include "host_comm.h"
 #include "internal.h"
+#include "locality.h"
 #include "log.h"
 
 typedef struct host_hello {
     int32_t  status;
     int32_t  pid;
     uint32_t nslots;
-    uint32_t pad;
+    int32_t  numa;          /* NUMA node it runs on (hwloc), -1 unknown */
     uint64_t slot_bytes;
     uint64_t node_label;
     char     host[DFCCL_NET_HOST_MAX];
@@ -81,31 +82,13 @@ static dfccl_status_t host_begin(dfccl_comm_t *comm, void *hello_out)
     comm->host = h;
     hello.status = h == NULL ? DFCCL_ERR_NO_MEMORY : DFCCL_OK;
     hello.pid = (int32_t)getpid();
+    hello.numa = (int32_t)dfccl_locality_numa();
     hello.nslots = comm->context->config.fifo_slots;
     hello.slot_bytes = comm->context->config.slot_bytes;
     hello.node_label = dfccl_host_node_label(hello.host, sizeof(hello.host));
     if (comm->node_label != 0) hello.node_label = comm->node_label;   /* the caller knows best */
     memcpy(hello_out, &hello, sizeof(hello));
     return (dfccl_status_t)hello.status;
-}
-
-/* node[] from the labels: equal labels share a node, numbered by first
- * rank; node_split > 0 cuts every node into groups of that many ranks (in
- * rank order), each of which counts as a node of its own. */
-static void host_nodes(const host_hello_t *all, int size, unsigned split, int *node, int *k)
-{
-    int n = 0;
-
-    for (int r = 0; r < size; r++) {
-        k[r] = 0;
-        for (int q = 0; q < r; q++) k[r] += all[q].node_label == all[r].node_label;
-        node[r] = -1;
-        for (int q = 0; q < r && node[r] < 0; q++)
-            if (all[q].node_label == all[r].node_label &&
-                (split == 0 || k[q] / (int)split == k[r] / (int)split))
-                node[r] = node[q];
-        if (node[r] < 0) node[r] = n++;
-    }
 }
 
 static dfccl_status_t host_connect(dfccl_comm_t *comm, const void *hellos)
@@ -128,7 +111,14 @@ static dfccl_status_t host_connect(dfccl_comm_t *comm, const void *hellos)
     }
     status = dfccl_host_topology(comm, h);
     if (status != DFCCL_OK) return status;
-    host_nodes(all, comm->size, comm->context->config.node_split, h->node, h->local);
+    {
+        uint64_t *labels = malloc(sizeof(uint64_t) * (size_t)comm->size);
+        if (labels == NULL) return DFCCL_ERR_NO_MEMORY;
+        for (int i = 0; i < comm->size; i++) labels[i] = all[i].node_label;
+        dfccl_host_nodes(labels, comm->size, comm->context->config.node_split, h->node, h->local);
+        free(labels);
+    }
+    for (int i = 0; i < comm->size; i++) h->numa[i] = all[i].numa;
     status = dfccl_host_connections(comm, h);
     if (status != DFCCL_OK) return status;
     h->hosts = malloc((size_t)comm->size * DFCCL_NET_HOST_MAX);

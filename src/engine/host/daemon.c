@@ -66,6 +66,7 @@ static void daemon_admit(daemon_t *d, dfccl_coll_t *first)
     while (first != NULL) {
         dfccl_coll_t *c = first, **link = &d->active;
         first = first->next;
+        dfccl_host_send_ident(c->comm, c->seq, &c->ident);
         if (d->ctx->config.preempt) {
             while (*link != NULL && coll_before(*link, c)) link = &(*link)->next;
         } else {

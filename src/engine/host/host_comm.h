@@ -15,6 +15,7 @@ struct dfccl_comm;
 typedef struct dfccl_host {
     /* where ranks are (size entries each) */
     int             *node, *local, *order, *pos;
+    int             *numa;         /* every rank's NUMA node, -1 unknown */
     dfccl_topo_t     topo;
     char            *hosts;        /* size x DFCCL_NET_HOST_MAX: every rank's host name */
     int             *pids;
@@ -40,6 +41,12 @@ typedef struct dfccl_host {
  * name goes to host (for messages). */
 uint64_t dfccl_host_node_label(char *host, size_t len);
 
+/* node[] from every rank's label: equal labels share a node, numbered by
+ * first rank; split > 0 cuts every node into groups of that many ranks (in
+ * rank order), each of which counts as a node of its own (the knob
+ * node_split). k[r]: ranks before r with r's label. Host and GPU
+ * communicators alike. */
+void dfccl_host_nodes(const uint64_t *label, int size, unsigned split, int *node, int *k);
 /* topology.c: allocates the per-rank arrays. */
 dfccl_status_t dfccl_host_topology(struct dfccl_comm *comm, dfccl_host_t *h);
 /* With h->node set: derives the topology and every connection. */
@@ -65,8 +72,13 @@ typedef struct dfccl_host_net_peer {
 dfccl_status_t dfccl_host_net_link(struct dfccl_comm *comm, dfccl_host_t *h, int peer,
                                    const dfccl_host_net_peer_t *np);
 void dfccl_host_net_release(struct dfccl_comm *comm, dfccl_host_t *h);
-/* Publishes collective seq's identity on our board and to every linked peer. */
+/* Publishes collective seq's identity on our board (the caller's thread). */
 void dfccl_host_publish(struct dfccl_comm *comm, uint64_t seq, const dfccl_ident_t *ident);
+/* Sends it to every linked peer, which keeps it on its mirror of our board.
+ * The daemon does, when it admits the collective: the caller's thread never
+ * waits for the network's lock, which the daemon takes and gives back
+ * without pause while it pumps (a thread waiting on it could starve). */
+void dfccl_host_send_ident(struct dfccl_comm *comm, uint64_t seq, const dfccl_ident_t *ident);
 /* 1 when a link the communicator uses failed: why. */
 int dfccl_host_link_failed(const struct dfccl_comm *comm, char *why, size_t len);
 

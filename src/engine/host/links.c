@@ -72,10 +72,27 @@ static size_t rma_region_bytes(const dfccl_comm_t *comm, const dfccl_host_t *h, 
            (size_t)(nout + nin) * rma_fifo_bytes(&comm->context->config);
 }
 
+dfccl_status_t dfccl_context_net(dfccl_context_t *ctx, dfccl_net_t **net_p)
+{
+    dfccl_status_t status = DFCCL_OK;
+
+    pthread_mutex_lock(&ctx->net_lock);
+    if (ctx->net == NULL) {
+        dfccl_net_t *net = NULL;
+        /* host communicators' links take the knob's protocol, which must
+         * be equal on all ranks, so both ends agree; the GPU side's (over
+         * its own memory) stay tagged whatever it says (net.h) */
+        status = dfccl_net_open(&net, (dfccl_net_protocol_t)ctx->config.net_protocol);
+        if (status == DFCCL_OK) __atomic_store_n(&ctx->net, net, __ATOMIC_RELEASE);
+    }
+    *net_p = ctx->net;
+    pthread_mutex_unlock(&ctx->net_lock);
+    return status;
+}
+
 dfccl_status_t dfccl_host_net_begin(dfccl_comm_t *comm, dfccl_host_t *h)
 {
-    dfccl_context_t *ctx = comm->context;
-    dfccl_status_t status = DFCCL_OK;
+    dfccl_status_t status;
     char why[160];
 
     if (!dfccl_net_available(why, sizeof(why))) {
@@ -83,17 +100,10 @@ dfccl_status_t dfccl_host_net_begin(dfccl_comm_t *comm, dfccl_host_t *h)
                    (unsigned long long)comm->key, h->topo.nnodes, why);
         return DFCCL_ERR_UNSUPPORTED;
     }
-    pthread_mutex_lock(&ctx->net_lock);
-    if (ctx->net == NULL) {
-        dfccl_net_t *net = NULL;
-        status = dfccl_net_open(&net, (dfccl_net_protocol_t)ctx->config.net_protocol);
-        if (status == DFCCL_OK) __atomic_store_n(&ctx->net, net, __ATOMIC_RELEASE);
-    }
-    pthread_mutex_unlock(&ctx->net_lock);
+    status = dfccl_context_net(comm->context, &h->net);
     if (status != DFCCL_OK) return status;
-    h->net = ctx->net;
     h->link_ids = dfccl_net_link_ids(h->net, (uint32_t)comm->size);
-    if (ctx->config.net_protocol == DFCCL_NET_RMA) {
+    if (comm->context->config.net_protocol == DFCCL_NET_RMA) {
         void *base = NULL;
         status = dfccl_net_region_open(h->net, rma_region_bytes(comm, h, comm->rank), &h->region,
                                        &base);
@@ -159,9 +169,13 @@ void dfccl_host_net_release(dfccl_comm_t *comm, dfccl_host_t *h)
 
 void dfccl_host_publish(dfccl_comm_t *comm, uint64_t seq, const dfccl_ident_t *ident)
 {
+    dfccl_board_post(comm->board, seq, ident);
+}
+
+void dfccl_host_send_ident(dfccl_comm_t *comm, uint64_t seq, const dfccl_ident_t *ident)
+{
     dfccl_host_t *h = comm->host;
 
-    dfccl_board_post(comm->board, seq, ident);
     if (h == NULL || h->nremote == 0) return;
     for (int r = 0; r < comm->size; r++)
         if (h->links[r] != NULL) dfccl_net_link_post_ident(h->net, h->links[r], seq, ident);

@@ -32,11 +32,27 @@ uint64_t dfccl_host_node_label(char *host, size_t len)
     return fnv1a(fnv1a(14695981039346656037ull, host, len), boot, sizeof(boot));
 }
 
+void dfccl_host_nodes(const uint64_t *label, int size, unsigned split, int *node, int *k)
+{
+    int n = 0;
+
+    for (int r = 0; r < size; r++) {
+        k[r] = 0;
+        for (int q = 0; q < r; q++) k[r] += label[q] == label[r];
+        node[r] = -1;
+        for (int q = 0; q < r && node[r] < 0; q++)
+            if (label[q] == label[r] && (split == 0 || k[q] / (int)split == k[r] / (int)split))
+                node[r] = node[q];
+        if (node[r] < 0) node[r] = n++;
+    }
+}
+
 dfccl_status_t dfccl_host_topology(dfccl_comm_t *comm, dfccl_host_t *h)
 {
     size_t n = (size_t)comm->size;
 
     h->node = malloc(sizeof(int) * n);
+    h->numa = malloc(sizeof(int) * n);
     h->local = malloc(sizeof(int) * n);
     h->order = malloc(sizeof(int) * n);
     h->pos = malloc(sizeof(int) * n);
@@ -45,7 +61,7 @@ dfccl_status_t dfccl_host_topology(dfccl_comm_t *comm, dfccl_host_t *h)
     h->peer_segs = calloc(n, sizeof(*h->peer_segs));
     h->links = calloc(n, sizeof(*h->links));
     comm->peer_boards = calloc(n, sizeof(*comm->peer_boards));
-    if (h->node == NULL || h->local == NULL || h->order == NULL || h->pos == NULL ||
+    if (h->node == NULL || h->numa == NULL || h->local == NULL || h->order == NULL || h->pos == NULL ||
         h->send_conn == NULL || h->recv_conn == NULL || h->peer_segs == NULL ||
         h->links == NULL || comm->peer_boards == NULL)
         return DFCCL_ERR_NO_MEMORY;
@@ -70,12 +86,34 @@ int dfccl_host_fifo_index(const dfccl_host_t *h, int receiver, int sender)
     return idx;
 }
 
+/* Within each node, the ring visits the ranks NUMA node by NUMA node (in
+ * rank order within one): each ring then crosses between NUMA nodes as few
+ * times as it can. */
+static void order_by_numa(dfccl_host_t *h, int size)
+{
+    for (int a = 0; a < size;) {
+        int b = a;
+        while (b < size && h->node[h->order[b]] == h->node[h->order[a]]) b++;
+        for (int i = a + 1; i < b; i++) {   /* insertion sort: stable, short runs */
+            int r = h->order[i], j = i;
+            while (j > a && h->numa[h->order[j - 1]] > h->numa[r]) {
+                h->order[j] = h->order[j - 1];
+                j--;
+            }
+            h->order[j] = r;
+        }
+        a = b;
+    }
+    for (int i = 0; i < size; i++) h->pos[h->order[i]] = i;
+}
+
 dfccl_status_t dfccl_host_connections(dfccl_comm_t *comm, dfccl_host_t *h)
 {
     int size = comm->size, me = comm->rank, bits = 0;
 
     dfccl_topo_derive(size, h->node, h->local, h->order, h->pos, &h->topo.nnodes,
                       &h->topo.uniform);
+    order_by_numa(h, size);
     h->topo.size = size;
     h->topo.node = h->node;
     h->topo.local = h->local;
@@ -124,6 +162,7 @@ dfccl_status_t dfccl_host_connections(dfccl_comm_t *comm, dfccl_host_t *h)
 void dfccl_host_topology_free(dfccl_host_t *h)
 {
     free(h->node);
+    free(h->numa);
     free(h->local);
     free(h->order);
     free(h->pos);

@@ -61,6 +61,14 @@ checks=(
     "serial-n3k2c2|-DN=3 -DK=2 -DC=2 -DSERIAL|liveness|non-progress cycle"
     "fifo1-n2k1c1|-DN=2 -DK=1 -DC=1|safety|invalid end state"
     "anyoncomm-n2k3c3|-DN=2 -DK=3 -DC=3 -DSHARE -DANY_ON_COMM|safety|assertion violated"
+    "net-n2k2c2|-DN=2 -DK=2 -DC=2 -DNET -DL=2 -DS=1|safety|ok"
+    "net-n2k2c2|-DN=2 -DK=2 -DC=2 -DNET -DL=2 -DS=1|liveness|ok"
+    "net-n3k2c2|-DN=3 -DK=2 -DC=2 -DNET -DL=1 -DS=1|safety|ok"
+    "direct-n3k2c2|-DN=3 -DK=2 -DC=2 -DDIRECT -DL=1 -DS=1|safety|ok"
+    "direct-n3k2c2|-DN=3 -DK=2 -DC=2 -DDIRECT -DL=1 -DS=1|liveness|ok"
+    "direct-net-n3k2c2|-DN=3 -DK=2 -DC=2 -DDIRECT -DNET -DL=1 -DS=1|safety|ok"
+    "serial-net-n2k2c2|-DN=2 -DK=2 -DC=2 -DNET -DSERIAL|safety|invalid end state"
+    "serial-direct-n3k2c2|-DN=3 -DK=2 -DC=2 -DDIRECT -DSERIAL|safety|invalid end state"
 )
 
 # run_check INDEX: writes $work/INDEX.result: "PASS|FAIL <line>"

@@ -22,6 +22,13 @@
  *   EARLY       every collective is posted (in any order) before the
  *               daemons start: a smaller state space for 3 ranks
  *   PROGRESS    progress labels after each slice move (pan -l)
+ *   DIRECT      a plan with several connections per rank instead of the ring
+ *               (N = 3): send to r+1, send to r+2, receive from r-1,
+ *               receive from r-2, each round; one FIFO per ordered pair
+ *   NET         rank N-1 is on another node: what it sends goes into a
+ *               shadow FIFO of C slots in its own memory, and a relay (the
+ *               network and its pump) moves each slice into the receiver's
+ *               FIFO whenever that has room, after any delay
  *   LTL         adds the claim <> all_done (check with pan -a -f)
  *
  * Abstractions: a step moves one slice (chunk); checking readiness and
@@ -51,9 +58,13 @@
 #define S 1
 #endif
 
+#ifdef DIRECT
+#define NSTEPS   4
+#else
 /* ring allreduce: send, (N-2) x recvReduceSend, recvReduceCopySend,
  * (N-2) x recvCopySend, recv */
 #define NSTEPS   (2 * N - 1)
+#endif
 #define T        (ROUNDS * NSTEPS)          /* slices one rank moves */
 #define ALLMASK  ((1 << K) - 1)
 
@@ -73,11 +84,31 @@
 #define DONE(r, k)    (POS(r, k) == T)
 #define ARR(r, k)     ((arrived[r] >> (k)) & 1)
 #define STEP(r, k)    (POS(r, k) % NSTEPS)
+/* fifo[(comm * N + from) * N + to]; shadow[comm * N + to]: rank N-1's (NET) */
+#define NFIFO         (NCOMM * N * N)
+#define FIFO(k, from, to) fifo[(COMM(k) * N + (from)) * N + (to)]
+#ifdef DIRECT
+#define HASRECV(r, k) (STEP(r, k) >= 2)
+#define HASSEND(r, k) (STEP(r, k) < 2)
+#define INF(r, k)     FIFO(k, ((r) + N + 1 - STEP(r, k)) % N, r)
+#define DEST(r, k)    (((r) + 1 + STEP(r, k)) % N)
+/* the sender sent it at its step STEP - 2 of the same round */
+#define EXPECT(r, k)  (POS(r, k) - 2)
+#else
 #define HASRECV(r, k) (STEP(r, k) > 0)
 #define HASSEND(r, k) (STEP(r, k) < NSTEPS - 1)
-/* fifo[comm * N + r]: from rank r to rank r + 1 on that communicator */
-#define INF(r, k)     fifo[COMM(k) * N + ((r) + N - 1) % N]
-#define OUTF(r, k)    fifo[COMM(k) * N + (r)]
+#define INF(r, k)     FIFO(k, ((r) + N - 1) % N, r)
+#define DEST(r, k)    (((r) + 1) % N)
+#define EXPECT(r, k)  (POS(r, k) - 1)
+#endif
+#ifdef NET
+/* the shadows follow the FIFOs in the same array */
+#define SHADOW(cm, to) fifo[NFIFO + (cm) * N + (to)]
+#define OUTF(r, k)    fifo[((r) == N - 1 -> NFIFO + COMM(k) * N + DEST(r, k) \
+                                         : (COMM(k) * N + (r)) * N + DEST(r, k))]
+#else
+#define OUTF(r, k)    FIFO(k, r, DEST(r, k))
+#endif
 /* input present and output slot free */
 #define ENABLED(r, k) ((!HASRECV(r, k) || len(INF(r, k)) > 0) && \
                        (!HASSEND(r, k) || len(OUTF(r, k)) < C))
@@ -97,7 +128,11 @@
 #define ALL_MINE_DONE(r)  (((0 >= K) || DONE(r, 0)) && ((1 >= K) || DONE(r, 1)) && \
                            ((2 >= K) || DONE(r, 2)))
 
-chan fifo[NCOMM * N] = [C] of { byte };
+#ifdef NET
+chan fifo[NFIFO + NCOMM * N] = [C] of { byte };
+#else
+chan fifo[NFIFO] = [C] of { byte };
+#endif
 byte pos[N * K];          /* slices moved by collective k on rank r */
 byte arrived[N];          /* bit k: collective k was posted on rank r */
 byte finished;            /* daemons that completed everything */
@@ -113,7 +148,7 @@ byte narr[N];
     d_step { \
         ENABLED(r, k) -> \
         if \
-        :: HASRECV(r, k) -> INF(r, k)?t; assert(t == TAG(k, POS(r, k) - 1)) \
+        :: HASRECV(r, k) -> INF(r, k)?t; assert(t == TAG(k, EXPECT(r, k))) \
         :: else -> skip \
         fi; \
         if \
@@ -152,6 +187,23 @@ proctype App(byte r)
     POST_ANY(r)
 #endif
 }
+
+#ifdef NET
+/* The network between rank N-1's shadow FIFO towards rank `to` and that
+ * rank's FIFO: moves a slice whenever one is waiting and there is room, at
+ * any time (its delay is any interleaving). It never takes readiness away
+ * from a step: it only drains the sender's output and fills the receiver's
+ * input. */
+proctype Relay(byte cm; byte to)
+{
+    byte t;
+end:
+    do
+    :: d_step { len(SHADOW(cm, to)) > 0 && len(fifo[(cm * N + N - 1) * N + to]) < C ->
+                SHADOW(cm, to)?t; fifo[(cm * N + N - 1) * N + to]!t; t = 0 }
+    od
+}
+#endif
 
 #ifndef SERIAL
 
@@ -309,12 +361,30 @@ init
         r = 0
     }
 #endif
+#ifdef NET
+    atomic {
+        r = 0;
+        do
+        :: r < NCOMM * N -> run Relay(r / N, r % N); r++
+        :: else -> break
+        od;
+        r = 0
+    }
+#endif
     all_done;
     /* every slice sent was received by its own collective */
     do
-    :: r < NCOMM * N -> assert(len(fifo[r]) == 0); r++
+    :: r < NFIFO -> assert(len(fifo[r]) == 0); r++
     :: else -> break
     od
+#ifdef NET
+    ;
+    r = 0;
+    do
+    :: r < NCOMM * N -> assert(len(fifo[NFIFO + r]) == 0); r++
+    :: else -> break
+    od
+#endif
 }
 
 #ifdef LTL

@@ -97,7 +97,7 @@ typedef struct mca_coll_dfccl_module_t {
     mca_coll_dfccl_engine_state_t engine_state;
     mca_coll_dfccl_bootstrap_t engine_boot;
     /* GPU side, for device buffers: set up on the first such call */
-    bool                   all_local;   /* every rank on this node (CUDA IPC reaches them) */
+    bool                   all_local;   /* every rank on this node */
     bool                   gpu_agreed;  /* host_buffers=engine: every rank offered the GPU
                                            side when the communicator was created, so every
                                            carried call takes it, staged where needed */
@@ -250,6 +250,12 @@ void mca_coll_dfccl_gpu_module_fini(mca_coll_dfccl_module_t *m);
 
 /* module: engine communicator on first use; OMPI_SUCCESS or fall back */
 int  mca_coll_dfccl_module_engine_ready(mca_coll_dfccl_module_t *m);
+/* module: whether the GPU side can join the communicator's ranks (on this
+ * node, or across nodes through the engine's network transport), alike on
+ * every rank */
+bool mca_coll_dfccl_gpu_reaches(const mca_coll_dfccl_module_t *m);
+/* module: this process's node, for the engine's communicators */
+uint64_t mca_coll_dfccl_node_label(void);
 
 /* collectives */
 int mca_coll_dfccl_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,

@@ -48,9 +48,10 @@ static dfccl_route_t dfccl_route(const mca_coll_dfccl_module_t *m, const void *s
         } else {
             route.path = DFCCL_ROUTE_HOST;
         }
-    } else if (all_dev && m->all_local && ompi_comm_size(m->comm) <= dfccl_gpu_max_ranks() &&
-               mca_coll_dfccl_component.gpu) {
-        /* both on the device (or in place), on one node, GPU backend built and offered */
+    } else if (all_dev && mca_coll_dfccl_gpu_reaches(m) &&
+               ompi_comm_size(m->comm) <= dfccl_gpu_max_ranks() && mca_coll_dfccl_component.gpu) {
+        /* both on the device (or in place), GPU backend built and offered, the
+         * ranks on one node or reached through the network transport */
         route.path = DFCCL_ROUTE_GPU;
     }
     return route;

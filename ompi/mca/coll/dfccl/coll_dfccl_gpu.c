@@ -134,6 +134,7 @@ static int dfccl_gpu_setup_start(mca_coll_dfccl_module_t *m, dfccl_context_t *ct
     params.key = ompi_comm_get_cid(comm);
     params.backend = DFCCL_BACKEND_GPU;
     params.bootstrap = mca_coll_dfccl_bootstrap_of(&m->gpu_boot);
+    params.node = mca_coll_dfccl_node_label();   /* as the host engine's communicators */
     /* the GPU side's own failures travel in the set-up, so every rank
      * learns them; failing to start it leaves the peers to their timeout */
     m->gpu_comm = NULL;

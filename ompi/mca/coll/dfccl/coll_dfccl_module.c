@@ -86,8 +86,8 @@ static int dfccl_module_enable(mca_coll_base_module_t *module, ompi_communicator
     mca_coll_dfccl_bootstrap_init(&m->gpu_boot, m, DFCCL_TAG_GPU_SETUP, "GPU",
                                   ": did it pass host buffers, which take the stock path"
                                   " (coll_dfccl_host_buffers=stock)?");
-    /* The GPU side reaches peers through CUDA IPC: same node only. The same
-     * answer on every rank, as every rank sees the same set of nodes. */
+    /* Whether the communicator spans nodes: the same answer on every rank,
+     * as every rank sees the same set of nodes. */
     m->all_local = true;
     for (int i = 0; i < ompi_comm_size(comm); i++) {
         ompi_proc_t *proc = ompi_comm_peer_lookup(comm, i);
@@ -161,6 +161,22 @@ mca_coll_base_module_t *mca_coll_dfccl_comm_query(ompi_communicator_t *comm, int
     return &m->super;
 }
 
+bool mca_coll_dfccl_gpu_reaches(const mca_coll_dfccl_module_t *m)
+{
+    static int net = -1;
+    char why[160] = "";
+
+    /* across nodes the engine runs the GPU side's ring over its network
+     * transport (built with UCX or not: the same build on every rank),
+     * the algorithms that map peers' memory on one node only */
+    if (m->all_local) return true;
+    if (net < 0) {
+        net = dfccl_net_available(why, sizeof(why));
+        if (!net) DFCCL_VERBOSE(1, "no GPU side on communicators that span nodes: %s", why);
+    }
+    return net == 1;
+}
+
 /* Whether this rank offers the GPU side on a communicator: asked of CUDA
  * once per process (it initialises the driver, which only host_buffers=
  * engine does at communicator creation: see the caller). */
@@ -172,8 +188,8 @@ static bool dfccl_gpu_offered(const mca_coll_dfccl_module_t *m)
     /* the GPU side always schedules preemptively: a process that asks for
      * serial scheduling (coll_dfccl_preempt=0, a diagnostic) keeps the host
      * engine */
-    if (!mca_coll_dfccl_component.gpu || !mca_coll_dfccl_component.preempt || !m->all_local ||
-        ompi_comm_size(m->comm) > dfccl_gpu_max_ranks())
+    if (!mca_coll_dfccl_component.gpu || !mca_coll_dfccl_component.preempt ||
+        !mca_coll_dfccl_gpu_reaches(m) || ompi_comm_size(m->comm) > dfccl_gpu_max_ranks())
         return false;
     if (available < 0) {
         available = dfccl_gpu_available(why, sizeof(why));
@@ -185,7 +201,7 @@ static bool dfccl_gpu_offered(const mca_coll_dfccl_module_t *m)
 /* This process's node as Open MPI sees it: 1 + the lowest rank of
  * MPI_COMM_WORLD on it (the same on every rank of the node, different on
  * the others). Asked once: it walks the world's processes. */
-static uint64_t dfccl_node_label(void)
+uint64_t mca_coll_dfccl_node_label(void)
 {
     static uint64_t label = 0;
     ompi_communicator_t *world = &ompi_mpi_comm_world.comm;
@@ -264,7 +280,7 @@ int mca_coll_dfccl_module_engine_ready(mca_coll_dfccl_module_t *m)
     params.key = ompi_comm_get_cid(m->comm);
     params.backend = DFCCL_BACKEND_HOST;
     params.bootstrap = mca_coll_dfccl_bootstrap_of(&m->engine_boot);
-    params.node = dfccl_node_label();
+    params.node = mca_coll_dfccl_node_label();
     status = dfccl_comm_create(ctx, &params, &m->engine_comm);
     if (status != DFCCL_OK) {
         DFCCL_ERROR("comm %s: engine communicator not created (%s): stock path",
