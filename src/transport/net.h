@@ -17,6 +17,28 @@
  * So the executor sees a FIFO as on one node: monotone counters, slots
  * ready or not, and waits that give way.
  *
+ * That is the tagged protocol. The RMA protocol (net_protocol 1) moves the
+ * same FIFOs with puts instead, and control messages stay tagged:
+ *   - each communicator registers one region per rank, which holds the
+ *     FIFOs its peers on other nodes send into, its own outgoing slots and
+ *     a credit word per peer it sends to; its address and key travel in
+ *     the set-up, and every rank computes where things are inside anyone's
+ *     region from the connections, which all ranks know;
+ *   - sending: the pump puts each filled slot (the bytes written) into the
+ *     peer's slot, fences, then puts the new tail, which the peer's
+ *     executor reads in its own memory;
+ *   - receiving: the pump puts our head into the sender's credit word,
+ *     from which the sender's pump derives the head its executor sees;
+ *   - closing: each side tells the other, once its puts have landed, that
+ *     it puts nothing more; a region is unmapped when every link on it
+ *     heard that (or its peer failed).
+ * Links over memory the caller provides (dfccl_net_link_open_at, the GPU
+ * backend's) always take the tagged protocol, whatever the net's: puts
+ * would need that memory registered and its address and key in the
+ * caller's set-up, which the region of a host communicator has and the
+ * caller's memory does not. Both ends of such a link open it alike, so
+ * they agree, and a net opened for RMA still carries tagged messages.
+ *
  * Tags: bits 63-40 the receiving side's link id (it hands out one per peer
  * of a communicator, in its set-up hello), bit 39 control, bits 38-0 the
  * slot index (control: 0, in order per link).
@@ -35,17 +57,27 @@
 
 /* Largest worker address a hello carries. */
 #define DFCCL_NET_ADDR_MAX 1024
+/* Largest packed key of a region (RMA) the set-up carries. */
+#define DFCCL_NET_KEY_MAX  1024
 #define DFCCL_NET_HOST_MAX 64
+
+/* How links move FIFO slots (the engine's net_protocol). */
+typedef enum {
+    DFCCL_NET_TAGGED = 0,   /* tagged messages into pre-posted receives */
+    DFCCL_NET_RMA    = 1    /* puts into the peer's registered memory */
+} dfccl_net_protocol_t;
 
 typedef struct dfccl_net dfccl_net_t;
 typedef struct dfccl_net_peer dfccl_net_peer_t;
 typedef struct dfccl_net_link dfccl_net_link_t;
+typedef struct dfccl_net_region dfccl_net_region_t;
 
 /* 1 when the engine was built with UCX; else 0 and why in buf. */
 int dfccl_net_available(char *why, size_t len);
 
-/* The per-context net state, made on first call (*net stays set). */
-dfccl_status_t dfccl_net_open(dfccl_net_t **net);
+/* The per-context net state, made on first call (*net stays set); every
+ * link it makes takes the protocol. */
+dfccl_status_t dfccl_net_open(dfccl_net_t **net, dfccl_net_protocol_t protocol);
 /* Closes endpoints (bounded wait), the worker and the context. */
 void dfccl_net_close(dfccl_net_t *net);
 
@@ -53,6 +85,18 @@ void dfccl_net_close(dfccl_net_t *net);
 dfccl_status_t dfccl_net_address(dfccl_net_t *net, void *buf, size_t max, size_t *len);
 /* A block of n link ids, unique in this process while their links live. */
 uint32_t dfccl_net_link_ids(dfccl_net_t *net, uint32_t n);
+
+/*
+ * RMA: bytes of zeroed memory, registered, at *base; the caller holds one
+ * reference, links on it one each, and the last one gone unmaps it.
+ */
+dfccl_status_t dfccl_net_region_open(dfccl_net_t *net, size_t bytes, dfccl_net_region_t **region,
+                                     void **base);
+/* Its key packed for peers (at most max bytes). */
+dfccl_status_t dfccl_net_region_key(dfccl_net_t *net, dfccl_net_region_t *region, void *buf,
+                                    size_t max, size_t *len);
+/* Drops the caller's reference. */
+void dfccl_net_region_close(dfccl_net_t *net, dfccl_net_region_t *region);
 
 /* What a link needs to know. */
 typedef struct dfccl_net_link_params {
@@ -70,13 +114,22 @@ typedef struct dfccl_net_link_params {
     const dfccl_board_t *board; /* our board: why it broke */
     int           *released;    /* dfccl_net_link_open_at: set to 1 (release order) once
                                    the link touches the caller's memory no more */
+    /* RMA protocol only: offsets in our region, addresses in the peer's */
+    dfccl_net_region_t *region;
+    size_t         out_off;     /* our outgoing FIFO (sends) */
+    size_t         credit_off;  /* the word the peer puts its head of it into (sends) */
+    size_t         in_off;      /* the FIFO the peer puts into (receives) */
+    uint64_t       peer_fifo;   /* the peer's FIFO we put into (sends) */
+    uint64_t       peer_credit; /* the peer's word we put our head into (receives) */
+    const void    *peer_key;    /* the peer's region's packed key */
+    size_t         peer_key_len;
 } dfccl_net_link_params_t;
 
 /*
  * Makes a link: the endpoint to the peer's process (shared by links to it),
- * FIFOs in our memory, receives posted. *send_fifo / *recv_fifo (where the
- * link sends / receives) are the executor's views; *mirror the peer's
- * board as the control messages tell it.
+ * FIFOs in our memory (RMA: in our region), receives posted. *send_fifo /
+ * *recv_fifo (where the link sends / receives) are the executor's views;
+ * *mirror the peer's board as the control messages tell it.
  */
 dfccl_status_t dfccl_net_link_open(dfccl_net_t *net, const dfccl_net_link_params_t *p,
                                    dfccl_fifo_t *send_fifo, dfccl_fifo_t *recv_fifo,
@@ -96,7 +149,8 @@ DFCCL_INLINE size_t dfccl_net_fifo_bytes(size_t slot_bytes, uint32_t nslots, int
  * and whoever else fills or drains them (a kernel through its own mapping)
  * follows the same counters. The memory must stay until *p->released is
  * set, which happens after dfccl_net_link_close once no request of the link
- * is out, or when the net closes.
+ * is out, or when the net closes. The tagged protocol on any net (above);
+ * p's RMA fields are not read.
  */
 dfccl_status_t dfccl_net_link_open_at(dfccl_net_t *net, const dfccl_net_link_params_t *p,
                                       void *send_mem, void *recv_mem, dfccl_fifo_t *send_fifo,

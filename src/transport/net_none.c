@@ -9,7 +9,11 @@ int dfccl_net_available(char *why, size_t len)
     return 0;
 }
 
-dfccl_status_t dfccl_net_open(dfccl_net_t **net) { (void)net; return DFCCL_ERR_UNSUPPORTED; }
+dfccl_status_t dfccl_net_open(dfccl_net_t **net, dfccl_net_protocol_t protocol)
+{
+    (void)net; (void)protocol;
+    return DFCCL_ERR_UNSUPPORTED;
+}
 void dfccl_net_close(dfccl_net_t *net) { (void)net; }
 
 dfccl_status_t dfccl_net_address(dfccl_net_t *net, void *buf, size_t max, size_t *len)
@@ -19,6 +23,25 @@ dfccl_status_t dfccl_net_address(dfccl_net_t *net, void *buf, size_t max, size_t
 }
 
 uint32_t dfccl_net_link_ids(dfccl_net_t *net, uint32_t n) { (void)net; (void)n; return 0; }
+
+dfccl_status_t dfccl_net_region_open(dfccl_net_t *net, size_t bytes, dfccl_net_region_t **region,
+                                     void **base)
+{
+    (void)net; (void)bytes; (void)region; (void)base;
+    return DFCCL_ERR_UNSUPPORTED;
+}
+
+dfccl_status_t dfccl_net_region_key(dfccl_net_t *net, dfccl_net_region_t *region, void *buf,
+                                    size_t max, size_t *len)
+{
+    (void)net; (void)region; (void)buf; (void)max; (void)len;
+    return DFCCL_ERR_UNSUPPORTED;
+}
+
+void dfccl_net_region_close(dfccl_net_t *net, dfccl_net_region_t *region)
+{
+    (void)net; (void)region;
+}
 
 dfccl_status_t dfccl_net_link_open(dfccl_net_t *net, const dfccl_net_link_params_t *p,
                                    dfccl_fifo_t *send_fifo, dfccl_fifo_t *recv_fifo,

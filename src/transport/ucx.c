@@ -25,7 +25,7 @@ static void ucx_peer_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
     __atomic_store_n(&peer->failed, (int)status, __ATOMIC_RELEASE);
 }
 
-dfccl_status_t dfccl_net_open(dfccl_net_t **net_p)
+dfccl_status_t dfccl_net_open(dfccl_net_t **net_p, dfccl_net_protocol_t protocol)
 {
     ucp_params_t params;
     ucp_worker_params_t wparams;
@@ -42,6 +42,9 @@ dfccl_status_t dfccl_net_open(dfccl_net_t **net_p)
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     params.features = UCP_FEATURE_TAG;
+    /* RMA adds lanes (or their emulation) to every endpoint: only for the
+     * protocol that puts */
+    if (protocol == DFCCL_NET_RMA) params.features |= UCP_FEATURE_RMA;
     params.mt_workers_shared = 0;
     st = ucp_init(&params, config, &net->context);
     ucp_config_release(config);
@@ -62,7 +65,9 @@ dfccl_status_t dfccl_net_open(dfccl_net_t **net_p)
         goto err;
     }
     net->next_id = 1;
-    dfccl_info("network transport: UCX %s started", ucp_get_version_string());
+    net->protocol = protocol;
+    dfccl_info("network transport: UCX %s started, %s protocol", ucp_get_version_string(),
+               protocol == DFCCL_NET_RMA ? "RMA" : "tagged");
     *net_p = net;
     return DFCCL_OK;
 
@@ -195,10 +200,12 @@ void dfccl_net_close(dfccl_net_t *net)
     rp.flags = UCP_EP_CLOSE_FLAG_FORCE;
     for (dfccl_net_peer_t *p = net->peers; p != NULL; p = p->next)
         ucx_wait_request(net, ucp_ep_close_nbx(p->ep, &rp), deadline);
+    ucx_links_forget_all(net);         /* keys of peers' regions belong to the worker */
     ucp_worker_release_address(net->worker, net->address);
     ucp_worker_destroy(net->worker);   /* no request can touch our memory after this */
-    ucp_cleanup(net->context);
     ucx_links_free_all(net);
+    ucx_regions_free_all(net);         /* unmapped while the context lives */
+    ucp_cleanup(net->context);
     while (net->peers != NULL) {
         dfccl_net_peer_t *p = net->peers;
         net->peers = p->next;

@@ -10,7 +10,8 @@
  *              segment: its board, then one incoming FIFO per peer on this
  *              node that sends to it (in rank order)
  *   addresses  each rank's segment name and, when the communicator spans
- *              nodes, its UCX worker address and link ids; each rank maps
+ *              nodes, its UCX worker address and link ids (and under the
+ *              RMA protocol its region's address and key); each rank maps
  *              its node peers' segments (their board, and the FIFO it sends
  *              into) and opens a link to every other-node peer it sends to
  *              or receives from
@@ -40,8 +41,12 @@ typedef struct host_address {
     int32_t  status;
     uint32_t link_ids;      /* first of size ids: peer r tags its messages to us id + r */
     uint32_t addr_len;      /* 0: no network side here */
+    uint32_t key_len;       /* RMA: our region's packed key (0: none) */
+    uint64_t region;        /* RMA: its address */
     char     name[DFCCL_SHM_NAME_MAX];
-    char     addr[];        /* addr_bytes: DFCCL_NET_ADDR_MAX when the comm spans nodes */
+    char     addr[];        /* when the comm spans nodes: the worker address in
+                               DFCCL_NET_ADDR_MAX bytes, then (RMA) the key in
+                               DFCCL_NET_KEY_MAX */
 } host_address_t;
 
 static size_t host_fifo_bytes(const dfccl_config_t *cfg)
@@ -139,8 +144,11 @@ static dfccl_status_t host_connect(dfccl_comm_t *comm, const void *hellos)
 static size_t host_address_bytes(const dfccl_comm_t *comm)
 {
     const dfccl_host_t *h = comm->host;
+    int rma = comm->context->config.net_protocol == DFCCL_NET_RMA;
+
     if (comm->size == 1 || h == NULL || h->node == NULL) return 0;
-    return sizeof(host_address_t) + (h->topo.nnodes > 1 ? DFCCL_NET_ADDR_MAX : 0);
+    if (h->topo.nnodes == 1) return sizeof(host_address_t);
+    return sizeof(host_address_t) + DFCCL_NET_ADDR_MAX + (rma ? DFCCL_NET_KEY_MAX : 0);
 }
 
 static void host_address(dfccl_comm_t *comm, dfccl_status_t status, void *out)
@@ -151,11 +159,20 @@ static void host_address(dfccl_comm_t *comm, dfccl_status_t status, void *out)
     a->status = (int32_t)status;
     memcpy(a->name, comm->recv_seg.name, sizeof(a->name));
     a->addr_len = 0;
+    a->key_len = 0;
+    a->region = 0;
     a->link_ids = h->link_ids;
     if (status == DFCCL_OK && h->net != NULL) {
         size_t len = 0;
         a->status = (int32_t)dfccl_net_address(h->net, a->addr, DFCCL_NET_ADDR_MAX, &len);
         a->addr_len = (uint32_t)len;
+    }
+    if (a->status == DFCCL_OK && h->region != NULL) {
+        size_t len = 0;
+        a->status = (int32_t)dfccl_net_region_key(h->net, h->region, a->addr + DFCCL_NET_ADDR_MAX,
+                                                  DFCCL_NET_KEY_MAX, &len);
+        a->key_len = (uint32_t)len;
+        a->region = (uint64_t)(uintptr_t)h->region_base;
     }
 }
 
@@ -201,8 +218,11 @@ static dfccl_status_t host_connect_addresses(dfccl_comm_t *comm, const void *add
         if (r == comm->rank) continue;
         if (h->node[r] == h->node[comm->rank])
             status = host_map_peer(comm, h, r, a->name);
-        else if (h->send_conn[r] >= 0 || h->recv_conn[r] >= 0)
-            status = dfccl_host_net_link(comm, h, r, a->addr, a->addr_len, a->link_ids);
+        else if (h->send_conn[r] >= 0 || h->recv_conn[r] >= 0) {
+            dfccl_host_net_peer_t np = { a->addr, a->addr_len, a->link_ids, a->region,
+                                         a->addr + DFCCL_NET_ADDR_MAX, a->key_len };
+            status = dfccl_host_net_link(comm, h, r, &np);
+        }
     }
     return status;
 }

@@ -33,6 +33,8 @@ typedef struct dfccl_host {
     dfccl_net_t     *net;
     uint32_t         link_ids;
     dfccl_net_link_t **links;      /* size entries; NULL: none */
+    dfccl_net_region_t *region;    /* RMA protocol: what peers put into */
+    char            *region_base;
 } dfccl_host_t;
 
 /* A label equal on the ranks of one node (host name and boot id); the host
@@ -49,14 +51,26 @@ void dfccl_host_nodes(const uint64_t *label, int size, unsigned split, int *node
 dfccl_status_t dfccl_host_topology(struct dfccl_comm *comm, dfccl_host_t *h);
 /* With h->node set: derives the topology and every connection. */
 dfccl_status_t dfccl_host_connections(struct dfccl_comm *comm, dfccl_host_t *h);
+/* 1 when rank from sends to rank to. */
+int dfccl_host_sends_to(const dfccl_host_t *h, int from, int to);
 /* The index of sender's FIFO among receiver's incoming node FIFOs. */
 int dfccl_host_fifo_index(const dfccl_host_t *h, int receiver, int sender);
 void dfccl_host_topology_free(dfccl_host_t *h);
 
 /* links.c: the network side. */
 dfccl_status_t dfccl_host_net_begin(struct dfccl_comm *comm, dfccl_host_t *h);
+/* What the set-up tells of a peer's network side. */
+typedef struct dfccl_host_net_peer {
+    const void *addr;         /* worker address */
+    size_t      addr_len;
+    uint32_t    link_ids;     /* the first of its link ids */
+    uint64_t    region;       /* RMA: its region's address */
+    const void *key;          /* RMA: and packed key */
+    size_t      key_len;
+} dfccl_host_net_peer_t;
+
 dfccl_status_t dfccl_host_net_link(struct dfccl_comm *comm, dfccl_host_t *h, int peer,
-                                   const void *addr, size_t addr_len, uint32_t peer_link_ids);
+                                   const dfccl_host_net_peer_t *np);
 void dfccl_host_net_release(struct dfccl_comm *comm, dfccl_host_t *h);
 /* Publishes collective seq's identity on our board (the caller's thread). */
 void dfccl_host_publish(struct dfccl_comm *comm, uint64_t seq, const dfccl_ident_t *ident);

@@ -69,7 +69,7 @@ dfccl_status_t dfccl_host_topology(dfccl_comm_t *comm, dfccl_host_t *h)
     return DFCCL_OK;
 }
 
-static int sends_to(const dfccl_host_t *h, int from, int to)
+int dfccl_host_sends_to(const dfccl_host_t *h, int from, int to)
 {
     for (int k = 0; k < h->all_nsend[from]; k++)
         if (h->all_send[(size_t)from * (size_t)h->max_peers + (size_t)k] == to) return 1;
@@ -80,7 +80,9 @@ int dfccl_host_fifo_index(const dfccl_host_t *h, int receiver, int sender)
 {
     int idx = 0;
     for (int r = 0; r < sender; r++)
-        if (r != receiver && h->node[r] == h->node[receiver] && sends_to(h, r, receiver)) idx++;
+        if (r != receiver && h->node[r] == h->node[receiver] &&
+            dfccl_host_sends_to(h, r, receiver))
+            idx++;
     return idx;
 }
 
@@ -135,7 +137,7 @@ dfccl_status_t dfccl_host_connections(dfccl_comm_t *comm, dfccl_host_t *h)
     memcpy(h->send_peers, h->all_send + (size_t)me * (size_t)h->max_peers, sizeof(int) * (size_t)h->nsend);
     h->nrecv = 0;
     for (int r = 0; r < size; r++)
-        if (r != me && sends_to(h, r, me)) h->recv_peers[h->nrecv++] = r;
+        if (r != me && dfccl_host_sends_to(h, r, me)) h->recv_peers[h->nrecv++] = r;
     if (h->nsend > DFCCL_PLAN_MAX_CONNS || h->nrecv > DFCCL_PLAN_MAX_CONNS) return DFCCL_ERR_UNSUPPORTED;
     h->send_fifos = calloc((size_t)h->nsend + 1, sizeof(dfccl_fifo_t));
     h->recv_fifos = calloc((size_t)h->nrecv + 1, sizeof(dfccl_fifo_t));
