@@ -10,7 +10,8 @@
 #   stock-ob1   --mca coll ^dfccl, pml ob1 over btl tcp
 #   stock-ucx   --mca coll ^dfccl, pml ucx over UCX's tcp transport
 #
-# DFCCL_BENCH_CONFIGS lists which to run (default: all three, in that order);
+# DFCCL_BENCH_CONFIGS lists which to run (unset: all three, in that order;
+# empty: none);
 # more configurations: "NAME=MPIRUN ARGS" entries in DFCCL_BENCH_EXTRA,
 # separated by ';' (e.g. "flat=--mca coll_dfccl_algorithm 0;hier=--mca
 # coll_dfccl_algorithm 1"). DFCCL_BENCH_SHAPE="HOST RATE" shapes one host's
@@ -53,7 +54,7 @@ common=(-np "$((hosts * per_host))" -x LD_LIBRARY_PATH="$build/src/engine/.libs"
         --mca mca_base_component_path "$build/test/components:$pkglibdir")
 names=()
 declare -A args
-for c in ${DFCCL_BENCH_CONFIGS:-dfccl stock-ob1 stock-ucx}; do
+for c in ${DFCCL_BENCH_CONFIGS-dfccl stock-ob1 stock-ucx}; do
     case $c in
         dfccl) args[$c]="--mca coll_dfccl_host_buffers engine --mca coll_dfccl_gpu 0 ${DFCCL_BENCH_MCA:-}" ;;
         stock-ob1) args[$c]="--mca coll ^dfccl --mca pml ob1" ;;
