@@ -316,3 +316,20 @@ void ucx_links_free_all(dfccl_net_t *net)
         free(s);
     }
 }
+
+int ucx_out_complete(dfccl_net_link_t *l)
+{
+    ucx_side_t *s = &l->out;
+    int moved = 0;
+
+    while (s->done < s->posted) {
+        uint32_t k = (uint32_t)(s->done % l->nslots);
+        if (ucx_req_pending(s->reqs[k])) break;
+        if (ucx_req_failed(s->reqs[k])) ucx_peer_fail(l->peer);
+        ucx_req_release(s->reqs[k]);
+        s->reqs[k] = NULL;
+        s->done++;
+        moved = 1;
+    }
+    return moved;
+}

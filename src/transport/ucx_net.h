@@ -186,4 +186,8 @@ static inline void ucx_peer_fail(dfccl_net_peer_t *peer)
         __atomic_store_n(&peer->failed, (int)UCS_ERR_CONNECTION_RESET, __ATOMIC_RELEASE);
 }
 
+/* Under the lock: our sending side's requests that completed, in order,
+ * their slots given back (either protocol); 1 when any did. */
+int ucx_out_complete(dfccl_net_link_t *l);
+
 #endif

@@ -222,24 +222,6 @@ static int counter_idle(dfccl_net_link_t *l, void **req)
     return 1;
 }
 
-/* Our slots' puts that completed here, in order. */
-static int out_complete(dfccl_net_link_t *l)
-{
-    ucx_side_t *s = &l->out;
-    int moved = 0;
-
-    while (s->done < s->posted) {
-        uint32_t k = (uint32_t)(s->done % l->nslots);
-        if (ucx_req_pending(s->reqs[k])) break;
-        if (ucx_req_failed(s->reqs[k])) ucx_peer_fail(l->peer);
-        ucx_req_release(s->reqs[k]);
-        s->reqs[k] = NULL;
-        s->done++;
-        moved = 1;
-    }
-    return moved;
-}
-
 static int rma_out(dfccl_net_t *net, dfccl_net_link_t *l, int *busy)
 {
     ucx_side_t *s = &l->out;
@@ -259,7 +241,7 @@ static int rma_out(dfccl_net_t *net, dfccl_net_link_t *l, int *busy)
         s->posted++;
         moved = 1;
     }
-    moved |= out_complete(l);
+    moved |= ucx_out_complete(l);
     /* the tail covers only slots whose puts are complete here: on a
      * transport that takes them in order they are then ahead of it, and
      * the fence orders them where lanes could overtake */
@@ -309,7 +291,7 @@ static int rma_drained(dfccl_net_t *net, dfccl_net_link_t *l)
     ucx_rma_link_t *r = &l->rma;
     int failed = __atomic_load_n(&l->peer->failed, __ATOMIC_ACQUIRE) != 0;
 
-    if (l->out.on) out_complete(l);
+    if (l->out.on) ucx_out_complete(l);
     if ((l->out.on && l->out.done < l->out.posted) || !counter_idle(l, &r->tail_req) ||
         !counter_idle(l, &r->head_req))
         return UCX_DRAIN_BUSY;

@@ -102,15 +102,7 @@ static int pump_out(dfccl_net_t *net, dfccl_net_link_t *l, int closing)
         s->posted++;
         moved = 1;
     }
-    while (s->done < s->posted) {
-        uint32_t k = (uint32_t)(s->done % l->nslots);
-        if (ucx_req_pending(s->reqs[k])) break;
-        if (ucx_req_failed(s->reqs[k])) ucx_peer_fail(l->peer);
-        ucx_req_release(s->reqs[k]);
-        s->reqs[k] = NULL;
-        s->done++;
-        moved = 1;
-    }
+    moved |= ucx_out_complete(l);
     /* the slot is ours again once UCX is done with it */
     __atomic_store_n(&s->ctrl->head, s->done, __ATOMIC_RELEASE);
     return moved;
