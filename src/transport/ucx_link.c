@@ -333,3 +333,20 @@ int ucx_out_complete(dfccl_net_link_t *l)
     }
     return moved;
 }
+
+void ucx_side_view(ucx_side_t *s, char *fifo, void **reqs, uint32_t *lens,
+                   const dfccl_net_link_t *l, dfccl_fifo_t *view, int peer)
+{
+    s->on = 1;
+    s->ctrl = (dfccl_fifo_ctrl_t *)fifo;
+    s->slots = fifo + sizeof(dfccl_fifo_ctrl_t);
+    s->reqs = reqs;
+    s->lens = lens;
+    view->ctrl = s->ctrl;
+    view->slots = s->slots;
+    view->slot_bytes = l->slot_bytes;
+    view->nslots = l->nslots;
+    view->peer = peer;
+    view->count = 0;
+    view->lens = lens;
+}

@@ -190,4 +190,10 @@ static inline void ucx_peer_fail(dfccl_net_peer_t *peer)
  * their slots given back (either protocol); 1 when any did. */
 int ucx_out_complete(dfccl_net_link_t *l);
 
+/* Points a side at its FIFO (control block, then slots), its requests and
+ * its bytes per slot, and fills the executor's view of that FIFO; the
+ * control block is left as it is. */
+void ucx_side_view(ucx_side_t *s, char *fifo, void **reqs, uint32_t *lens,
+                   const dfccl_net_link_t *l, dfccl_fifo_t *view, int peer);
+
 #endif

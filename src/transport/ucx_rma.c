@@ -135,23 +135,6 @@ void ucx_regions_free_all(dfccl_net_t *net)
 
 /* ---- a link's data path -------------------------------------------------- */
 
-static void side_view(ucx_side_t *s, char *fifo, void **reqs, uint32_t *lens,
-                      const dfccl_net_link_t *l, dfccl_fifo_t *view, int peer)
-{
-    s->on = 1;
-    s->ctrl = (dfccl_fifo_ctrl_t *)fifo;   /* zeroed with the region */
-    s->slots = fifo + sizeof(dfccl_fifo_ctrl_t);
-    s->reqs = reqs;
-    s->lens = lens;
-    view->ctrl = s->ctrl;
-    view->slots = s->slots;
-    view->slot_bytes = l->slot_bytes;
-    view->nslots = l->nslots;
-    view->peer = peer;
-    view->count = 0;
-    view->lens = lens;
-}
-
 static dfccl_status_t rma_open(dfccl_net_t *net, dfccl_net_link_t *l,
                                const dfccl_net_link_params_t *p, dfccl_fifo_t *send_fifo,
                                dfccl_fifo_t *recv_fifo)
@@ -179,13 +162,13 @@ static dfccl_status_t rma_open(dfccl_net_t *net, dfccl_net_link_t *l,
     r->region->refs++;
     base = r->region->base;
     if (p->sends) {
-        side_view(&l->out, base + p->out_off, (void **)l->mem,
+        ucx_side_view(&l->out, base + p->out_off, (void **)l->mem,
                   (uint32_t *)((void **)l->mem + 2 * l->nslots), l, send_fifo, p->peer);
         r->credit = (volatile uint64_t *)(base + p->credit_off);
         r->peer_fifo = p->peer_fifo;
     }
     if (p->receives) {
-        side_view(&l->in, base + p->in_off, (void **)l->mem + l->nslots, NULL, l, recv_fifo,
+        ucx_side_view(&l->in, base + p->in_off, (void **)l->mem + l->nslots, NULL, l, recv_fifo,
                   p->peer);
         r->peer_credit = p->peer_credit;
     }

@@ -17,19 +17,12 @@ static size_t side_bytes(const dfccl_net_link_t *l)
 static char *side_init(ucx_side_t *s, char *mem, const dfccl_net_link_t *l, dfccl_fifo_t *view,
                        int peer, int sending)
 {
-    s->on = 1;
-    s->ctrl = (dfccl_fifo_ctrl_t *)mem;
-    s->slots = mem + sizeof(dfccl_fifo_ctrl_t);
-    s->reqs = (void **)(s->slots + l->slot_bytes * l->nslots);
-    s->lens = (uint32_t *)(s->reqs + l->nslots);
+    void **reqs = (void **)(mem + dfccl_fifo_bytes(l->slot_bytes, l->nslots));
+    uint32_t *lens = (uint32_t *)(reqs + l->nslots);
+
+    ucx_side_view(s, mem, reqs, lens, l, view, peer);
+    if (!sending) view->lens = NULL;   /* the executor writes lens only where it sends */
     memset(s->ctrl, 0, sizeof(*s->ctrl));
-    view->ctrl = s->ctrl;
-    view->slots = s->slots;
-    view->slot_bytes = l->slot_bytes;
-    view->nslots = l->nslots;
-    view->peer = peer;
-    view->count = 0;
-    view->lens = sending ? s->lens : NULL;
     return mem + side_bytes(l);
 }
 
@@ -55,19 +48,10 @@ static dfccl_status_t tag_open(dfccl_net_t *net, dfccl_net_link_t *l,
 static void side_init_at(ucx_side_t *s, char *mem, void **reqs, const dfccl_net_link_t *l,
                          dfccl_fifo_t *view, int peer, int sending)
 {
-    s->on = 1;
-    s->ctrl = (dfccl_fifo_ctrl_t *)mem;
-    s->slots = mem + sizeof(dfccl_fifo_ctrl_t);
-    s->reqs = reqs;
-    s->lens = sending ? (uint32_t *)(s->slots + l->slot_bytes * l->nslots) : NULL;
-    memset(s->ctrl, 0, sizeof(*s->ctrl));
-    view->ctrl = s->ctrl;
-    view->slots = s->slots;
-    view->slot_bytes = l->slot_bytes;
-    view->nslots = l->nslots;
-    view->peer = peer;
-    view->count = 0;
-    view->lens = s->lens;
+    uint32_t *lens = sending ? (uint32_t *)(mem + dfccl_fifo_bytes(l->slot_bytes, l->nslots)) : NULL;
+
+    ucx_side_view(s, mem, reqs, lens, l, view, peer);
+    memset(s->ctrl, 0, sizeof(*s->ctrl));   /* the caller's memory: not known to be zeroed */
 }
 
 dfccl_status_t ucx_tag_open_at(dfccl_net_link_t *l, const dfccl_net_link_params_t *p,
