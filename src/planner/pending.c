@@ -1,0 +1,29 @@
+/*
+ * pending.c - methods not written yet: they say so.
+ */
+#include "planner.h"
+#include "util.h"
+
+int pl_milp(const pl_instance_t *in, const pl_options_t *o, pl_schedule_t *s, char *why,
+            size_t whylen)
+{
+    return pl_fail(why, whylen, "method milp is not available yet");
+}
+
+int pl_lp(const pl_instance_t *in, const pl_options_t *o, pl_schedule_t *s, char *why,
+          size_t whylen)
+{
+    return pl_fail(why, whylen, "method lp is not available yet");
+}
+
+int pl_partition(const pl_instance_t *in, const pl_options_t *o, pl_schedule_t *s, char *why,
+                 size_t whylen)
+{
+    return pl_fail(why, whylen, "method partition is not available yet");
+}
+
+int pl_plan_file_write(const pl_instance_t *in, const pl_schedule_t *s, const char *path,
+                       char *why, size_t whylen)
+{
+    return pl_fail(why, whylen, "plan files are not written yet");
+}
