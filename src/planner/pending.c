@@ -4,12 +4,6 @@
 #include "planner.h"
 #include "util.h"
 
-int pl_milp(const pl_instance_t *in, const pl_options_t *o, pl_schedule_t *s, char *why,
-            size_t whylen)
-{
-    return pl_fail(why, whylen, "method milp is not available yet");
-}
-
 int pl_lp(const pl_instance_t *in, const pl_options_t *o, pl_schedule_t *s, char *why,
           size_t whylen)
 {

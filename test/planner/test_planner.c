@@ -28,6 +28,7 @@ typedef struct {
     pl_epoch_rule_t rule;
     int best;  /* the fewest epochs any schedule needs */
     int ring;  /* the ring's epochs */
+    int hard;  /* beyond the greedy planner: only exact methods must reach best */
 } case_t;
 
 /* Allgather optima (1 chunk a GPU, 50 GB/s, no latency unless said):
@@ -37,30 +38,37 @@ typedef struct {
  * first can reach the switch in epoch 1); the uneven line 5 fast (GPU 0 to
  * GPU 2: 2 epochs then 3), 4 slow (2 hops of 2). */
 static const case_t cases[] = {
-    { "two_gpus", PL_ALLGATHER, 1, PL_EPOCH_FAST, 1, 1 },
-    { "line_3", PL_ALLGATHER, 1, PL_EPOCH_FAST, 2, 3 },
-    { "ring_4", PL_ALLGATHER, 1, PL_EPOCH_FAST, 2, 3 },
-    { "ring_4_one_way", PL_ALLGATHER, 1, PL_EPOCH_FAST, 3, 3 },
-    { "star_4", PL_ALLGATHER, 1, PL_EPOCH_FAST, 4, 6 },
-    { "line_3_uneven", PL_ALLGATHER, 1, PL_EPOCH_FAST, 5, 8 },
-    { "line_3_uneven", PL_ALLGATHER, 1, PL_EPOCH_SLOW, 4, 6 },
+    { "two_gpus", PL_ALLGATHER, 1, PL_EPOCH_FAST, 1, 1, 0 },
+    { "line_3", PL_ALLGATHER, 1, PL_EPOCH_FAST, 2, 3, 0 },
+    { "ring_4", PL_ALLGATHER, 1, PL_EPOCH_FAST, 2, 3, 0 },
+    { "ring_4_one_way", PL_ALLGATHER, 1, PL_EPOCH_FAST, 3, 3, 0 },
+    { "star_4", PL_ALLGATHER, 1, PL_EPOCH_FAST, 4, 6, 0 },
+    { "line_3_uneven", PL_ALLGATHER, 1, PL_EPOCH_FAST, 5, 8, 0 },
+    { "line_3_uneven", PL_ALLGATHER, 1, PL_EPOCH_SLOW, 4, 6, 0 },
     /* two chunks a GPU: each downlink of the star brings 6, from epoch 1 */
-    { "star_4", PL_ALLGATHER, 2, PL_EPOCH_FAST, 7, 7 },
+    { "star_4", PL_ALLGATHER, 2, PL_EPOCH_FAST, 7, 7, 0 },
     /* reduce-scatter is the allgather reversed: the same epochs on these
      * symmetric topologies; allreduce their sum */
-    { "line_3", PL_REDUCESCATTER, 1, PL_EPOCH_FAST, 2, 3 },
-    { "star_4", PL_REDUCESCATTER, 1, PL_EPOCH_FAST, 4, 6 },
-    { "ring_4", PL_ALLREDUCE, 1, PL_EPOCH_FAST, 4, 6 },
-    { "star_4", PL_ALLREDUCE, 1, PL_EPOCH_FAST, 8, 12 },
+    { "line_3", PL_REDUCESCATTER, 1, PL_EPOCH_FAST, 2, 3, 0 },
+    { "star_4", PL_REDUCESCATTER, 1, PL_EPOCH_FAST, 4, 6, 0 },
+    { "ring_4", PL_ALLREDUCE, 1, PL_EPOCH_FAST, 4, 6, 0 },
+    { "star_4", PL_ALLREDUCE, 1, PL_EPOCH_FAST, 8, 12, 0 },
+    /* Not by hand: mixed link speeds and latencies where the greedy
+     * planner's earliest-first choice costs an epoch (10); 9 is what the
+     * MILP proves optimal within greedy's horizon, hence overall. */
+    { "mixed_4", PL_ALLGATHER, 1, PL_EPOCH_FAST, 9, 13, 1 },
 };
 
-/* Methods, and whether they must reach the optimum on these cases. The
- * greedy planner is not exact in general, but these are simple enough. */
+/* Methods, and whether they must reach the optimum: always, or on the
+ * cases not marked hard (the greedy planner is not exact in general, but
+ * most of these are simple enough for it). */
+enum { NEVER, EASY, ALWAYS };
 static const struct {
     pl_method_t method;
     int exact;
 } methods[] = {
-    { PL_GREEDY, 1 },
+    { PL_GREEDY, EASY },
+    { PL_MILP, ALWAYS },
 };
 
 static pl_topology_t *load(const char *name)
@@ -135,7 +143,7 @@ static void test_case(const case_t *c)
         if (plan(t, c, methods[i].method, &s) != 0) continue;
         EXPECT(s.epochs >= c->best, "%s: %d epochs, below the optimum %d (model broken)", what,
                s.epochs, c->best);
-        if (methods[i].exact)
+        if (methods[i].exact == ALWAYS || (methods[i].exact == EASY && !c->hard))
             EXPECT(s.epochs == c->best, "%s: %d epochs, the optimum is %d", what, s.epochs, c->best);
         recheck(t, &s, what);
         pl_schedule_fini(&s);
