@@ -14,12 +14,14 @@
  *   sum over sends on l in epochs k-span+1..k <= per_epoch(l) - prior use
  *   done[k] <= hold[c,g,k] for every chunk and GPU;  hold[c,g,bend] = 1
  *
- * maximising (D x epochs + 1) * sum done[k] + sum hold: the earliest
- * finish first, then every delivery as early as it can be. Columns that
- * cannot matter are left out: sends before the chunk could reach the sender
- * (ignoring capacity), sends into a GPU that holds the chunk already or
- * arriving after the horizon, sends out of a switch that nothing could reach
- * in that epoch. That keeps the program near the size of what can happen.
+ * maximising (D x epochs + 1) * sum done[k] + sum hold, with D the
+ * deliveries still missing at k0: the earliest finish first, then every
+ * delivery as early as it can be. It is stored negated, to be minimised, the
+ * sense a cutoff (milp.c) is given in. Columns that cannot matter are left
+ * out: sends before the chunk could reach the sender (ignoring capacity),
+ * sends into a GPU that holds the chunk by their arrival, sends that arrive
+ * too late to be of use, sends out of a switch that nothing could reach in
+ * that epoch. That keeps the program near the size of what can happen.
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -179,7 +181,7 @@ static int send_useful(const build_t *b, int c, int l, int k)
         if (arr > b->w->bend) return 0;
         return pl_state_avail(&b->st, c, t->nodes[v].rank) > arr; /* not held by then */
     }
-    if (arr >= b->w->k1 || b->tail[v] == INT_MAX || arr + b->tail[v] > b->w->bend) return 0;
+    if (b->tail[v] == INT_MAX || arr + b->tail[v] > b->w->bend) return 0;
     if (t->nodes[u].kind == PL_SWITCH && !pl_state_holds(&b->st, c, u, k)) {
         for (int i = t->in_start[u]; i < t->in_start[u + 1]; i++)
             if (col_of(&b->m->send_col, b, c, t->in[i], k - pl_hop(b->in, t->in[i])) >= 0) return 1;
@@ -193,11 +195,11 @@ static int add_sends(build_t *b)
     const pl_topology_t *t = b->in->topo;
 
     /* epoch by epoch, so that a switch's way in exists before its way out */
-    for (int k = b->w->k0; k < b->w->k1; k++)
+    for (int k = b->w->k0; k < b->w->bend; k++)
         for (int c = 0; c < b->in->nchunks; c++)
             for (int l = 0; l < t->nlinks; l++) {
                 if (!send_useful(b, c, l, k)) continue;
-                int j = add_col(b->m, PL_COL_SEND, c, l, k, 0, 1, 0, 1);
+                int j = add_col(b->m, PL_COL_SEND, c, l, k, 0, 1, 0, k < b->w->integer_end);
                 if (j < 0 || put_col(&b->m->send_col, b, c, l, k, j) != 0) return -1;
             }
     b->m->nsends = (size_t)b->m->ncols;
@@ -213,11 +215,11 @@ static int add_holds(build_t *b, double weight)
             int av = pl_state_avail(&b->st, c, g), e = b->earliest[(size_t)c * t->nnodes + t->gpu_node[g]];
             if (av <= b->w->k0) continue; /* held throughout: a constant */
             for (int k = e > b->w->k0 + 1 ? e : b->w->k0 + 1; k <= b->w->bend; k++) {
-                int must = b->w->must_finish && k == b->w->bend;
-                int j = add_col(b->m, PL_COL_HOLD, c, g, k, must, 1, weight, 0);
+                int must = k == b->w->bend;
+                int j = add_col(b->m, PL_COL_HOLD, c, g, k, must, 1, -weight, 0);
                 if (j < 0 || put_col(&b->m->hold_col, b, c, t->nnodes + g, k, j) != 0) return -1;
             }
-            if (b->w->must_finish && col_of(&b->m->hold_col, b, c, t->nnodes + g, b->w->bend) < 0)
+            if (col_of(&b->m->hold_col, b, c, t->nnodes + g, b->w->bend) < 0)
                 return -2;
         }
     return 0;
@@ -329,7 +331,7 @@ static int done_rows(build_t *b, double weight)
     double vals[2] = { 1, -1 };
 
     for (int k = b->w->k0 + 1; k <= b->w->bend; k++) {
-        int z = add_col(m, PL_COL_DONE, -1, -1, k, 0, 1, weight, 1);
+        int z = add_col(m, PL_COL_DONE, -1, -1, k, 0, 1, -weight, 1);
         if (z < 0) return -1;
         for (int c = 0; c < b->in->nchunks; c++)
             for (int g = 0; g < t->ngpus; g++) {
@@ -403,7 +405,7 @@ int pl_model_build(const pl_instance_t *in, const pl_window_t *w, pl_model_t *m,
         goto out_quiet;
     }
     if (h != 0 || hold_rows(&b, cols, vals) != 0 || source_rows(&b, cols, vals) != 0 ||
-        capacity_rows(&b, cols, vals) != 0 || (w->must_finish && done_rows(&b, weight) != 0) ||
+        capacity_rows(&b, cols, vals) != 0 || done_rows(&b, weight) != 0 ||
         to_columns(m) != 0)
         goto out;
     rc = 0;
@@ -449,12 +451,14 @@ double *pl_model_values_of(const pl_instance_t *in, const pl_window_t *w, const 
 
     pl_schedule_init(&b.prior);
     for (size_t i = 0; ok && i < s->nflows; i++) {
-        int j = col_of(&m->send_col, &b, s->flows[i].chunk, s->flows[i].link, s->flows[i].epoch);
-        if (j < 0) ok = 0;
-        else x[j] = 1;
+        const pl_flow_t *f = &s->flows[i];
+        int j = col_of(&m->send_col, &b, f->chunk, f->link, f->epoch);
+        if (f->epoch >= w->k0 && j < 0) ok = 0;
+        if (pl_schedule_add(&b.prior, f->chunk, f->link, f->epoch, f->phase) != 0) ok = 0;
+        if (j >= 0) x[j] = 1;
     }
-    /* holdings and completion as the schedule makes them */
-    ok = ok && pl_schedule_copy(&b.prior, s) == 0 && pl_state_init(&b.st, in, &b.prior) == 0;
+    /* holdings and completion as those flows make them */
+    ok = ok && pl_state_init(&b.st, in, &b.prior) == 0;
     for (int j = 0; ok && j < m->ncols; j++) {
         const pl_col_t *col = &m->cols[j];
         if (col->kind == PL_COL_HOLD) x[j] = pl_state_avail(&b.st, col->chunk, col->where) <= col->epoch;

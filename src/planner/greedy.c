@@ -32,6 +32,7 @@ typedef struct {
 typedef struct {
     pl_state_t *st;
     int c;
+    int from;      /* no send before this epoch */
     rec_t *recs;
     size_t nrecs, recs_cap;
     item_t *items;
@@ -129,12 +130,14 @@ static int search(search_t *s, int bound)
     pl_map_free(&s->seen);
     for (int g = 0; g < t->ngpus; g++) {
         int av = pl_state_avail(s->st, c, g);
+        if (av != INT_MAX && av < s->from) av = s->from;
         if (av != INT_MAX && push(s, av, GPU_READY, add_rec(s, t->gpu_node[g], av, -1, -1, -1),
                                   -1, -1) != 0)
             return -1;
     }
     for (size_t i = 0; i < s->st->ntransits[c]; i++) {
         pl_transit_t tr = s->st->transits[c][i];
+        if (tr.epoch < s->from) continue; /* gone: switches do not keep it */
         if (push(s, tr.epoch, AT_SWITCH, add_rec(s, tr.node, tr.epoch, -1, -1, -1), -1, -1) != 0)
             return -1;
     }
@@ -161,7 +164,19 @@ static int commit(search_t *s, int r)
     return rc;
 }
 
-int pl_greedy(const pl_instance_t *in, pl_schedule_t *sched, char *why, size_t whylen)
+/* Earliest delivery first; with rarest, among equally early ones the chunk
+ * fewest GPUs hold: a slow link that could carry a new chunk or a second
+ * copy of one a neighbour already has should carry the new one, the copy
+ * can travel over faster local links later. Both parts only grow as others
+ * are planned, so the key stays a lower bound. */
+static int64_t priority(const pl_state_t *st, int c, int arrival, int rarest)
+{
+    int n = st->in->topo->ngpus;
+    return (int64_t)arrival * (n + 1) + (rarest ? n - st->missing[c] : 0);
+}
+
+static int greedy_pass(const pl_instance_t *in, pl_schedule_t *sched, int from, int rarest,
+                       char *why, size_t whylen)
 {
     pl_state_t st;
     search_t s = { 0 };
@@ -175,6 +190,7 @@ int pl_greedy(const pl_instance_t *in, pl_schedule_t *sched, char *why, size_t w
     }
     pl_fail(why, whylen, "out of memory"); /* what a failure below means, unless it says */
     s.st = &st;
+    s.from = from;
     for (int l = 0; l < in->topo->nlinks; l++)
         if (pl_hop(in, l) > maxhop) maxhop = pl_hop(in, l);
     /* Lazily: a chunk's earliest delivery only gets later as others take
@@ -186,17 +202,18 @@ int pl_greedy(const pl_instance_t *in, pl_schedule_t *sched, char *why, size_t w
         if (!pl_heap_pop(&todo, &top)) break;
         s.c = (int)top.val;
         if (st.missing[s.c] == 0) continue;
-        int r = search(&s, search_bound(&st, maxhop));
+        int r = search(&s, search_bound(&st, maxhop) + from);
         if (r < 0) {
             pl_fail(why, whylen, "greedy: no path found for a chunk (a bug)");
             goto out;
         }
-        int arrival = s.recs[r].epoch;
-        if (todo.n > 0 && arrival > todo.items[0].key) {
-            if (pl_heap_push(&todo, arrival, s.c) != 0) goto out;
+        int64_t key = priority(&st, s.c, s.recs[r].epoch, rarest);
+        if (todo.n > 0 && key > todo.items[0].key) {
+            if (pl_heap_push(&todo, key, s.c) != 0) goto out;
             continue;
         }
-        if (commit(&s, r) != 0 || (st.missing[s.c] > 0 && pl_heap_push(&todo, arrival, s.c) != 0))
+        if (commit(&s, r) != 0 ||
+            (st.missing[s.c] > 0 && pl_heap_push(&todo, priority(&st, s.c, s.recs[r].epoch, rarest), s.c) != 0))
             goto out;
     }
     if (st.unmet > 0) {
@@ -214,4 +231,37 @@ out:
     pl_heap_free(&todo);
     pl_state_fini(&st);
     return rc;
+}
+
+/* Neither tie-break wins everywhere (rarest first shines where slow links
+ * feed fast local ones, plain earliest first on a single switch): both run,
+ * as they take little time next to any solver, and the shorter is kept. */
+int pl_greedy_from(const pl_instance_t *in, pl_schedule_t *sched, int from, char *why,
+                   size_t whylen)
+{
+    pl_schedule_t other;
+    int rc;
+
+    pl_schedule_init(&other);
+    if (pl_schedule_copy(&other, sched) != 0) return pl_fail(why, whylen, "out of memory");
+    rc = greedy_pass(in, sched, from, 1, why, whylen);
+    if (rc == 0) rc = greedy_pass(in, &other, from, 0, why, whylen);
+    if (rc == 0 && other.epochs < sched->epochs) {
+        pl_flow_t *f = sched->flows;
+        size_t n = sched->nflows, cap = sched->cap;
+        sched->flows = other.flows;
+        sched->nflows = other.nflows;
+        sched->cap = other.cap;
+        sched->epochs = other.epochs;
+        other.flows = f;
+        other.nflows = n;
+        other.cap = cap;
+    }
+    pl_schedule_fini(&other);
+    return rc;
+}
+
+int pl_greedy(const pl_instance_t *in, pl_schedule_t *sched, char *why, size_t whylen)
+{
+    return pl_greedy_from(in, sched, 0, why, whylen);
 }

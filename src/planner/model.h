@@ -11,15 +11,15 @@
 #include "planner.h"
 #include "util.h"
 
-/* What the program covers: sends in epochs [k0, k1); holdings tracked up to
- * epoch bend; the flows of prior (all sent before k0) as a fixed start. With
- * must_finish, every GPU must hold every chunk by bend and the objective is
- * the earliest finish; otherwise (a window of time partitioning) it is the
- * most progress, each chunk held in each epoch counting one. */
+/* What the program covers: sends from epoch k0 on, every GPU holding every
+ * chunk by epoch bend; the flows of prior (all sent before k0) as a fixed
+ * start. Sends from epoch integer_end on may be fractions: the relaxed rest
+ * of a window of time partitioning (partition.c); the MILP of the whole
+ * horizon sets it to bend, the LP ignores it. */
 typedef struct {
-    int k0, k1, bend;
-    int must_finish;
+    int k0, bend;
     const pl_schedule_t *prior;
+    int integer_end;
 } pl_window_t;
 
 enum { PL_COL_SEND, PL_COL_HOLD, PL_COL_DONE };
@@ -51,8 +51,9 @@ typedef struct {
 int pl_model_build(const pl_instance_t *in, const pl_window_t *w, pl_model_t *m, char *why,
                    size_t whylen);
 void pl_model_free(pl_model_t *m);
-/* Column values that make the schedule s (which must fit the window) a
- * solution: for a MILP start. NULL when a flow of s has no column. */
+/* Column values that make the schedule s a solution (its flows before k0
+ * must be the window's prior ones): for the value of a start. NULL when a
+ * flow has no column. */
 double *pl_model_values_of(const pl_instance_t *in, const pl_window_t *w, const pl_model_t *m,
                            const pl_schedule_t *s);
 

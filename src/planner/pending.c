@@ -4,18 +4,6 @@
 #include "planner.h"
 #include "util.h"
 
-int pl_lp(const pl_instance_t *in, const pl_options_t *o, pl_schedule_t *s, char *why,
-          size_t whylen)
-{
-    return pl_fail(why, whylen, "method lp is not available yet");
-}
-
-int pl_partition(const pl_instance_t *in, const pl_options_t *o, pl_schedule_t *s, char *why,
-                 size_t whylen)
-{
-    return pl_fail(why, whylen, "method partition is not available yet");
-}
-
 int pl_plan_file_write(const pl_instance_t *in, const pl_schedule_t *s, const char *path,
                        char *why, size_t whylen)
 {

@@ -163,6 +163,10 @@ int pl_method_parse(const char *s, pl_method_t *m);
  * that starts from the flows already in s (all before any it adds) or, for
  * those that take no start, from nothing. Return 0 or -1 with why. */
 int pl_greedy(const pl_instance_t *in, pl_schedule_t *s, char *why, size_t whylen);
+/* The same, sending nothing before epoch from (the flows already in s are
+ * taken as fixed: time partitioning continues from them). */
+int pl_greedy_from(const pl_instance_t *in, pl_schedule_t *s, int from, char *why,
+                   size_t whylen);
 int pl_ring(const pl_instance_t *in, pl_schedule_t *s, char *why, size_t whylen);
 int pl_milp(const pl_instance_t *in, const pl_options_t *o, pl_schedule_t *s, char *why,
             size_t whylen);

@@ -61,14 +61,16 @@ static const case_t cases[] = {
 
 /* Methods, and whether they must reach the optimum: always, or on the
  * cases not marked hard (the greedy planner is not exact in general, but
- * most of these are simple enough for it). */
+ * most of these are simple enough for it). None may be worse than greedy,
+ * which runs first. Partition runs twice: in windows of its own choosing
+ * and in windows of 2 epochs, so that there are several. */
 enum { NEVER, EASY, ALWAYS };
 static const struct {
     pl_method_t method;
-    int exact;
+    int exact, window;
 } methods[] = {
-    { PL_GREEDY, EASY },
-    { PL_MILP, ALWAYS },
+    { PL_GREEDY, EASY, 0 }, { PL_MILP, ALWAYS, 0 },     { PL_AUTO, ALWAYS, 0 },
+    { PL_LP, NEVER, 0 },    { PL_PARTITION, NEVER, 0 }, { PL_PARTITION, NEVER, 2 },
 };
 
 static pl_topology_t *load(const char *name)
@@ -86,7 +88,8 @@ static pl_topology_t *load(const char *name)
     return t;
 }
 
-static int plan(const pl_topology_t *t, const case_t *c, pl_method_t m, pl_schedule_t *s)
+static int plan(const pl_topology_t *t, const case_t *c, pl_method_t m, int window,
+                pl_schedule_t *s)
 {
     pl_options_t o;
     char why[512];
@@ -95,6 +98,7 @@ static int plan(const pl_topology_t *t, const case_t *c, pl_method_t m, pl_sched
 
     pl_options_default(&o);
     o.method = m;
+    o.window = window;
     o.time_limit_s = 20;
     if (pl_plan(t, c->coll, bytes, c->chunks, epoch, &o, s, why, sizeof(why)) != 0) {
         printf("FAIL: %s %s with %s: %s\n", c->topology, pl_collective_name(c->coll),
@@ -134,13 +138,17 @@ static void test_case(const case_t *c)
     pl_topology_t *t = load(c->topology);
     pl_schedule_t s;
     char what[256];
+    int greedy = -1;
 
     if (t == NULL) return;
     for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
-        snprintf(what, sizeof(what), "%s %s x%d %s by %s", c->topology,
+        snprintf(what, sizeof(what), "%s %s x%d %s by %s (window %d)", c->topology,
                  pl_collective_name(c->coll), c->chunks, c->rule == PL_EPOCH_FAST ? "fast" : "slow",
-                 pl_method_name(methods[i].method));
-        if (plan(t, c, methods[i].method, &s) != 0) continue;
+                 pl_method_name(methods[i].method), methods[i].window);
+        if (plan(t, c, methods[i].method, methods[i].window, &s) != 0) continue;
+        if (methods[i].method == PL_GREEDY) greedy = s.epochs;
+        EXPECT(greedy < 0 || s.epochs <= greedy, "%s: %d epochs, greedy needs %d", what, s.epochs,
+               greedy);
         EXPECT(s.epochs >= c->best, "%s: %d epochs, below the optimum %d (model broken)", what,
                s.epochs, c->best);
         if (methods[i].exact == ALWAYS || (methods[i].exact == EASY && !c->hard))
@@ -149,7 +157,7 @@ static void test_case(const case_t *c)
         pl_schedule_fini(&s);
     }
     snprintf(what, sizeof(what), "%s %s ring", c->topology, pl_collective_name(c->coll));
-    if (plan(t, c, PL_RING, &s) == 0) {
+    if (plan(t, c, PL_RING, 0, &s) == 0) {
         EXPECT(s.epochs == c->ring, "%s: %d epochs, not %d", what, s.epochs, c->ring);
         recheck(t, &s, what);
         pl_schedule_fini(&s);
