@@ -19,8 +19,9 @@
 #include "model.h"
 #include "state.h"
 
-/* Fractions below this are the LP's noise, not a wish. */
-#define LP_MIN_FRACTION (getenv("LPT") ? atof(getenv("LPT")) : 0.05)
+/* Sends below half a chunk are left to the greedy completion: taken
+ * whole, the LP's many small fractions crowd out what it is sure of. */
+#define LP_MIN_FRACTION 0.5
 
 typedef struct {
     int col;

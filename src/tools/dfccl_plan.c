@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "plan_file.h"
 #include "planner.h"
 
 typedef struct {
@@ -229,7 +230,17 @@ static int plan(const args_t *a, const pl_topology_t *t)
             fprintf(stderr, "dfccl_plan: plan file: %s\n", why);
             rc = 1;
         } else {
-            printf("plan file:        %s\n", path);
+            /* the engine's loader judges it, as a job would */
+            dfccl_plan_file_t *pf;
+            if (dfccl_plan_file_load(path, &pf, why, sizeof(why)) != DFCCL_OK) {
+                fprintf(stderr, "dfccl_plan: the plan file is not valid, removed: %s\n", why);
+                remove(path);
+                rc = 1;
+            } else {
+                printf("plan file:        %s (%u steps at most a rank)\n", path,
+                       dfccl_plan_file_max_steps(pf));
+                dfccl_plan_file_free(pf);
+            }
         }
         pl_instance_fini(&in);
     }

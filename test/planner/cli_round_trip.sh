@@ -27,6 +27,23 @@ done
 grep -q '"flows":\[' "$tmp/allgather.json" && grep -q '"chunk":\[' "$tmp/allgather.json" ||
   fail "the schedule file lacks flows"
 
+# Plan files: written and accepted by the engine's loader (dfccl_plan_check
+# runs the same checks); a reduce-scatter that sums partial sums at a GPU
+# other than the owner (through a switch) has no plan file form: refused.
+check=src/tools/dfccl_plan_check
+for spec in "star_4 allgather 2" "star_4 allreduce 2" "ring_4 allreduce 2" "line_3 reducescatter 1"; do
+  set -- $spec
+  out=$("$tool" --topology "$dir/$1.json" --collective $2 --bytes 12M --chunks $3 \
+    --schedule "$tmp/p.json" --plan-dir "$tmp/plans" --quiet 2>&1) || fail "$spec: $out"
+  file=$(echo "$out" | sed -n 's/^plan file: *\([^ ]*\).*/\1/p')
+  [ -n "$file" ] && "$check" "$file" >/dev/null || fail "$spec: plan file \"$file\" not valid"
+done
+status=0
+out=$("$tool" --topology "$dir/star_4.json" --collective reducescatter --bytes 12M \
+  --schedule "$tmp/p.json" --plan-dir "$tmp/rs" --quiet 2>&1) || status=$?
+[ "$status" -eq 1 ] && echo "$out" | grep -q "reduce-scatter plan cannot hold" &&
+  [ ! -e "$tmp/rs/reducescatter_4.json" ] || fail "star_4 reduce-scatter plan: exit $status: $out"
+
 usage() {
   status=0
   "$tool" "$@" >/dev/null 2>&1 || status=$?
