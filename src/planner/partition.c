@@ -13,8 +13,9 @@
  *
  * Every window starts from the greedy completion of the state so far: that
  * completion sets the window's horizon (so the program is always feasible)
- * and is CBC's first incumbent, so a window that runs out of time still
- * makes greedy's progress. The result is compared with greedy's alone.
+ * and CBC's cutoff, and its sends are kept where CBC finds nothing better,
+ * so a window that runs out of time still makes greedy's progress. The
+ * result is compared with greedy's alone.
  */
 #include <limits.h>
 #include <math.h>
