@@ -167,10 +167,11 @@ static int send(replay_t *r, size_t i)
     }
     if (!ok)
         return pl_fail(r->why, r->whylen, "sent before it arrived: %s sends chunk %s in epoch %d "
-                       "but %s", node_name(r, u, a, sizeof(a)), chunk_name(r, f->chunk, b, sizeof(b)),
-                       f->epoch, in->topo->nodes[u].kind == PL_SWITCH
-                                     ? "nothing brings it there in that epoch (switches do not store)"
-                                     : "does not hold it yet");
+                       "but %s", node_name(r, u, a, sizeof(a)),
+                       chunk_name(r, f->chunk, b, sizeof(b)), f->epoch,
+                       in->topo->nodes[u].kind == PL_SWITCH
+                           ? "nothing brings it there in that epoch (switches do not store)"
+                           : "does not hold it yet");
     return 0;
 }
 
@@ -183,7 +184,8 @@ static int arrive(replay_t *r, size_t i, int epoch)
     char a[48], b[48];
 
     if (rank < 0) {
-        if (transit(r, f, v, epoch, 1, &set) < 0) return pl_fail(r->why, r->whylen, "out of memory");
+        if (transit(r, f, v, epoch, 1, &set) < 0)
+            return pl_fail(r->why, r->whylen, "out of memory");
         if (!reduces(r, f)) return 0;
     } else if (!reduces(r, f)) {
         int *av = &r->avail[(size_t)f->chunk * in->topo->ngpus + rank];
@@ -285,7 +287,8 @@ int pl_check(const pl_instance_t *in, const pl_schedule_t *s, int *epochs, char 
             f->link >= in->topo->nlinks || f->epoch < 0)
             return pl_fail(why, whylen, "flow %zu names no chunk, link or epoch of the model", i);
         if ((s->collective == PL_ALLREDUCE) != (f->phase != PL_PHASE_ONLY))
-            return pl_fail(why, whylen, "flow %zu: allreduce flows, and only they, have a phase", i);
+            return pl_fail(why, whylen, "flow %zu: allreduce flows, and only they, have a phase",
+                           i);
     }
     rc = check_capacity(&r);
     if (rc == 0) rc = replay(&r, epochs);

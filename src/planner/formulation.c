@@ -212,7 +212,8 @@ static int add_holds(build_t *b, double weight)
 
     for (int c = 0; c < b->in->nchunks; c++)
         for (int g = 0; g < t->ngpus; g++) {
-            int av = pl_state_avail(&b->st, c, g), e = b->earliest[(size_t)c * t->nnodes + t->gpu_node[g]];
+            int av = pl_state_avail(&b->st, c, g);
+            int e = b->earliest[(size_t)c * t->nnodes + t->gpu_node[g]];
             if (av <= b->w->k0) continue; /* held throughout: a constant */
             for (int k = e > b->w->k0 + 1 ? e : b->w->k0 + 1; k <= b->w->bend; k++) {
                 int must = k == b->w->bend;
@@ -233,7 +234,8 @@ static int hold_rows(build_t *b, int *cols, double *vals)
 
     for (int j = (int)m->nsends; j < m->ncols; j++) {
         if (m->cols[j].kind != PL_COL_HOLD) continue;
-        int c = m->cols[j].chunk, g = m->cols[j].where, k = m->cols[j].epoch, v = t->gpu_node[g], n = 0;
+        int c = m->cols[j].chunk, g = m->cols[j].where, k = m->cols[j].epoch;
+        int v = t->gpu_node[g], n = 0;
         int prev = col_of(&m->hold_col, b, c, t->nnodes + g, k - 1);
         cols[n] = j, vals[n++] = 1;
         if (prev >= 0) cols[n] = prev, vals[n++] = -1;
@@ -461,8 +463,10 @@ double *pl_model_values_of(const pl_instance_t *in, const pl_window_t *w, const 
     ok = ok && pl_state_init(&b.st, in, &b.prior) == 0;
     for (int j = 0; ok && j < m->ncols; j++) {
         const pl_col_t *col = &m->cols[j];
-        if (col->kind == PL_COL_HOLD) x[j] = pl_state_avail(&b.st, col->chunk, col->where) <= col->epoch;
-        if (col->kind == PL_COL_DONE) x[j] = b.st.unmet == 0 && pl_state_finish(&b.st) <= col->epoch;
+        if (col->kind == PL_COL_HOLD)
+            x[j] = pl_state_avail(&b.st, col->chunk, col->where) <= col->epoch;
+        if (col->kind == PL_COL_DONE)
+            x[j] = b.st.unmet == 0 && pl_state_finish(&b.st) <= col->epoch;
     }
     if (b.st.in != NULL) pl_state_fini(&b.st);
     pl_schedule_fini(&b.prior);

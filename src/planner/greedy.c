@@ -212,9 +212,9 @@ static int greedy_pass(const pl_instance_t *in, pl_schedule_t *sched, int from, 
             if (pl_heap_push(&todo, key, s.c) != 0) goto out;
             continue;
         }
-        if (commit(&s, r) != 0 ||
-            (st.missing[s.c] > 0 && pl_heap_push(&todo, priority(&st, s.c, s.recs[r].epoch, rarest), s.c) != 0))
-            goto out;
+        if (commit(&s, r) != 0) goto out;
+        key = priority(&st, s.c, s.recs[r].epoch, rarest);
+        if (st.missing[s.c] > 0 && pl_heap_push(&todo, key, s.c) != 0) goto out;
     }
     if (st.unmet > 0) {
         pl_fail(why, whylen, "greedy: demands left unplanned (a bug)");

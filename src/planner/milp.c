@@ -86,7 +86,8 @@ int pl_milp_solve(const pl_instance_t *in, const pl_window_t *w, const pl_schedu
     x = Cbc_bestSolution(cbc);
     res->found = x != NULL && !Cbc_isProvenInfeasible(cbc);
     /* nothing better than the start, proven: the start is optimal */
-    res->optimal = res->found ? Cbc_isProvenOptimal(cbc) : bound <= 0 && Cbc_isProvenInfeasible(cbc);
+    res->optimal =
+        res->found ? Cbc_isProvenOptimal(cbc) : bound <= 0 && Cbc_isProvenInfeasible(cbc);
     res->bound = Cbc_getBestPossibleObjValue(cbc);
     res->objective = res->found ? Cbc_getObjValue(cbc) : bound;
     for (size_t j = 0; res->found && j < m.nsends && rc == 0; j++)
@@ -113,7 +114,8 @@ int pl_milp(const pl_instance_t *in, const pl_options_t *o, pl_schedule_t *s, ch
     if (pl_greedy(in, &g, why, whylen) != 0) goto out;
     pl_schedule_prune(in, &g);
     w = (pl_window_t){ .k0 = 0, .bend = g.epochs, .prior = NULL, .integer_end = g.epochs };
-    if (pl_milp_solve(in, &w, &g, o->time_limit_s, o->gap, o->verbose, &best, &res, why, whylen) != 0)
+    if (pl_milp_solve(in, &w, &g, o->time_limit_s, o->gap, o->verbose, &best, &res, why,
+                      whylen) != 0)
         goto out;
     best.collective = PL_ALLGATHER;
     if (!res.found) {

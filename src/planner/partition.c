@@ -101,7 +101,8 @@ static int window(const pl_instance_t *in, const pl_options_t *o, int k0, int wi
         fprintf(stderr, "dfccl_plan: partition: epochs %d-%d of %d: %d columns, %s\n", k0,
                 k0 + width - 1, start.epochs, res.cols,
                 res.found ? (res.optimal ? "optimal" : "stopped at the limit")
-                : res.optimal ? "greedy's sends are optimal" : "nothing better in time, greedy's sends kept");
+                : res.optimal ? "greedy's sends are optimal"
+                              : "nothing better in time, greedy's sends kept");
 out:
     pl_schedule_fini(&start);
     pl_schedule_fini(&sol);

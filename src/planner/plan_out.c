@@ -121,6 +121,12 @@ static int by_sender(const void *a, const void *b)
     return x->to - y->to;
 }
 
+/* Whether two moves leave one rank with one chunk in one epoch. */
+static int same_send(const move_t *a, const move_t *b)
+{
+    return a->phase == b->phase && a->from == b->from && a->chunk == b->chunk && a->k == b->k;
+}
+
 /* Gathering moves: receives, and sends grouped by (sender, chunk, epoch)
  * with at most two peers a step. */
 static int gather_steps(out_t *o, int phase)
@@ -144,12 +150,10 @@ static int gather_steps(out_t *o, int phase)
         /* an allgather's own chunks come from the send buffer, anything
          * received (and an allreduce's sums) from the receive buffer */
         int src = o->s->collective == PL_ALLGATHER && m->chunk / k == m->from ? BUF_SEND : BUF_RECV;
-        for (int sub = 1; j < o->nmoves && o->moves[j].phase == phase && o->moves[j].from == m->from &&
-                          o->moves[j].chunk == m->chunk && o->moves[j].k == m->k; sub++) {
+        for (int sub = 1; j < o->nmoves && same_send(&o->moves[j], m); sub++) {
             step_t st = { KEY(m->k, 2 + sub), m->from, m->chunk, phase, -1, { o->moves[j].to, 0 },
                           1, 0, src, BUF_NONE };
-            if (j + 1 < o->nmoves && o->moves[j + 1].phase == phase && o->moves[j + 1].from == m->from &&
-                o->moves[j + 1].chunk == m->chunk && o->moves[j + 1].k == m->k)
+            if (j + 1 < o->nmoves && same_send(&o->moves[j + 1], m))
                 st.send[st.nsend++] = o->moves[++j].to;
             if (add_step(o, st) != 0) return -1;
             j++;

@@ -81,7 +81,8 @@ int pl_ring(const pl_instance_t *in, pl_schedule_t *s, char *why, size_t whylen)
 {
     const pl_topology_t *t = in->topo;
     int n = t->ngpus, k = in->chunks_per_gpu, rc = 0;
-    int *paths = malloc(sizeof(int) * (size_t)n * (size_t)t->nnodes), *len = malloc(sizeof(int) * (size_t)n);
+    int *paths = malloc(sizeof(int) * (size_t)n * (size_t)t->nnodes);
+    int *len = malloc(sizeof(int) * (size_t)n);
     pl_state_t st;
 
     if (paths == NULL || len == NULL || pl_state_init(&st, in, s) != 0) {
@@ -102,7 +103,8 @@ int pl_ring(const pl_instance_t *in, pl_schedule_t *s, char *why, size_t whylen)
                 int c = ((r - j + n) % n) * k + i;
                 int from = pl_state_avail(&st, c, r);
                 if (from == INT_MAX) {
-                    rc = pl_fail(why, whylen, "ring: a chunk is forwarded before it is held (a bug)");
+                    rc = pl_fail(why, whylen, "ring: a chunk is forwarded before it is held "
+                                 "(a bug)");
                     break;
                 }
                 if (send_along(&st, c, &paths[(size_t)r * t->nnodes], len[r], from) != 0)

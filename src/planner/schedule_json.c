@@ -73,7 +73,8 @@ static int read_flow(json_object *o, size_t i, const pl_topology_t *t, pl_schedu
     json_object *chunk, *v;
     int owner, index, src, dst, epoch, phase = PL_PHASE_ONLY, u, w, link;
 
-    if (!json_object_is_type(o, json_type_object) || get(o, "chunk", json_type_array, &chunk) != 0 ||
+    if (!json_object_is_type(o, json_type_object) ||
+        get(o, "chunk", json_type_array, &chunk) != 0 ||
         json_object_array_length(chunk) != 2 ||
         !json_object_is_type(json_object_array_get_idx(chunk, 0), json_type_int) ||
         !json_object_is_type(json_object_array_get_idx(chunk, 1), json_type_int) ||
@@ -93,7 +94,8 @@ static int read_flow(json_object *o, size_t i, const pl_topology_t *t, pl_schedu
     u = pl_topology_node(t, src);
     w = pl_topology_node(t, dst);
     link = u >= 0 && w >= 0 ? pl_topology_link(t, u, w) : -1;
-    if (link < 0) return pl_fail(why, whylen, "flow %zu: no link %d->%d in the topology", i, src, dst);
+    if (link < 0)
+        return pl_fail(why, whylen, "flow %zu: no link %d->%d in the topology", i, src, dst);
     if (epoch < 0) return pl_fail(why, whylen, "flow %zu: epoch %d is negative", i, epoch);
     if (json_object_object_get_ex(o, "phase", &v)) {
         const char *p = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";

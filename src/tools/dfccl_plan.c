@@ -59,7 +59,8 @@ static int number(const char *s, double lo, double hi, double *out)
 static int parse(int argc, char **argv, args_t *a)
 {
     static const struct option longopts[] = {
-        { "topology", required_argument, NULL, 't' }, { "collective", required_argument, NULL, 'c' },
+        { "topology", required_argument, NULL, 't' },
+        { "collective", required_argument, NULL, 'c' },
         { "bytes", required_argument, NULL, 'b' },    { "chunks", required_argument, NULL, 'k' },
         { "epoch", required_argument, NULL, 'e' },    { "method", required_argument, NULL, 'm' },
         { "time-limit", required_argument, NULL, 'l' }, { "gap", required_argument, NULL, 'g' },
@@ -143,7 +144,8 @@ static void report(const pl_schedule_t *s, const pl_topology_t *t)
            s->chunks_per_gpu == 1 ? "" : "s", s->chunk_bytes);
     printf("epochs:           %d of %.6g us\n", s->epochs, epoch_us);
     printf("modelled finish:  %.3f us\n", finish);
-    printf("algbw:            %.3f GB/s\n", finish > 0 ? (double)s->output_bytes / finish / 1e3 : 0.0);
+    printf("algbw:            %.3f GB/s\n",
+           finish > 0 ? (double)s->output_bytes / finish / 1e3 : 0.0);
     printf("solver time:      %.3f s (method %s)\n", s->solver_s, s->method[0] ? s->method : "?");
 }
 
@@ -179,7 +181,8 @@ static int check(const args_t *a, const pl_topology_t *t)
         printf("%s: invalid: %s\n", a->check, why);
         return 1;
     }
-    if (pl_instance_init(&in, t, s.chunks_per_gpu, s.chunk_bytes, s.epoch_s, why, sizeof(why)) != 0) {
+    if (pl_instance_init(&in, t, s.chunks_per_gpu, s.chunk_bytes, s.epoch_s, why,
+                         sizeof(why)) != 0) {
         printf("%s: invalid: %s\n", a->check, why);
     } else {
         if (pl_check(&in, &s, &epochs, why, sizeof(why)) != 0) {
@@ -206,7 +209,8 @@ static int plan(const args_t *a, const pl_topology_t *t)
     double epoch_s = pl_epoch_length(t, pl_chunk_bytes(t, a->bytes, a->chunks), a->epoch);
     int rc = 0;
 
-    if (pl_plan(t, a->collective, a->bytes, a->chunks, epoch_s, &a->opt, &s, why, sizeof(why)) != 0) {
+    if (pl_plan(t, a->collective, a->bytes, a->chunks, epoch_s, &a->opt, &s, why,
+                sizeof(why)) != 0) {
         fprintf(stderr, "dfccl_plan: %s\n", why);
         return 1;
     }

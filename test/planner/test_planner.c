@@ -1,8 +1,9 @@
 /*
  * test_planner.c - the planner on topologies small enough that the best
- * schedule is known by hand (the reasoning is at the table of cases): every method must yield a schedule the checker accepts, the exact
- * ones must reach the optimum, none may beat it; reduce-scatter and
- * allreduce come out as the reversal and the sum; sizes parse as written.
+ * schedule is known by hand (the reasoning is at the table of cases): every
+ * method must yield a schedule the checker accepts, the exact ones must
+ * reach the optimum, none may beat it; reduce-scatter and allreduce come
+ * out as the reversal and the sum; sizes parse as written.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,7 +153,8 @@ static void test_case(const case_t *c)
         EXPECT(s.epochs >= c->best, "%s: %d epochs, below the optimum %d (model broken)", what,
                s.epochs, c->best);
         if (methods[i].exact == ALWAYS || (methods[i].exact == EASY && !c->hard))
-            EXPECT(s.epochs == c->best, "%s: %d epochs, the optimum is %d", what, s.epochs, c->best);
+            EXPECT(s.epochs == c->best, "%s: %d epochs, the optimum is %d", what, s.epochs,
+                   c->best);
         recheck(t, &s, what);
         pl_schedule_fini(&s);
     }
