@@ -3,6 +3,7 @@
 set -euo pipefail
 packages=(build-essential autoconf automake libtool pkg-config
           libopenmpi-dev openmpi-bin libhwloc-dev libucx-dev libjson-c-dev spin
+          coinor-libcbc-dev coinor-libclp-dev
           python3-mpi4py python3-numpy)
 missing=()
 for p in "${packages[@]}"; do
