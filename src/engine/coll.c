@@ -47,6 +47,49 @@ void dfccl_coll_enter(dfccl_comm_t *comm, dfccl_coll_t *coll, const dfccl_coll_a
                 args->priority);
 }
 
+/* Steps a host collective's program may need on comm. */
+static uint32_t coll_max_steps(const dfccl_comm_t *comm)
+{
+    uint32_t cap = dfccl_plan_max_steps(comm->size);
+    return comm->host != NULL && comm->host->plan_steps > cap ? comm->host->plan_steps : cap;
+}
+
+/* The call's whole buffer in bytes, as plan files state their sizes. */
+static uint64_t call_bytes(const dfccl_comm_t *comm, const dfccl_coll_args_t *args)
+{
+    uint64_t n = args->count;
+
+    if (args->type == DFCCL_COLL_ALLGATHER) n *= (uint64_t)comm->size;
+    if (args->type == DFCCL_COLL_REDUCE_SCATTER)
+        for (int r = n = 0; r < comm->size; r++) n += args->counts[r];
+    return n * dfccl_dtype_size(args->dtype);
+}
+
+/* The first plan file of the communicator that serves the call builds this
+ * rank's program: the same one on every rank, since all ranks took the
+ * same plans and the call is the same everywhere. *used is NULL when none
+ * serves it. */
+static dfccl_status_t coll_plan_file(const dfccl_comm_t *comm, const dfccl_coll_args_t *args,
+                                     const dfccl_plan_call_t *call, dfccl_plan_t *plan,
+                                     const dfccl_plan_file_t **used)
+{
+    const dfccl_host_t *h = comm->host;
+    uint64_t bytes = h->nplans > 0 ? call_bytes(comm, args) : 0;
+
+    *used = NULL;
+    for (int i = 0; i < h->nplans; i++) {
+        dfccl_status_t status;
+        if (dfccl_plan_file_type(h->plans[i]) != args->type ||
+            !dfccl_plan_file_serves_bytes(h->plans[i], bytes))
+            continue;
+        status = dfccl_plan_file_build(h->plans[i], call, comm->rank, plan);
+        if (status == DFCCL_ERR_UNSUPPORTED) continue;   /* e.g. in place, unequal counts */
+        if (status == DFCCL_OK) *used = h->plans[i];
+        return status;
+    }
+    return DFCCL_OK;
+}
+
 /* The algorithm for the call and this rank's program of it, its peers
  * mapped onto the communicator's connections. */
 static dfccl_status_t coll_plan(dfccl_comm_t *comm, const dfccl_coll_args_t *args, int in_place,
@@ -55,16 +98,19 @@ static dfccl_status_t coll_plan(dfccl_comm_t *comm, const dfccl_coll_args_t *arg
     const dfccl_config_t *cfg = &comm->context->config;
     const dfccl_host_t *h = comm->host;
     dfccl_plan_call_t call = { args->type, in_place, args->count, args->counts };
-    uint32_t cap = dfccl_plan_max_steps(comm->size);
+    uint32_t cap = coll_max_steps(comm);
     dfccl_step_peers_t peers_buf[64], *peers = peers_buf;
+    const dfccl_plan_file_t *file;
     dfccl_plan_t plan;
     dfccl_status_t status;
 
     if (cap > 64 && (peers = malloc(sizeof(*peers) * cap)) == NULL) return DFCCL_ERR_NO_MEMORY;
+    plan = (dfccl_plan_t){ coll->steps, peers, 0, cap, 0 };
+    status = coll_plan_file(comm, args, &call, &plan, &file);
     coll->algo = dfccl_plan_choose(&call, &h->topo, dfccl_dtype_size(args->dtype),
                                    (dfccl_algo_t)cfg->algorithm, cfg->rd_max_bytes);
-    plan = (dfccl_plan_t){ coll->steps, peers, 0, cap, 0 };
-    status = dfccl_plan_build(coll->algo, &call, &h->topo, comm->rank, &plan);
+    if (status == DFCCL_OK && file == NULL)
+        status = dfccl_plan_build(coll->algo, &call, &h->topo, comm->rank, &plan);
     for (uint32_t i = 0; status == DFCCL_OK && i < plan.nsteps; i++) {
         dfccl_step_t *s = &coll->steps[i];
         if (s->recv) {
@@ -82,10 +128,19 @@ static dfccl_status_t coll_plan(dfccl_comm_t *comm, const dfccl_coll_args_t *arg
     }
     if (status != DFCCL_OK)   /* an algorithm that names a peer without a connection: a bug */
         dfccl_error("comm %#llx: rank %d cannot run the %s plan of %s: %s",
-                    (unsigned long long)comm->key, comm->rank, dfccl_algo_name(coll->algo),
+                    (unsigned long long)comm->key, comm->rank,
+                    file != NULL ? dfccl_plan_file_name(file) : dfccl_algo_name(coll->algo),
                     dfccl_coll_type_name(args->type), dfccl_status_string(status));
     coll->exec.nsteps = plan.nsteps;
-    if (status == DFCCL_OK) dfccl_stats_add_algorithm(coll->algo);
+    if (status == DFCCL_OK && file != NULL) {
+        coll->plan_name = dfccl_plan_file_name(file);
+        dfccl_debug("comm %#llx: %s of %zu elements runs plan file %s",
+                    (unsigned long long)comm->key, dfccl_coll_type_name(args->type),
+                    coll->total_count, dfccl_plan_file_name(file));
+        dfccl_stats_add_algorithm(DFCCL_STATS_PLAN_FILE);
+    } else if (status == DFCCL_OK) {
+        dfccl_stats_add_algorithm(coll->algo);
+    }
     if (peers != peers_buf) free(peers);
     return status;
 }
@@ -94,7 +149,7 @@ dfccl_status_t dfccl_coll_new(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
                               int with_plan, dfccl_coll_t **coll_p)
 {
     const dfccl_config_t *cfg = &comm->context->config;
-    uint32_t max_steps = with_plan ? dfccl_plan_max_steps(comm->size) : 0;
+    uint32_t max_steps = with_plan ? coll_max_steps(comm) : 0;
     int in_place = args->sendbuf == DFCCL_IN_PLACE;
     dfccl_coll_t *coll;
     dfccl_status_t status;

@@ -76,6 +76,7 @@ static int check_double(const char *field, double v, double min, double max)
 #define KNOB_CHECK_INT(f, mca, min, max, m)      check_int(#f, config->f, min, max)
 #define KNOB_CHECK_DOUBLE(f, mca, min, max, m)   check_double(#f, config->f, min, max)
 #define KNOB_CHECK_BOOL(f, mca, min, max, m)     0   /* any int: 0 off, else on */
+#define KNOB_CHECK_STRING(f, mca, min, max, m)   0   /* whoever reads it says what is wrong */
 
 dfccl_status_t dfccl_config_check(const dfccl_config_t *config, unsigned groups)
 {

@@ -27,6 +27,12 @@ dfccl_status_t dfccl_context_create(const dfccl_config_t *config, dfccl_context_
      * elements of every type (slot_bytes' lower bound is such a multiple) */
     ctx->config.slot_bytes &= ~(size_t)15;
     dfccl_log_level = ctx->config.verbose;
+    /* read now, not kept: the caller's string need not outlive this call */
+    if (dfccl_plan_set_load(ctx->config.plan_dir, &ctx->plans) != DFCCL_OK) {
+        free(ctx);
+        return DFCCL_ERR_NO_MEMORY;
+    }
+    ctx->config.plan_dir = NULL;
     dfccl_watch_install_dump_signal();
     pthread_mutex_init(&ctx->gpu_lock, NULL);
     pthread_mutex_init(&ctx->net_lock, NULL);
@@ -39,6 +45,7 @@ dfccl_status_t dfccl_context_create(const dfccl_config_t *config, dfccl_context_
         dfccl_queue_fini(&ctx->submit);
         pthread_mutex_destroy(&ctx->gpu_lock);
         pthread_mutex_destroy(&ctx->net_lock);
+        dfccl_plan_set_free(&ctx->plans);
         free(ctx);
         return DFCCL_ERR_SYSTEM;
     }
@@ -60,6 +67,7 @@ void dfccl_context_destroy(dfccl_context_t *ctx)
     dfccl_queue_fini(&ctx->submit);
     pthread_mutex_destroy(&ctx->gpu_lock);
     pthread_mutex_destroy(&ctx->net_lock);
+    dfccl_plan_set_free(&ctx->plans);
     free(ctx);
 }
 

@@ -11,6 +11,7 @@
 #include "host_comm.h"
 #include "fifo.h"
 #include "plan.h"
+#include "plan_set.h"
 #include "queue.h"
 #include "sched_policy.h"
 #include "shm.h"
@@ -42,6 +43,7 @@ typedef struct dfccl_coll {
     int                checked;     /* the sending peer's identity matched */
     uint64_t           next_live_check_ns; /* blocked time at which peers' pids are checked */
     dfccl_algo_t       algo;
+    const char        *plan_name;   /* the plan file it runs, or NULL (built-in algo) */
     int                crosses;     /* its plan uses a link to another node */
     dfccl_step_t       steps[];     /* the plan */
 } dfccl_coll_t;
@@ -82,6 +84,7 @@ struct dfccl_context {
     pthread_mutex_t  net_lock;      /* creation of the network side */
     dfccl_net_t     *net;           /* NULL until a communicator spans nodes (atomic) */
     struct dfccl_gpu *gpu;          /* NULL until the first GPU communicator */
+    dfccl_plan_set_t plans;         /* plan_dir's plan files */
 };
 
 void dfccl_comm_release(dfccl_comm_t *comm);

@@ -248,7 +248,8 @@ static dfccl_status_t parse_step(const dfccl_plan_file_t *pf, int rank, uint32_t
 
 static const char *const program_keys[] = { "rank", "steps", "comment", NULL };
 static const char *const plan_keys[] = { "format", "version", "name", "comment", "collective",
-                                         "ranks", "chunks", "programs", NULL };
+                                         "ranks", "chunks", "programs", "nodes", "min_bytes",
+                                         "max_bytes", NULL };
 
 static dfccl_status_t parse_program(dfccl_plan_file_t *pf, size_t index, json_object *prog,
                                     pf_why_t *why)
@@ -326,12 +327,51 @@ static dfccl_status_t parse_header(dfccl_plan_file_t *pf, json_object *root, pf_
     return DFCCL_OK;
 }
 
+/* Where the plan applies: "nodes" (each rank's node, numbered by first
+ * rank, as the engine numbers a communicator's nodes) and the sizes. */
+static dfccl_status_t parse_scope(dfccl_plan_file_t *pf, json_object *root, pf_why_t *why)
+{
+    json_object *v;
+    int64_t x;
+    int32_t next = 0;
+
+    pf->min_bytes = 0;
+    pf->max_bytes = UINT64_MAX;
+    if (json_object_object_get_ex(root, "min_bytes", &v)) {
+        if (int_in(v, 0, INT64_MAX, &x) <= 0)
+            return pf_fail(why, "\"min_bytes\" must be a non-negative integer");
+        pf->min_bytes = (uint64_t)x;
+    }
+    if (json_object_object_get_ex(root, "max_bytes", &v)) {
+        if (int_in(v, 0, INT64_MAX, &x) <= 0)
+            return pf_fail(why, "\"max_bytes\" must be a non-negative integer");
+        pf->max_bytes = (uint64_t)x;
+    }
+    if (pf->min_bytes > pf->max_bytes)
+        return pf_fail(why, "\"min_bytes\" %llu is above \"max_bytes\" %llu",
+                       (unsigned long long)pf->min_bytes, (unsigned long long)pf->max_bytes);
+    if (!json_object_object_get_ex(root, "nodes", &v) || v == NULL) return DFCCL_OK;
+    if (!json_object_is_type(v, json_type_array) ||
+        json_object_array_length(v) != (size_t)pf->ranks)
+        return pf_fail(why, "\"nodes\" must list the node of each of the %d ranks", pf->ranks);
+    if ((pf->nodes = malloc(sizeof(int32_t) * (size_t)pf->ranks)) == NULL) return DFCCL_ERR_NO_MEMORY;
+    for (int r = 0; r < pf->ranks; r++) {
+        if (int_in(json_object_array_get_idx(v, (size_t)r), 0, next, &x) <= 0)
+            return pf_fail(why, "\"nodes\"[%d] must be a node already named or %d: nodes are"
+                           " numbered in order of their first rank", r, next);
+        pf->nodes[r] = (int32_t)x;
+        if (x == next) next++;
+    }
+    return DFCCL_OK;
+}
+
 static dfccl_status_t parse_plan(dfccl_plan_file_t *pf, json_object *root, pf_why_t *why)
 {
     json_object *progs;
     size_t n;
     dfccl_status_t status = parse_header(pf, root, why);
 
+    if (status == DFCCL_OK) status = parse_scope(pf, root, why);
     if (status != DFCCL_OK) return status;
     if (!json_object_object_get_ex(root, "programs", &progs) || !json_object_is_type(progs, json_type_array))
         return pf_fail(why, "\"programs\" must be a list of the ranks' programs");
@@ -376,6 +416,7 @@ void dfccl_plan_file_free(dfccl_plan_file_t *pf)
     free(pf->link_from);
     free(pf->link_to);
     free(pf->name);
+    free(pf->nodes);
     free(pf);
 }
 
@@ -411,6 +452,8 @@ dfccl_status_t dfccl_plan_file_parse(const char *text, size_t len, dfccl_plan_fi
     }
     status = parse_plan(pf, root, &why);
     if (status == DFCCL_OK) status = check_plan(pf, &why);
+    pf->digest = 14695981039346656037ull;   /* FNV-1a: ranks compare plans by it */
+    for (size_t i = 0; i < len; i++) pf->digest = (pf->digest ^ (unsigned char)text[i]) * 1099511628211ull;
 out:
     if (root != NULL) json_object_put(root);
     if (tok != NULL) json_tokener_free(tok);

@@ -51,6 +51,19 @@ const char *dfccl_plan_file_name(const dfccl_plan_file_t *pf);
 uint32_t dfccl_plan_file_max_steps(const dfccl_plan_file_t *pf);
 
 /*
+ * Where a plan applies (docs/plan-format.md, "Where a plan applies"):
+ * fits is 1 when the plan is for communicators of size ranks laid out on
+ * nodes as node[] (node of each rank, numbered by first rank) or names no
+ * layout; serves_bytes is 1 when a call whose whole buffer has bytes bytes
+ * (allreduce: count x type size; allgather, reduce-scatter: all ranks'
+ * blocks) is within the plan's sizes. The digest tells plans apart: ranks
+ * compare digests to use the same plans.
+ */
+int dfccl_plan_file_fits(const dfccl_plan_file_t *pf, int size, const int *node);
+int dfccl_plan_file_serves_bytes(const dfccl_plan_file_t *pf, uint64_t bytes);
+uint64_t dfccl_plan_file_digest(const dfccl_plan_file_t *pf);
+
+/*
  * 1 when the plan also serves in-place calls (the send buffer's chunks
  * then live at their places in the receive buffer, and the plan still
  * gives the right result); else 0, and *why (when why is not NULL) says

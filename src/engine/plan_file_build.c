@@ -73,6 +73,21 @@ static void chunk_span(const dfccl_plan_file_t *pf, uint64_t count, dfccl_buf_t 
     *len = last + last_len - first;
 }
 
+int dfccl_plan_file_fits(const dfccl_plan_file_t *pf, int size, const int *node)
+{
+    if (pf->ranks != size) return 0;
+    for (int r = 0; pf->nodes != NULL && r < size; r++)
+        if (pf->nodes[r] != node[r]) return 0;
+    return 1;
+}
+
+int dfccl_plan_file_serves_bytes(const dfccl_plan_file_t *pf, uint64_t bytes)
+{
+    return bytes >= pf->min_bytes && bytes <= pf->max_bytes;
+}
+
+uint64_t dfccl_plan_file_digest(const dfccl_plan_file_t *pf) { return pf->digest; }
+
 /* Whether the plan serves the call; count: elements per block. */
 static dfccl_status_t call_served(const dfccl_plan_file_t *pf, const dfccl_plan_call_t *call,
                                   uint64_t *count)

@@ -43,6 +43,11 @@ struct dfccl_plan_file {
     uint32_t           nlinks;
     int32_t           *link_from, *link_to;
     int                in_place;   /* serves in-place calls */
+    /* where it applies (optional keys): every rank's node, numbered by
+     * first rank (NULL: any layout), and the calls' whole-buffer bytes */
+    int32_t           *nodes;
+    uint64_t           min_bytes, max_bytes;
+    uint64_t           digest;     /* of the file's text */
     char               in_place_why[256];
 };
 

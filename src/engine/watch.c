@@ -215,7 +215,8 @@ void dfccl_watch_timeout(dfccl_coll_t *coll, double idle_sec)
                 x->waiting == DFCCL_WAIT_SEND ? "a free slot at" : "data from", x->wait_peer,
                 (unsigned long long)__atomic_load_n(&f->ctrl->tail, __ATOMIC_ACQUIRE),
                 (unsigned long long)__atomic_load_n(&f->ctrl->head, __ATOMIC_ACQUIRE), f->nslots,
-                dfccl_algo_name(coll->algo), comm->size > 1 ? "; its peers:" : "");
+                coll->plan_name != NULL ? coll->plan_name : dfccl_algo_name(coll->algo),
+                comm->size > 1 ? "; its peers:" : "");
     watch_print_peers(coll, "   ");
     snprintf(why, sizeof(why), "%s #%llu made no progress for %.1f s (waiting for %s rank %d)",
              dfccl_coll_type_name(coll->type), (unsigned long long)coll->seq, idle_sec,

@@ -46,6 +46,7 @@ typedef struct {
     size_t *next_leave; /* flow -> next flow leaving the same switch transit, +1 */
     char *why;
     size_t whylen;
+    uint64_t min_bytes, max_bytes;   /* the calls the plan serves */
 } out_t;
 
 /* Keys: epochs apart by far more than any nudge a step gets. */
@@ -371,11 +372,27 @@ static int write_json(out_t *o, const char *path)
     int n = o->in->topo->ngpus;
 
     if (f == NULL) return pl_fail(o->why, o->whylen, "%s: %s", path, strerror(errno));
+    int *host = malloc(sizeof(int) * (size_t)n);
+
+    if (host == NULL) {
+        fclose(f);
+        return pl_fail(o->why, o->whylen, "out of memory");
+    }
     fprintf(f, "{ \"format\": \"dfccl-plan\", \"version\": 1, \"name\": \"%s-%d-planned\",\n"
                "  \"comment\": \"from a %s schedule of %d epochs (dfccl_plan)\",\n"
-               "  \"collective\": \"%s\", \"ranks\": %d, \"chunks\": %d,\n  \"programs\": [",
+               "  \"collective\": \"%s\", \"ranks\": %d, \"chunks\": %d,\n",
             names[o->s->collective], n, o->s->method, o->s->epochs, names[o->s->collective], n,
             o->in->nchunks);
+    /* where it applies: the hosts it was planned on, the sizes asked for */
+    if (pl_topology_hosts(o->in->topo, host) == 0) {
+        fprintf(f, "  \"nodes\": [");
+        for (int r = 0; r < n; r++) fprintf(f, "%s%d", r ? ", " : "", host[r]);
+        fprintf(f, "],\n");
+    }
+    free(host);
+    fprintf(f, "  \"min_bytes\": %llu,", (unsigned long long)o->min_bytes);
+    if (o->max_bytes != UINT64_MAX) fprintf(f, " \"max_bytes\": %llu,", (unsigned long long)o->max_bytes);
+    fprintf(f, "\n  \"programs\": [");
     for (int r = 0, i = 0; r < n; r++) {
         int first = 1;
         fprintf(f, "%s\n    { \"rank\": %d, \"steps\": [", r ? "," : "", r);
@@ -399,9 +416,10 @@ static int write_json(out_t *o, const char *path)
 }
 
 int pl_plan_file_write(const pl_instance_t *in, const pl_schedule_t *s, const char *path,
-                       char *why, size_t whylen)
+                       uint64_t min_bytes, uint64_t max_bytes, char *why, size_t whylen)
 {
-    out_t o = { .in = in, .s = s, .why = why, .whylen = whylen };
+    out_t o = { .in = in, .s = s, .why = why, .whylen = whylen, .min_bytes = min_bytes,
+                .max_bytes = max_bytes };
     int rc = -1, k = in->chunks_per_gpu;
 
     pl_fail(why, whylen, "out of memory");

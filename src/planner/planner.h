@@ -22,6 +22,7 @@ typedef struct {
     int id;          /* as the topology file names it */
     pl_kind_t kind;
     int rank;        /* GPUs: position in ascending id order; switches: -1 */
+    char host[64];   /* the "host" it is on, "" when the file names none */
 } pl_node_t;
 
 typedef struct {
@@ -45,6 +46,10 @@ int pl_topology_load(const char *path, pl_topology_t **out, char *why, size_t wh
  * an allgather on it, then reversed in time). */
 pl_topology_t *pl_topology_transpose(const pl_topology_t *t);
 void pl_topology_free(pl_topology_t *t);
+/* Every GPU's host, numbered in rank order of first appearance (as the
+ * engine numbers a communicator's nodes), into host[ngpus]; -1 (host
+ * untouched) when some GPU names no host. */
+int pl_topology_hosts(const pl_topology_t *t, int *host);
 /* Node index of a file id, -1 when there is none. */
 int pl_topology_node(const pl_topology_t *t, int id);
 /* Link index from node src to node dst, -1 when there is none. */
@@ -186,8 +191,11 @@ int pl_plan(const pl_topology_t *t, pl_collective_t coll, uint64_t output_bytes,
             int chunks_per_gpu, double epoch_s, const pl_options_t *o, pl_schedule_t *s,
             char *why, size_t whylen);
 
-/* Writes the engine's plan file (docs/plan-format.md) for a checked schedule. */
+/* Writes the engine's plan file (docs/plan-format.md) for a checked
+ * schedule, to serve calls of min_bytes to max_bytes (whole buffer;
+ * UINT64_MAX: no upper bound) on the topology's hosts (when every GPU
+ * names one). */
 int pl_plan_file_write(const pl_instance_t *in, const pl_schedule_t *s, const char *path,
-                       char *why, size_t whylen);
+                       uint64_t min_bytes, uint64_t max_bytes, char *why, size_t whylen);
 
 #endif

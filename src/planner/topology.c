@@ -154,6 +154,20 @@ static int get_number(json_object *o, const char *key, double dflt, double *out)
     return 0;
 }
 
+int pl_topology_hosts(const pl_topology_t *t, int *host)
+{
+    for (int r = 0; r < t->ngpus; r++)
+        if (t->nodes[t->gpu_node[r]].host[0] == '\0') return -1;
+    for (int r = 0, n = 0; r < t->ngpus; r++) {
+        host[r] = -1;
+        for (int q = 0; q < r && host[r] < 0; q++)
+            if (strcmp(t->nodes[t->gpu_node[q]].host, t->nodes[t->gpu_node[r]].host) == 0)
+                host[r] = host[q];
+        if (host[r] < 0) host[r] = n++;
+    }
+    return 0;
+}
+
 static int read_nodes(json_object *arr, pl_topology_t *t, char *why, size_t whylen)
 {
     t->nnodes = (int)json_object_array_length(arr);
@@ -173,6 +187,13 @@ static int read_nodes(json_object *arr, pl_topology_t *t, char *why, size_t whyl
         else return pl_fail(why, whylen, "node %d: kind \"%s\" is neither gpu nor switch",
                             t->nodes[i].id, kind);
         if (t->nodes[i].kind == PL_GPU) t->ngpus++;
+        if (json_object_object_get_ex(o, "host", &k)) {
+            if (!json_object_is_type(k, json_type_string) || json_object_get_string_len(k) == 0 ||
+                json_object_get_string_len(k) >= (int)sizeof(t->nodes[i].host))
+                return pl_fail(why, whylen, "node %d: \"host\" must be a name of 1 to %zu"
+                               " characters", t->nodes[i].id, sizeof(t->nodes[i].host) - 1);
+            strcpy(t->nodes[i].host, json_object_get_string(k));
+        }
     }
     qsort(t->nodes, (size_t)t->nnodes, sizeof(*t->nodes), by_id);
     for (int i = 1; i < t->nnodes; i++)

@@ -19,6 +19,8 @@ typedef struct {
     const char *topology, *schedule, *check, *plan_dir;
     pl_collective_t collective;
     uint64_t bytes;
+    uint64_t serve_min, serve_max;   /* calls the plan file serves */
+    int serve_set;
     int chunks;
     pl_epoch_rule_t epoch;
     pl_options_t opt;
@@ -31,12 +33,15 @@ static void usage(FILE *out)
             "                  --bytes SIZE [--chunks K] [--epoch fast|slow]\n"
             "                  [--method auto|milp|lp|partition|greedy|ring] [--time-limit S]\n"
             "                  [--gap G] [--window EPOCHS] [--quiet]\n"
-            "                  --schedule OUT.json [--plan-dir DIR]\n"
+            "                  --schedule OUT.json [--plan-dir DIR [--serve MIN:MAX]]\n"
             "       dfccl_plan --check SCHEDULE.json --topology FILE\n"
             "Plans the collective as a flow over time on the topology and writes the\n"
             "schedule (and with --plan-dir the engine's plan file); --check replays a\n"
             "schedule on the model. SIZE is the whole buffer (allgather's output,\n"
-            "reduce-scatter's input), plain or with K M G (10^3..) or Ki Mi Gi (2^10..).\n");
+            "reduce-scatter's input), plain or with K M G (10^3..) or Ki Mi Gi (2^10..).\n"
+            "The plan file serves calls whose whole buffer is MIN to MAX bytes (either\n"
+            "may be left out: no bound); by default the power-of-two class of SIZE,\n"
+            "2^k <= SIZE < 2^(k+1).\n");
 }
 
 static int bad(const char *fmt, const char *what)
@@ -45,6 +50,22 @@ static int bad(const char *fmt, const char *what)
     fprintf(stderr, fmt, what);
     fprintf(stderr, " (--help for usage)\n");
     return 2;
+}
+
+/* MIN:MAX, each a size as --bytes takes it or empty (no bound). */
+static int parse_serve(const char *s, uint64_t *lo, uint64_t *hi)
+{
+    const char *colon = strchr(s, ':');
+    char min[64];
+
+    if (colon == NULL || (size_t)(colon - s) >= sizeof(min)) return -1;
+    memcpy(min, s, (size_t)(colon - s));
+    min[colon - s] = '\0';
+    *lo = 0;
+    *hi = UINT64_MAX;
+    if (min[0] != '\0' && pl_parse_bytes(min, lo) != 0) return -1;
+    if (colon[1] != '\0' && pl_parse_bytes(colon + 1, hi) != 0) return -1;
+    return *lo <= *hi ? 0 : -1;
 }
 
 static int number(const char *s, double lo, double hi, double *out)
@@ -66,6 +87,7 @@ static int parse(int argc, char **argv, args_t *a)
         { "time-limit", required_argument, NULL, 'l' }, { "gap", required_argument, NULL, 'g' },
         { "window", required_argument, NULL, 'w' },   { "schedule", required_argument, NULL, 's' },
         { "plan-dir", required_argument, NULL, 'p' }, { "check", required_argument, NULL, 'x' },
+        { "serve", required_argument, NULL, 'v' },
         { "quiet", no_argument, NULL, 'q' },          { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 }
     };
@@ -120,6 +142,11 @@ static int parse(int argc, char **argv, args_t *a)
             if (number(optarg, 1, 1e6, &v) != 0 || v != (int)v)
                 return bad("--window %s: a whole number of epochs", optarg);
             a->opt.window = (int)v;
+            break;
+        case 'v':
+            if (parse_serve(optarg, &a->serve_min, &a->serve_max) != 0)
+                return bad("--serve %s: MIN:MAX in bytes (as SIZE), either may be empty", optarg);
+            a->serve_set = 1;
             break;
         case 'h': usage(stdout); exit(0);
         default: return bad("%s: unknown option or missing value", argv[optind - 1]);
@@ -223,14 +250,19 @@ static int plan(const args_t *a, const pl_topology_t *t)
     if (rc == 0) printf("schedule:         %s\n", a->schedule);
     if (rc == 0 && a->plan_dir != NULL) {
         pl_instance_t in = { 0 };
-        snprintf(path, sizeof(path), "%s/%s_%d.json", a->plan_dir,
-                 pl_collective_name(a->collective), t->ngpus);
+        uint64_t lo = a->serve_min, hi = a->serve_max;
+        if (!a->serve_set) {   /* the power-of-two class of the planned size */
+            for (lo = 1; lo <= a->bytes / 2; lo *= 2) {}
+            hi = lo * 2 - 1;
+        }
+        snprintf(path, sizeof(path), "%s/%s_%d_%llu.json", a->plan_dir,
+                 pl_collective_name(a->collective), t->ngpus, (unsigned long long)a->bytes);
         if (mkdir(a->plan_dir, 0777) != 0 && errno != EEXIST) {
             fprintf(stderr, "dfccl_plan: %s: %s\n", a->plan_dir, strerror(errno));
             rc = 1;
         } else if (pl_instance_init(&in, t, s.chunks_per_gpu, s.chunk_bytes, s.epoch_s, why,
                                     sizeof(why)) != 0 ||
-                   pl_plan_file_write(&in, &s, path, why, sizeof(why)) != 0) {
+                   pl_plan_file_write(&in, &s, path, lo, hi, why, sizeof(why)) != 0) {
             fprintf(stderr, "dfccl_plan: plan file: %s\n", why);
             rc = 1;
         } else {

@@ -233,6 +233,60 @@ static void check_texts(void)
                                 sizeof(why)) == DFCCL_ERR_SYSTEM, "a missing file was not refused");
 }
 
+/* Where a plan applies: "nodes", "min_bytes", "max_bytes". */
+#define PAIR_HEAD "{\"format\": \"dfccl-plan\", \"version\": 1, \"collective\": \"allreduce\"," \
+                  " \"ranks\": 2, \"chunks\": 1, "
+#define PAIR_PROGRAMS "\"programs\": [{\"rank\": 0, \"steps\": [{\"send\": [1], \"chunk\": 0," \
+    " \"src\": \"send\"}, {\"recv\": 1, \"reduce\": true, \"chunk\": 0, \"src\": \"send\"," \
+    " \"dst\": \"recv\"}]}, {\"rank\": 1, \"steps\": [{\"send\": [0], \"chunk\": 0," \
+    " \"src\": \"send\"}, {\"recv\": 0, \"reduce\": true, \"chunk\": 0, \"src\": \"send\"," \
+    " \"dst\": \"recv\"}]}]}"
+static void check_scope(void)
+{
+    static const struct { const char *scope, *says; } bad[] = {
+        { "\"nodes\": [0], ", "\"nodes\" must list the node of each of the 2 ranks" },
+        { "\"nodes\": [1, 0], ", "\"nodes\"[0] must be a node already named or 0" },
+        { "\"nodes\": [0, 2], ", "\"nodes\"[1] must be a node already named or 1" },
+        { "\"min_bytes\": -1, ", "\"min_bytes\" must be a non-negative integer" },
+        { "\"max_bytes\": \"1M\", ", "\"max_bytes\" must be a non-negative integer" },
+        { "\"min_bytes\": 9, \"max_bytes\": 8, ", "\"min_bytes\" 9 is above \"max_bytes\" 8" },
+    };
+    const int same[2] = { 0, 0 }, apart[2] = { 0, 1 };
+    char text[1024], why[256];
+    dfccl_plan_file_t *pf = NULL, *other = NULL;
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(text, sizeof(text), PAIR_HEAD "%s" PAIR_PROGRAMS, bad[i].scope);
+        EXPECT(dfccl_plan_file_parse(text, strlen(text), &pf, why, sizeof(why)) ==
+               DFCCL_ERR_INVALID_PARAM && pf == NULL, "scope %zu accepted", i);
+        EXPECT(strstr(why, bad[i].says) != NULL, "scope %zu says \"%s\", not \"%s\"", i, why,
+               bad[i].says);
+        pf = NULL;
+    }
+    snprintf(text, sizeof(text), PAIR_HEAD "\"nodes\": [0, 1], \"min_bytes\": 8, \"max_bytes\": 64, "
+             PAIR_PROGRAMS);
+    EXPECT(dfccl_plan_file_parse(text, strlen(text), &pf, why, sizeof(why)) == DFCCL_OK,
+           "a scoped plan was refused: %s", why);
+    if (pf == NULL) return;
+    EXPECT(dfccl_plan_file_fits(pf, 2, apart) && !dfccl_plan_file_fits(pf, 2, same) &&
+           !dfccl_plan_file_fits(pf, 3, apart), "nodes [0, 1] fit the wrong layouts");
+    EXPECT(!dfccl_plan_file_serves_bytes(pf, 7) && dfccl_plan_file_serves_bytes(pf, 8) &&
+           dfccl_plan_file_serves_bytes(pf, 64) && !dfccl_plan_file_serves_bytes(pf, 65),
+           "sizes 8..64 served wrongly");
+    snprintf(text, sizeof(text), PAIR_HEAD PAIR_PROGRAMS);
+    EXPECT(dfccl_plan_file_parse(text, strlen(text), &other, why, sizeof(why)) == DFCCL_OK,
+           "an unscoped plan was refused: %s", why);
+    if (other != NULL) {
+        EXPECT(dfccl_plan_file_fits(other, 2, same) && dfccl_plan_file_fits(other, 2, apart) &&
+               dfccl_plan_file_serves_bytes(other, 0) &&
+               dfccl_plan_file_serves_bytes(other, UINT64_MAX), "an unscoped plan does not fit all");
+        EXPECT(dfccl_plan_file_digest(other) != dfccl_plan_file_digest(pf),
+               "two different plans have one digest");
+        dfccl_plan_file_free(other);
+    }
+    dfccl_plan_file_free(pf);
+}
+
 int main(void)
 {
     unsigned long elems = 0;
@@ -241,6 +295,7 @@ int main(void)
     for (size_t i = 0; i < sizeof(valid) / sizeof(valid[0]); i++) check_valid(&valid[i], &elems);
     for (size_t i = 0; i < sizeof(invalid) / sizeof(invalid[0]); i++) check_invalid(&invalid[i]);
     check_texts();
+    check_scope();
     printf("test_plan_file: %zu valid plans run, %lu elements checked; %zu invalid plans\n",
            sizeof(valid) / sizeof(valid[0]), elems, sizeof(invalid) / sizeof(invalid[0]));
     printf("test_plan_file: %d checks, %d failed\n", checks, failures);

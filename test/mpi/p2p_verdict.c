@@ -91,6 +91,18 @@ size_t p2p_verdict_report(const verdict_log_t *log, const char *program,
                    " network (all ranks)%s\n", program, colls, bytes,
                    colls == 0 || bytes == 0 ? ": FAILED, none" : "");
     }
+    if (getenv("DFCCL_TEST_EXPECT_PLAN") != NULL && getenv("DFCCL_TEST_EXPECT_PLAN")[0] != '\0') {
+        /* as plan_file_ran_check, without collectives */
+        dfccl_stats_t st;
+        long ran;
+        dfccl_stats_get(&st);
+        ran = p2p_reduce_long((long)st.by_algorithm[DFCCL_STATS_PLAN_FILE], P2P_SUM);
+        count++;
+        if (ran == 0) failed++;
+        if (rank == 0)
+            printf("%s: %ld collectives ran plan files (all ranks)%s\n", program, ran,
+                   ran == 0 ? ": FAILED, none" : "");
+    }
     if (rank == 0) {
         printf("%s: %ld passed, %ld failed in %.2f s\n", program, count - failed,
                failed, elapsed_s);

@@ -121,6 +121,25 @@ size_t net_carried_check(const char *program, MPI_Comm comm, long *count)
     return (size_t)bad;
 }
 
+size_t plan_file_ran_check(const char *program, MPI_Comm comm, long *count)
+{
+    const char *expect = getenv("DFCCL_TEST_EXPECT_PLAN");
+    dfccl_stats_t st;
+    unsigned long long mine, all;
+    int rank;
+
+    if (expect == NULL || expect[0] == '\0') return 0;
+    dfccl_stats_get(&st);
+    mine = st.by_algorithm[DFCCL_STATS_PLAN_FILE];
+    MPI_Allreduce(&mine, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm);
+    MPI_Comm_rank(comm, &rank);
+    if (rank == 0)
+        printf("%s: %llu collectives ran plan files (all ranks)%s\n", program, all,
+               all == 0 ? ": FAILED, none" : "");
+    (*count)++;
+    return all == 0;
+}
+
 size_t verdict_log_report(const verdict_log_t *log, const char *program,
                           double elapsed_s, MPI_Comm comm)
 {
@@ -153,6 +172,7 @@ size_t verdict_log_report(const verdict_log_t *log, const char *program,
     int rank;
     MPI_Comm_rank(comm, &rank);
     failed += net_carried_check(program, comm, &global_count);
+    failed += plan_file_ran_check(program, comm, &global_count);
     if (rank == 0) {
         printf("%s: %zu passed, %zu failed in %.2f s\n", program,
                (size_t)global_count - failed, failed, elapsed_s);

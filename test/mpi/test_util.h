@@ -68,6 +68,10 @@ size_t verdict_log_report(const verdict_log_t *log, const char *program,
  * returns 1 when it did not, else 0. */
 size_t net_carried_check(const char *program, MPI_Comm comm, long *count);
 
+/* DFCCL_TEST_EXPECT_PLAN set (tests with coll_dfccl_plan_dir): checks, the
+ * same way, that the engine ran collectives from plan files. */
+size_t plan_file_ran_check(const char *program, MPI_Comm comm, long *count);
+
 /* The predefined MPI op for an engine op (MPI_OP_NULL for none). */
 MPI_Op test_mpi_op(dfccl_op_t op);
 

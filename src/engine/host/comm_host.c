@@ -34,6 +34,7 @@ typedef struct host_hello {
     int32_t  numa;          /* NUMA node it runs on (hwloc), -1 unknown */
     uint64_t slot_bytes;
     uint64_t node_label;
+    uint64_t plans;         /* digest of the plan files it offers (0: none) */
     char     host[DFCCL_NET_HOST_MAX];
 } host_hello_t;
 
@@ -87,8 +88,37 @@ static dfccl_status_t host_begin(dfccl_comm_t *comm, void *hello_out)
     hello.slot_bytes = comm->context->config.slot_bytes;
     hello.node_label = dfccl_host_node_label(hello.host, sizeof(hello.host));
     if (comm->node_label != 0) hello.node_label = comm->node_label;   /* the caller knows best */
+    hello.plans = dfccl_plan_set_digest(&comm->context->plans, comm->size);
     memcpy(hello_out, &hello, sizeof(hello));
     return (dfccl_status_t)hello.status;
+}
+
+/* The plan files that fit the communicator, when every rank offers the
+ * same ones: otherwise ranks could choose differently for one call. */
+static dfccl_status_t host_take_plans(dfccl_comm_t *comm, dfccl_host_t *h,
+                                      const host_hello_t *all)
+{
+    const dfccl_plan_set_t *set = &comm->context->plans;
+    dfccl_status_t status;
+
+    for (int i = 0; i < comm->size; i++)
+        if (all[i].plans != all[0].plans) {
+            if (comm->rank == 0)
+                dfccl_error("comm %#llx: rank %d offers other plan files (plan_dir) than rank 0:"
+                            " the communicator uses the built-in algorithms",
+                            (unsigned long long)comm->key, i);
+            return DFCCL_OK;
+        }
+    status = dfccl_plan_set_select(set, comm->size, h->node, &h->plans, &h->nplans);
+    for (int i = 0; status == DFCCL_OK && i < h->nplans; i++) {
+        uint32_t steps = dfccl_plan_file_max_steps(h->plans[i]);
+        if (steps > h->plan_steps) h->plan_steps = steps;
+        if (comm->rank == 0)
+            dfccl_info("comm %#llx: plan file %s (%s) serves it", (unsigned long long)comm->key,
+                       dfccl_plan_file_name(h->plans[i]),
+                       dfccl_coll_type_name(dfccl_plan_file_type(h->plans[i])));
+    }
+    return status;
 }
 
 static dfccl_status_t host_connect(dfccl_comm_t *comm, const void *hellos)
@@ -119,6 +149,8 @@ static dfccl_status_t host_connect(dfccl_comm_t *comm, const void *hellos)
         free(labels);
     }
     for (int i = 0; i < comm->size; i++) h->numa[i] = all[i].numa;
+    status = host_take_plans(comm, h, all);
+    if (status != DFCCL_OK) return status;
     status = dfccl_host_connections(comm, h);
     if (status != DFCCL_OK) return status;
     h->hosts = malloc((size_t)comm->size * DFCCL_NET_HOST_MAX);

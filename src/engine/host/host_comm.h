@@ -8,6 +8,7 @@
 
 #include "net.h"
 #include "plan.h"
+#include "plan_file.h"
 #include "shm.h"
 
 struct dfccl_comm;
@@ -35,6 +36,10 @@ typedef struct dfccl_host {
     dfccl_net_link_t **links;      /* size entries; NULL: none */
     dfccl_net_region_t *region;    /* RMA protocol: what peers put into */
     char            *region_base;
+    /* plan files that fit (the context owns them), and their longest program */
+    const dfccl_plan_file_t **plans;
+    int              nplans;
+    uint32_t         plan_steps;
 } dfccl_host_t;
 
 /* A label equal on the ranks of one node (host name and boot id); the host

@@ -107,9 +107,51 @@ static void order_by_numa(dfccl_host_t *h, int size)
     for (int i = 0; i < size; i++) h->pos[h->order[i]] = i;
 }
 
+/* Adds peer to the sorted list peers (n entries, room for max). */
+static int add_peer(int *peers, int n, int max, int peer)
+{
+    int i = 0;
+
+    while (i < n && peers[i] < peer) i++;
+    if ((i < n && peers[i] == peer) || n == max) return n;
+    memmove(peers + i + 1, peers + i, sizeof(int) * (size_t)(n - i));
+    peers[i] = peer;
+    return n + 1;
+}
+
+/* Rank r's send peers: the built-in algorithms', then the plan files'
+ * (tmp: size entries). -1 when out of memory. */
+static int rank_send_peers(const dfccl_host_t *h, int r, int *peers, int max, int *tmp)
+{
+    int n = dfccl_plan_send_peers(&h->topo, r, peers, max);
+
+    for (int p = 0; n >= 0 && p < h->nplans; p++) {
+        int m = dfccl_plan_file_send_peers(h->plans[p], r, tmp, h->topo.size);
+        for (int i = 0; i < m; i++) n = add_peer(peers, n, max, tmp[i]);
+    }
+    return n;
+}
+
+/* Room for any rank's send peers: the built-in algorithms need at most 4 +
+ * log2(size); each plan file adds at most its own most. */
+static int max_send_peers(const dfccl_host_t *h, int size, int bits, int *tmp)
+{
+    int max = 4 + bits;
+
+    for (int p = 0; p < h->nplans; p++) {
+        int most = 0;
+        for (int r = 0; r < size; r++) {
+            int m = dfccl_plan_file_send_peers(h->plans[p], r, tmp, size);
+            if (m > most) most = m;
+        }
+        max += most;
+    }
+    return max;
+}
+
 dfccl_status_t dfccl_host_connections(dfccl_comm_t *comm, dfccl_host_t *h)
 {
-    int size = comm->size, me = comm->rank, bits = 0;
+    int size = comm->size, me = comm->rank, bits = 0, *tmp;
 
     dfccl_topo_derive(size, h->node, h->local, h->order, h->pos, &h->topo.nnodes,
                       &h->topo.uniform);
@@ -120,19 +162,26 @@ dfccl_status_t dfccl_host_connections(dfccl_comm_t *comm, dfccl_host_t *h)
     h->topo.order = h->order;
     h->topo.pos = h->pos;
     while ((1 << bits) < size) bits++;
-    h->max_peers = 4 + bits;
+    if ((tmp = malloc(sizeof(int) * (size_t)size)) == NULL) return DFCCL_ERR_NO_MEMORY;
+    h->max_peers = max_send_peers(h, size, bits, tmp);
     h->all_send = malloc(sizeof(int) * (size_t)size * (size_t)h->max_peers);
     h->all_nsend = malloc(sizeof(int) * (size_t)size);
     h->send_peers = malloc(sizeof(int) * (size_t)h->max_peers);
     h->recv_peers = malloc(sizeof(int) * (size_t)size);
     if (h->all_send == NULL || h->all_nsend == NULL || h->send_peers == NULL ||
-        h->recv_peers == NULL)
+        h->recv_peers == NULL) {
+        free(tmp);
         return DFCCL_ERR_NO_MEMORY;
-    for (int r = 0; r < size; r++) {
-        h->all_nsend[r] = dfccl_plan_send_peers(&h->topo, r, h->all_send + (size_t)r * (size_t)h->max_peers,
-                                                h->max_peers);
-        if (h->all_nsend[r] < 0) return DFCCL_ERR_NO_MEMORY;
     }
+    for (int r = 0; r < size; r++) {
+        h->all_nsend[r] = rank_send_peers(h, r, h->all_send + (size_t)r * (size_t)h->max_peers,
+                                          h->max_peers, tmp);
+        if (h->all_nsend[r] < 0) {
+            free(tmp);
+            return DFCCL_ERR_NO_MEMORY;
+        }
+    }
+    free(tmp);
     h->nsend = h->all_nsend[me];
     memcpy(h->send_peers, h->all_send + (size_t)me * (size_t)h->max_peers, sizeof(int) * (size_t)h->nsend);
     h->nrecv = 0;
@@ -178,4 +227,5 @@ void dfccl_host_topology_free(dfccl_host_t *h)
     free(h->recv_fifos);
     free(h->peer_segs);
     free(h->links);
+    free(h->plans);
 }

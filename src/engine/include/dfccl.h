@@ -88,6 +88,7 @@ const char *dfccl_coll_type_name(dfccl_coll_type_t type);
 #define DFCCL_KNOB_TYPE_DOUBLE   double
 #define DFCCL_KNOB_TYPE_INT      int
 #define DFCCL_KNOB_TYPE_BOOL     int
+#define DFCCL_KNOB_TYPE_STRING   const char *
 /* the GPU side's limits, which bound two knobs */
 #define DFCCL_CONFIG_GPU_CHANNELS_MAX 32      /* blocks of the daemon kernel */
 #define DFCCL_CONFIG_GPU_LL_BYTES_MAX 16384   /* contribution an LL line set carries */
@@ -264,6 +265,9 @@ int dfccl_context_poll(dfccl_context_t *context, dfccl_completion_t *out, int ma
  * burning a core. */
 int dfccl_context_wait(dfccl_context_t *context, uint64_t timeout_ns);
 
+/* by_algorithm[]'s entry for collectives that ran a plan file (plan_dir). */
+#define DFCCL_STATS_PLAN_FILE 3
+
 /* Per-process counters: what the engine really carried. */
 typedef struct dfccl_stats {
     uint64_t posted[DFCCL_COLL_TYPE_COUNT];
@@ -274,7 +278,7 @@ typedef struct dfccl_stats {
     uint64_t net_collectives;  /* completed collectives whose plan used a link to another node */
     uint64_t net_bytes_sent;   /* payload bytes sent to other nodes (UCX) */
     uint64_t by_algorithm[4];  /* host collectives planned: ring, hierarchical, recursive
-                                  doubling, plan file */
+                                  doubling, plan file (DFCCL_STATS_PLAN_FILE) */
 } dfccl_stats_t;
 
 void dfccl_stats_get(dfccl_stats_t *stats);

@@ -37,6 +37,7 @@ enum {
 #define MCA_COLL_DFCCL_TYPE_DOUBLE   double
 #define MCA_COLL_DFCCL_TYPE_INT      int
 #define MCA_COLL_DFCCL_TYPE_BOOL     bool
+#define MCA_COLL_DFCCL_TYPE_STRING   char *
 
 typedef struct mca_coll_dfccl_component_t {
     mca_coll_base_component_2_0_0_t super;

@@ -49,6 +49,7 @@ static const mca_base_var_enum_value_t mca_coll_dfccl_host_buffers_values[] = {
 #define DFCCL_VAR_TYPE_DOUBLE   MCA_BASE_VAR_TYPE_DOUBLE
 #define DFCCL_VAR_TYPE_INT      MCA_BASE_VAR_TYPE_INT
 #define DFCCL_VAR_TYPE_BOOL     MCA_BASE_VAR_TYPE_BOOL
+#define DFCCL_VAR_TYPE_STRING   MCA_BASE_VAR_TYPE_STRING
 
 /* One parameter, coll_dfccl_<name>; storage holds its default. */
 static void dfccl_register_knob(const char *name, const char *help, mca_base_var_type_t type,
