@@ -18,7 +18,8 @@
 # link for the run (cluster.sh shape) and unshapes it after.
 #
 # Brings a bed of HOSTS up (prefix dfccl-bench-) and down again. Run from the
-# build directory. Writes OUT/NAME.json and OUT/NAME.txt per configuration,
+# build directory. Writes OUT/NAME.json, OUT/NAME.txt and OUT/NAME.err
+# (the job's standard error) per configuration,
 # OUT/ratios.txt (time of each configuration over the first one's), and
 # OUT/load.txt (the load average before each job: a loaded machine skews
 # the times).
@@ -79,7 +80,8 @@ for c in "${names[@]}"; do
     echo "# $c: cluster.sh run -k $per_host ${ucx[*]} -- $a dfccl_perf $*" >&2
     # shellcheck disable=SC2086  # the configuration's mpirun arguments split
     "$cluster" run -k "$per_host" "${ucx[@]}" -- "${common[@]}" $a \
-        "$perf" --no-progress --json "$out/$c.json" "$@" > "$out/$c.txt"
+        "$perf" --no-progress --json "$out/$c.json" "$@" > "$out/$c.txt" 2> "$out/$c.err" ||
+        { tail -20 "$out/$c.err" >&2; exit 1; }
 done
 
 python3 - "$out" "${names[@]}" <<'PY' | tee "$out/ratios.txt"

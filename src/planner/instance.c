@@ -105,7 +105,7 @@ int pl_collective_parse(const char *s, pl_collective_t *c)
 }
 
 static const char *const method_names[] = { "auto", "milp", "lp", "partition", "greedy",
-                                            "ring" };
+                                            "ring", "hier" };
 
 const char *pl_method_name(pl_method_t m)
 {
@@ -114,7 +114,7 @@ const char *pl_method_name(pl_method_t m)
 
 int pl_method_parse(const char *s, pl_method_t *m)
 {
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < (int)(sizeof(method_names) / sizeof(method_names[0])); i++)
         if (strcmp(s, method_names[i]) == 0) {
             *m = (pl_method_t)i;
             return 0;

@@ -37,6 +37,7 @@ static int run_method(const pl_instance_t *in, pl_method_t m, const pl_options_t
     switch (m) {
     case PL_GREEDY: return pl_greedy(in, s, why, whylen);
     case PL_RING: return pl_ring(in, s, why, whylen);
+    case PL_HIER: return pl_hier(in, s, why, whylen);
     case PL_MILP: return pl_milp(in, o, s, why, whylen);
     case PL_LP: return pl_lp(in, o, s, why, whylen);
     case PL_PARTITION: return pl_partition(in, o, s, why, whylen);

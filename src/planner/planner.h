@@ -150,7 +150,7 @@ int pl_check(const pl_instance_t *in, const pl_schedule_t *s, int *epochs, char 
 
 /* ---- planners ---------------------------------------------------------- */
 
-typedef enum { PL_AUTO, PL_MILP, PL_LP, PL_PARTITION, PL_GREEDY, PL_RING } pl_method_t;
+typedef enum { PL_AUTO, PL_MILP, PL_LP, PL_PARTITION, PL_GREEDY, PL_RING, PL_HIER } pl_method_t;
 
 typedef struct {
     pl_method_t method;
@@ -173,6 +173,11 @@ int pl_greedy(const pl_instance_t *in, pl_schedule_t *s, char *why, size_t whyle
 int pl_greedy_from(const pl_instance_t *in, pl_schedule_t *s, int from, char *why,
                    size_t whylen);
 int pl_ring(const pl_instance_t *in, pl_schedule_t *s, char *why, size_t whylen);
+/* The hierarchical allgather (hosts with equal numbers of GPUs): a ring
+ * across hosts among the GPUs of each local index, then every GPU sends
+ * what it holds to its host's other GPUs. As the engine's hierarchical
+ * allreduce is, once reduce-scatter and allgather are built from it. */
+int pl_hier(const pl_instance_t *in, pl_schedule_t *s, char *why, size_t whylen);
 int pl_milp(const pl_instance_t *in, const pl_options_t *o, pl_schedule_t *s, char *why,
             size_t whylen);
 int pl_lp(const pl_instance_t *in, const pl_options_t *o, pl_schedule_t *s, char *why,

@@ -1,7 +1,8 @@
 /*
- * ring.c - the ring allgather as a schedule on the same model: rank r sends to
- * rank r + 1 what it received in the step before, each chunk as soon as the
- * links allow. It is what the engine runs without a plan, so its modelled
+ * ring.c - the engine's built-in algorithms as schedules on the same model,
+ * each chunk sent as soon as the links allow: the ring allgather (rank r
+ * sends to rank r + 1 what it received in the step before) and the
+ * hierarchical one. What the engine runs without a plan, so their modelled
  * finish is the yardstick a planned schedule is compared with.
  */
 #include <limits.h>
@@ -117,5 +118,74 @@ int pl_ring(const pl_instance_t *in, pl_schedule_t *s, char *why, size_t whylen)
     pl_state_fini(&st);
     free(paths);
     free(len);
+    return rc;
+}
+
+/* Sends chunk c from rank a to rank b on the path of fewest epochs, as soon
+ * as a holds it; path: room for nnodes links. */
+static int hier_send(pl_state_t *st, int c, int a, int b, int *path, char *why, size_t whylen)
+{
+    const pl_topology_t *t = st->in->topo;
+    int n = shortest_path(st->in, t->gpu_node[a], t->gpu_node[b], path);
+    int from = pl_state_avail(st, c, a);
+
+    if (n <= 0) return pl_fail(why, whylen, "hier: no path from rank %d to rank %d", a, b);
+    if (from == INT_MAX) return pl_fail(why, whylen, "hier: a chunk is sent before it is held (a bug)");
+    return send_along(st, c, path, n, from) == 0 ? 0 : pl_fail(why, whylen, "out of memory");
+}
+
+int pl_hier(const pl_instance_t *in, pl_schedule_t *s, char *why, size_t whylen)
+{
+    const pl_topology_t *t = in->topo;
+    int n = t->ngpus, k = in->chunks_per_gpu, nhosts = 0, per, rc = 0;
+    int *host = malloc(sizeof(int) * (size_t)n), *local = malloc(sizeof(int) * (size_t)n);
+    int *at = malloc(sizeof(int) * (size_t)n), *path = malloc(sizeof(int) * (size_t)t->nnodes);
+    pl_state_t st;
+
+    if (host == NULL || local == NULL || at == NULL || path == NULL || pl_state_init(&st, in, s) != 0) {
+        free(host), free(local), free(at), free(path);
+        return pl_fail(why, whylen, "out of memory");
+    }
+    if (pl_topology_hosts(t, host) != 0) {
+        rc = pl_fail(why, whylen, "hier: every GPU must name its host");
+        goto out;
+    }
+    for (int r = 0; r < n; r++) {
+        local[r] = 0;
+        for (int q = 0; q < r; q++) local[r] += host[q] == host[r];
+        if (host[r] + 1 > nhosts) nhosts = host[r] + 1;
+    }
+    per = n / nhosts;
+    for (int r = 0; r < n && rc == 0; r++)
+        if (local[r] >= per || n % nhosts != 0)
+            rc = pl_fail(why, whylen, "hier: the hosts must hold equal numbers of GPUs");
+    for (int r = 0; r < n && rc == 0; r++) at[host[r] * per + local[r]] = r;
+    /* across hosts: the GPUs of one local index pass their chunks round a
+     * ring of the hosts; in step j host h sends host h - j's chunks on */
+    for (int j = 0; j < nhosts - 1 && rc == 0; j++)
+        for (int i = 0; i < k && rc == 0; i++)
+            for (int h = 0; h < nhosts && rc == 0; h++)
+                for (int l = 0; l < per && rc == 0; l++) {
+                    int owner = at[((h - j + nhosts) % nhosts) * per + l];
+                    rc = hier_send(&st, owner * k + i, at[h * per + l],
+                                   at[((h + 1) % nhosts) * per + l], path, why, whylen);
+                }
+    /* inside each host: every GPU sends what it holds to the others */
+    for (int r = 0; r < n && rc == 0; r++)
+        for (int g = 0; g < n && rc == 0; g++) {
+            if (local[g] != local[r]) continue;   /* r holds the chunks of its local index */
+            for (int i = 0; i < k && rc == 0; i++)
+                for (int l = 0; l < per && rc == 0; l++)
+                    if (l != local[r])
+                        rc = hier_send(&st, g * k + i, r, at[host[r] * per + l], path, why,
+                                       whylen);
+        }
+    if (rc == 0) {
+        s->epochs = pl_state_finish(&st);
+        snprintf(s->method, sizeof(s->method), "hier");
+    }
+out:
+    pl_state_fini(&st);
+    free(host), free(local), free(at), free(path);
     return rc;
 }

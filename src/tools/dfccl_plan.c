@@ -31,7 +31,8 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: dfccl_plan --topology FILE --collective allgather|reducescatter|allreduce\n"
             "                  --bytes SIZE [--chunks K] [--epoch fast|slow]\n"
-            "                  [--method auto|milp|lp|partition|greedy|ring] [--time-limit S]\n"
+            "                  [--method auto|milp|lp|partition|greedy|ring|hier]\n"
+            "                  [--time-limit S]\n"
             "                  [--gap G] [--window EPOCHS] [--quiet]\n"
             "                  --schedule OUT.json [--plan-dir DIR [--serve MIN:MAX]]\n"
             "       dfccl_plan --check SCHEDULE.json --topology FILE\n"
@@ -128,7 +129,7 @@ static int parse(int argc, char **argv, args_t *a)
             break;
         case 'm':
             if (pl_method_parse(optarg, &a->opt.method) != 0)
-                return bad("--method %s: auto, milp, lp, partition, greedy or ring", optarg);
+                return bad("--method %s: auto, milp, lp, partition, greedy, ring or hier", optarg);
             break;
         case 'l':
             if (number(optarg, 0.01, 1e7, &a->opt.time_limit_s) != 0)
@@ -177,24 +178,34 @@ static void report(const pl_schedule_t *s, const pl_topology_t *t)
 }
 
 /* The ring on the same topology, chunks and epochs: its modelled finish. */
-static int report_ring(const pl_topology_t *t, const pl_schedule_t *s)
+/* The engine's built-in algorithm m on the same model: "ring finish:" or
+ * "hier finish:". The hierarchical one only where the topology's hosts
+ * allow it (silently left out otherwise). */
+static int report_builtin(const pl_topology_t *t, const pl_schedule_t *s, pl_method_t m)
 {
     pl_options_t o;
-    pl_schedule_t ring;
+    pl_schedule_t b;
     char why[512];
 
     pl_options_default(&o);
-    o.method = PL_RING;
-    if (pl_plan(t, s->collective, s->output_bytes, s->chunks_per_gpu, s->epoch_s, &o, &ring, why,
+    o.method = m;
+    if (pl_plan(t, s->collective, s->output_bytes, s->chunks_per_gpu, s->epoch_s, &o, &b, why,
                 sizeof(why)) != 0) {
-        fprintf(stderr, "dfccl_plan: ring: %s\n", why);
+        if (m == PL_HIER) return 0;
+        fprintf(stderr, "dfccl_plan: %s: %s\n", pl_method_name(m), why);
         return 1;
     }
-    double finish = ring.epochs * ring.epoch_s * 1e6;
-    printf("ring finish:      %.3f us (%d epochs, algbw %.3f GB/s) on the same topology\n", finish,
-           ring.epochs, finish > 0 ? (double)ring.output_bytes / finish / 1e3 : 0.0);
-    pl_schedule_fini(&ring);
+    double finish = b.epochs * b.epoch_s * 1e6;
+    printf("%s finish:      %.3f us (%d epochs, algbw %.3f GB/s) on the same topology\n",
+           pl_method_name(m), finish, b.epochs,
+           finish > 0 ? (double)b.output_bytes / finish / 1e3 : 0.0);
+    pl_schedule_fini(&b);
     return 0;
+}
+
+static int report_ring(const pl_topology_t *t, const pl_schedule_t *s)
+{
+    return report_builtin(t, s, PL_RING) | report_builtin(t, s, PL_HIER);
 }
 
 static int check(const args_t *a, const pl_topology_t *t)

@@ -57,6 +57,8 @@ usage $t --collective broadcast --bytes 1M --schedule "$tmp/x.json"
 usage $t --collective allgather --bytes 1M --method magic --schedule "$tmp/x.json"
 usage $t --collective allgather --bytes 1M --chunks 0 --schedule "$tmp/x.json"
 usage $t --collective allgather --bytes 1M --epoch medium --schedule "$tmp/x.json"
+usage $t --collective allgather --bytes 1M --schedule "$tmp/x.json" --plan-dir "$tmp/p" --serve 9:1
+usage $t --collective allgather --bytes 1M --schedule "$tmp/x.json" --plan-dir "$tmp/p" --serve 1M
 status=0
 "$tool" --topology "$dir/no_such.json" --collective allgather --bytes 1M --schedule "$tmp/x.json" \
   >/dev/null 2>&1 || status=$?
@@ -65,6 +67,38 @@ status=0
 "$tool" $t --collective allgather --bytes 3 --chunks 2 --schedule "$tmp/x.json" >/dev/null 2>&1 ||
   status=$?
 [ "$status" -eq 1 ] || fail "fewer bytes than chunks exits $status, not 1"
+
+# The engine's built-in algorithms on the model: the hierarchical schedule
+# on two hosts is valid, reported next to the ring, never better than the
+# exact MILP's; a topology without hosts has none.
+h="--topology $dir/hosts_2x2.json"
+for coll in allgather reducescatter allreduce; do
+  out=$("$tool" $h --collective $coll --bytes 4M --method hier --schedule "$tmp/h.json" --quiet) ||
+    { fail "hier $coll: $out"; continue; }
+  back=$("$tool" --check "$tmp/h.json" $h) || fail "hier $coll: --check: $back"
+  echo "$out" | grep -q "^hier finish:" || fail "hier $coll: no hier finish line: $out"
+  hier=$(echo "$out" | sed -n 's/^modelled finish: *\([0-9.]*\).*/\1/p')
+  best=$("$tool" $h --collective $coll --bytes 4M --method milp --schedule "$tmp/m.json" --quiet |
+    sed -n 's/^modelled finish: *\([0-9.]*\).*/\1/p')
+  awk -v h="$hier" -v m="$best" 'BEGIN { exit !(h + 0 >= m + 0 && m + 0 > 0) }' ||
+    fail "hier $coll: $hier us, below the MILP's $best us"
+done
+status=0
+"$tool" --topology "$dir/mixed_4.json" --collective allgather --bytes 1M --method hier \
+  --schedule "$tmp/x.json" >"$tmp/out" 2>&1 || status=$?
+[ "$status" -eq 1 ] && grep -q "must name its host" "$tmp/out" ||
+  fail "hier without hosts exits $status: $(cat "$tmp/out")"
+
+# Plan files say where they apply: the topology's hosts and the size class.
+"$tool" $h --collective allgather --bytes 3M --schedule "$tmp/x.json" --plan-dir "$tmp/scope" \
+  --quiet >/dev/null || fail "scope: planning failed"
+grep -q '"nodes": \[0, 0, 1, 1\]' "$tmp/scope/allgather_4_3000000.json" &&
+  grep -q '"min_bytes": 2097152, "max_bytes": 4194303' "$tmp/scope/allgather_4_3000000.json" ||
+  fail "scope: $(head -5 "$tmp/scope/allgather_4_3000000.json")"
+"$tool" $h --collective allgather --bytes 3M --schedule "$tmp/x.json" --plan-dir "$tmp/all" \
+  --serve 1Ki: --quiet >/dev/null || fail "scope: --serve 1Ki: failed"
+grep -q '"min_bytes": 1024,$' "$tmp/all/allgather_4_3000000.json" ||
+  fail "scope --serve 1Ki: $(head -5 "$tmp/all/allgather_4_3000000.json")"
 
 [ "$failed" -eq 0 ] && echo "cli_round_trip: dfccl_plan plans, checks and refuses as expected"
 exit "$failed"
