@@ -22,6 +22,7 @@ typedef struct {
     int *reduced_at;     /* reduced chunks: epoch the owner's sum is complete */
     uint64_t *payload;   /* reduced chunks: contributions each flow carries */
     pl_map_t transit;    /* (chunk, switch, epoch) -> pool slot of what is there */
+    pl_map_t left;       /* (chunk, switch, epoch) sent on, at switches without copies */
     uint64_t *pool;
     size_t npool, cap;
     char *why;
@@ -153,6 +154,14 @@ static int send(replay_t *r, size_t i)
     uint64_t *set = NULL;
     char a[48], b[48];
 
+    if (PL_UNICAST(in->topo, u)) {
+        int64_t key = pl_key(f->chunk * 3 + f->phase, u, in->topo->nnodes, f->epoch);
+        if (pl_map_get(&r->left, key, NULL))
+            return pl_fail(r->why, r->whylen, "copied at a switch without copies: %s sends chunk "
+                           "%s on twice in epoch %d", node_name(r, u, a, sizeof(a)),
+                           chunk_name(r, f->chunk, b, sizeof(b)), f->epoch);
+        if (pl_map_put(&r->left, key, 1) != 0) return pl_fail(r->why, r->whylen, "out of memory");
+    }
     if (in->topo->nodes[u].kind == PL_SWITCH) {
         ok = transit(r, f, u, f->epoch, 0, &set) == 1;
         if (ok && reduces(r, f)) memcpy(&r->payload[i * (size_t)r->words], set,
@@ -184,6 +193,10 @@ static int arrive(replay_t *r, size_t i, int epoch)
     char a[48], b[48];
 
     if (rank < 0) {
+        if (PL_UNICAST(in->topo, v) && transit(r, f, v, epoch, 0, &set) == 1)
+            return pl_fail(r->why, r->whylen, "merged at a switch without copies: chunk %s "
+                           "reaches %s twice in epoch %d", chunk_name(r, f->chunk, b, sizeof(b)),
+                           node_name(r, v, a, sizeof(a)), epoch);
         if (transit(r, f, v, epoch, 1, &set) < 0)
             return pl_fail(r->why, r->whylen, "out of memory");
         if (!reduces(r, f)) return 0;
@@ -298,5 +311,6 @@ int pl_check(const pl_instance_t *in, const pl_schedule_t *s, int *epochs, char 
     free(r.payload);
     free(r.pool);
     pl_map_free(&r.transit);
+    pl_map_free(&r.left);
     return rc;
 }

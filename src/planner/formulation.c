@@ -11,6 +11,9 @@
  *   send[c,l,k] <= sum over l' into s of send[c,l',k-hop(l')]   from a switch s:
  *                  only in the epoch the chunk arrives (switches do not store),
  *                  to any number of links (copies)
+ *   at a switch s without copies, instead:
+ *   sum over l out of s of send[c,l,k] <= sum over l' into s of send[c,l',k-hop(l')]
+ *   sum over l' into s of send[c,l',k-hop(l')] <= 1    (it passes a chunk once an epoch)
  *   sum over sends on l in epochs k-span+1..k <= per_epoch(l) - prior use
  *   done[k] <= hold[c,g,k] for every chunk and GPU;  hold[c,g,bend] = 1
  *
@@ -258,6 +261,7 @@ static int source_rows(build_t *b, int *cols, double *vals)
     for (int j = 0; j < (int)m->nsends; j++) {
         int c = m->cols[j].chunk, l = m->cols[j].where, k = m->cols[j].epoch;
         int u = t->links[l].src, n = 0;
+        if (PL_UNICAST(t, u)) continue;   /* unicast_rows */
         cols[n] = j, vals[n++] = 1;
         if (t->nodes[u].kind == PL_GPU) {
             if (pl_state_avail(&b->st, c, t->nodes[u].rank) <= b->w->k0) continue;
@@ -272,6 +276,38 @@ static int source_rows(build_t *b, int *cols, double *vals)
             }
         }
         if (add_row(m, -1e30, 0, n, cols, vals) != 0) return -1;
+    }
+    return 0;
+}
+
+/* Switches without copies: what leaves in an epoch is at most what arrives
+ * then (or was left there by the prior flows), and at most one arrives. */
+static int unicast_rows(build_t *b, int *cols, double *vals)
+{
+    const pl_topology_t *t = b->in->topo;
+    pl_model_t *m = b->m;
+
+    for (int u = 0; u < t->nnodes; u++) {
+        if (!PL_UNICAST(t, u)) continue;
+        for (int c = 0; c < b->in->nchunks; c++)
+            for (int k = b->w->k0; k < b->w->bend; k++) {
+                int n = 0, nin, there = pl_map_get(&b->st.at_switch, pl_key(c, u, t->nnodes, k), NULL);
+                for (int i = t->in_start[u]; i < t->in_start[u + 1]; i++) {
+                    int s = col_of(&m->send_col, b, c, t->in[i], k - pl_hop(b->in, t->in[i]));
+                    if (s >= 0) cols[n] = s, vals[n++] = -1;
+                }
+                nin = n;
+                for (int i = t->out_start[u]; i < t->out_start[u + 1]; i++) {
+                    int s = col_of(&m->send_col, b, c, t->out[i], k);
+                    if (s >= 0) cols[n] = s, vals[n++] = 1;
+                }
+                if (n > nin && add_row(m, -1e30, pl_state_holds(&b->st, c, u, k) ? 1 : 0, n, cols,
+                                       vals) != 0)
+                    return -1;
+                for (int i = 0; i < nin; i++) vals[i] = 1;
+                if (nin > 1 || (nin > 0 && there))
+                    if (add_row(m, -1e30, there ? 0 : 1, nin, cols, vals) != 0) return -1;
+            }
     }
     return 0;
 }
@@ -407,6 +443,7 @@ int pl_model_build(const pl_instance_t *in, const pl_window_t *w, pl_model_t *m,
         goto out_quiet;
     }
     if (h != 0 || hold_rows(&b, cols, vals) != 0 || source_rows(&b, cols, vals) != 0 ||
+        unicast_rows(&b, cols, vals) != 0 ||
         capacity_rows(&b, cols, vals) != 0 || done_rows(&b, weight) != 0 ||
         to_columns(m) != 0)
         goto out;

@@ -9,7 +9,8 @@
  * so only its earliest departure on each link matters unless the far end is a
  * switch; a switch forwards only in the epoch a chunk reaches it, so for it
  * every arrival epoch is a state of its own. A path may copy from where the
- * chunk already passes a switch (multicast), and from any GPU holding it.
+ * chunk already passes a switch (multicast, where the switch copies), and
+ * from any GPU holding it.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -67,6 +68,7 @@ static int hop(search_t *s, int r, int l, int k)
         if (pl_state_avail(s->st, s->c, in->topo->nodes[v].rank) != INT_MAX) return 0;
         return push(s, arr, ARRIVE, add_rec(s, v, arr, l, k, r), -1, -1);
     }
+    if (!pl_state_may_enter(s->st, s->c, v, arr)) return 0;
     return push(s, arr, AT_SWITCH, add_rec(s, v, arr, l, k, r), -1, -1);
 }
 
@@ -138,6 +140,7 @@ static int search(search_t *s, int bound)
     for (size_t i = 0; i < s->st->ntransits[c]; i++) {
         pl_transit_t tr = s->st->transits[c][i];
         if (tr.epoch < s->from) continue; /* gone: switches do not keep it */
+        if (!pl_state_holds(s->st, c, tr.node, tr.epoch)) continue; /* passed on, no copies */
         if (push(s, tr.epoch, AT_SWITCH, add_rec(s, tr.node, tr.epoch, -1, -1, -1), -1, -1) != 0)
             return -1;
     }

@@ -97,7 +97,9 @@ static int round_sends(const pl_instance_t *in, const pl_model_t *m, const doubl
         if (t->nodes[v].kind == PL_GPU &&
             pl_state_avail(&st, c, t->nodes[v].rank) <= k + pl_hop(in, l))
             continue;
-        if (!pl_state_holds(&st, c, t->links[l].src, k) || !pl_state_link_free(&st, l, k)) continue;
+        if (!pl_state_holds(&st, c, t->links[l].src, k) || !pl_state_link_free(&st, l, k) ||
+            !pl_state_may_enter(&st, c, v, k + pl_hop(in, l)))
+            continue;
         rc = pl_state_send(&st, c, l, k);
     }
     pl_state_fini(&st);

@@ -23,7 +23,13 @@ typedef struct {
     pl_kind_t kind;
     int rank;        /* GPUs: position in ascending id order; switches: -1 */
     char host[64];   /* the "host" it is on, "" when the file names none */
+    int copies;      /* switches: 1 may send what arrives to several links at once
+                        (multicast, and in-network sums in reverse); 0 passes each
+                        chunk on once (a unicast network: every copy its own stream) */
 } pl_node_t;
+
+/* A switch that passes each chunk on only once an epoch. */
+#define PL_UNICAST(t, n) ((t)->nodes[n].kind == PL_SWITCH && !(t)->nodes[n].copies)
 
 typedef struct {
     int src, dst;     /* node indices */

@@ -65,7 +65,8 @@ static int send_along(pl_state_t *st, int c, const int *path, int n, int from)
             int arr = when[j - 1] + pl_hop(st->in, path[j - 1]);
             if (t->nodes[t->links[path[j]].src].kind == PL_SWITCH) {
                 when[j] = arr;
-                ok = pl_state_link_free(st, path[j], arr);
+                ok = pl_state_link_free(st, path[j], arr) &&
+                     pl_state_may_enter(st, c, t->links[path[j]].src, arr);
             } else {
                 when[j] = pl_state_link_next(st, path[j], arr);
             }

@@ -27,7 +27,24 @@ int pl_state_holds(const pl_state_t *st, int c, int n, int k)
     const pl_topology_t *t = st->in->topo;
 
     if (t->nodes[n].kind == PL_GPU) return pl_state_avail(st, c, t->nodes[n].rank) <= k;
-    return pl_map_get(&st->at_switch, pl_key(c, n, t->nnodes, k), NULL);
+    if (!pl_map_get(&st->at_switch, pl_key(c, n, t->nnodes, k), NULL)) return 0;
+    return !PL_UNICAST(t, n) || !pl_map_get(&st->left_switch, pl_key(c, n, t->nnodes, k), NULL);
+}
+
+int pl_state_may_enter(const pl_state_t *st, int c, int n, int k)
+{
+    const pl_topology_t *t = st->in->topo;
+    return !PL_UNICAST(t, n) || !pl_map_get(&st->at_switch, pl_key(c, n, t->nnodes, k), NULL);
+}
+
+/* A switch without copies has sent the chunk on: it holds it no more. */
+static int leave(pl_state_t *st, int c, int l, int k)
+{
+    const pl_topology_t *t = st->in->topo;
+    int u = t->links[l].src;
+
+    if (!PL_UNICAST(t, u)) return 0;
+    return pl_map_put(&st->left_switch, pl_key(c, u, t->nnodes, k), 1);
 }
 
 static int occupy(pl_state_t *st, int l, int k)
@@ -78,7 +95,7 @@ static int deliver(pl_state_t *st, int c, int l, int k)
 
 int pl_state_send(pl_state_t *st, int c, int l, int k)
 {
-    if (occupy(st, l, k) != 0 || deliver(st, c, l, k) != 0) return -1;
+    if (occupy(st, l, k) != 0 || leave(st, c, l, k) != 0 || deliver(st, c, l, k) != 0) return -1;
     return pl_schedule_add(st->s, c, l, k, PL_PHASE_ONLY);
 }
 
@@ -111,6 +128,7 @@ int pl_state_init(pl_state_t *st, const pl_instance_t *in, pl_schedule_t *s)
     pl_schedule_sort(s);
     for (size_t i = 0; i < s->nflows; i++)
         if (occupy(st, s->flows[i].link, s->flows[i].epoch) != 0 ||
+            leave(st, s->flows[i].chunk, s->flows[i].link, s->flows[i].epoch) != 0 ||
             deliver(st, s->flows[i].chunk, s->flows[i].link, s->flows[i].epoch) != 0)
             return -1;
     return 0;
@@ -130,6 +148,7 @@ void pl_state_fini(pl_state_t *st)
     free(st->ntransits);
     free(st->transits_cap);
     pl_map_free(&st->at_switch);
+    pl_map_free(&st->left_switch);
     memset(st, 0, sizeof(*st));
 }
 

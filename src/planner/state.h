@@ -22,6 +22,7 @@ typedef struct {
     int *missing;          /* [chunk]: GPUs that do not hold it yet */
     int unmet;             /* (chunk, GPU) pairs still missing */
     pl_map_t at_switch;    /* (chunk, switch, epoch) present */
+    pl_map_t left_switch;  /* (chunk, switch, epoch) sent on (switches without copies) */
     pl_transit_t **transits; /* [chunk]: where it passes switches */
     size_t *ntransits, *transits_cap;
     int last;              /* the latest epoch any flow occupies or reaches */
@@ -35,8 +36,13 @@ void pl_state_fini(pl_state_t *st);
 int pl_state_link_free(const pl_state_t *st, int l, int k);
 /* The first epoch from k on when it may. */
 int pl_state_link_next(const pl_state_t *st, int l, int k);
-/* Whether the chunk is at node n ready to leave in epoch k. */
+/* Whether the chunk is at node n ready to leave in epoch k (at a switch
+ * without copies: and not sent on yet). */
 int pl_state_holds(const pl_state_t *st, int c, int n, int k);
+/* Whether the chunk may reach node n in epoch k: always for GPUs and
+ * switches that copy; a switch without copies passes a chunk once an
+ * epoch, so that the schedule pairs its ways in and out by themselves. */
+int pl_state_may_enter(const pl_state_t *st, int c, int n, int k);
 /* Adds the flow (capacity and holding must have been checked). 0 or -1. */
 int pl_state_send(pl_state_t *st, int c, int l, int k);
 /* The epoch chunk c is held at rank r from, INT_MAX when not. */

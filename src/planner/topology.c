@@ -187,6 +187,13 @@ static int read_nodes(json_object *arr, pl_topology_t *t, char *why, size_t whyl
         else return pl_fail(why, whylen, "node %d: kind \"%s\" is neither gpu nor switch",
                             t->nodes[i].id, kind);
         if (t->nodes[i].kind == PL_GPU) t->ngpus++;
+        t->nodes[i].copies = 1;
+        if (json_object_object_get_ex(o, "copies", &k)) {
+            if (!json_object_is_type(k, json_type_boolean) || t->nodes[i].kind != PL_SWITCH)
+                return pl_fail(why, whylen, "node %d: \"copies\" must be true or false, on a"
+                               " switch", t->nodes[i].id);
+            t->nodes[i].copies = json_object_get_boolean(k);
+        }
         if (json_object_object_get_ex(o, "host", &k)) {
             if (!json_object_is_type(k, json_type_string) || json_object_get_string_len(k) == 0 ||
                 json_object_get_string_len(k) >= (int)sizeof(t->nodes[i].host))

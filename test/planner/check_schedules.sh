@@ -16,6 +16,8 @@ reason() {
     *bad_demand*) echo "demand unmet" ;;
     *bad_reduced_twice*) echo "reduced twice" ;;
     *bad_claim*) echo "it says it ends after" ;;
+    *bad_copy*) echo "copied at a switch without copies" ;;
+    *bad_merge*) echo "merged at a switch without copies" ;;
     *) echo "?" ;;
   esac
 }
@@ -43,6 +45,12 @@ done
 out=$("$tool" --check "$dir/schedules/star_4_allgather.json" --topology "$dir/star_4.json")
 echo "$out" | grep -q "^modelled finish:  80.000 us" && echo "$out" | grep -q "^ring finish:      120.000 us" ||
   { echo "FAIL check_schedules: star_4 times: $out"; failed=1; }
+# Both bad star schedules are valid where the switch copies (multicast,
+# in-network sums).
+for what in copy merge; do
+  "$tool" --check "$dir/schedules/star_4_unicast_bad_$what.json" --topology "$dir/star_4.json" \
+    >/dev/null || { echo "FAIL check_schedules: bad_$what refused on star_4"; failed=1; }
+done
 # A schedule on a topology it does not fit is refused, not crashed on.
 status=0
 "$tool" --check "$dir/schedules/star_4_allgather.json" --topology "$dir/line_3.json" >/dev/null || status=$?

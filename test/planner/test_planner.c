@@ -58,6 +58,11 @@ static const case_t cases[] = {
      * planner's earliest-first choice costs an epoch (10); 9 is what the
      * MILP proves optimal within greedy's horizon, hence overall. */
     { "mixed_4", PL_ALLGATHER, 1, PL_EPOCH_FAST, 9, 13, 1 },
+    /* A star whose switch does not copy: still 4 epochs (every downlink
+     * brings 3 chunks, and the uplinks carry 3 each too: each chunk once
+     * for every GPU that gets it), but no schedule may copy or sum in it. */
+    { "star_4_unicast", PL_ALLGATHER, 1, PL_EPOCH_FAST, 4, 6, 1 },
+    { "star_4_unicast", PL_REDUCESCATTER, 1, PL_EPOCH_FAST, 4, 6, 1 },
 };
 
 /* Methods, and whether they must reach the optimum: always, or on the
