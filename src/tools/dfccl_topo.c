@@ -13,10 +13,11 @@
 #include <getopt.h>
 #include <hwloc.h>
 #include <mpi.h>
-#include <stdarg.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "topo_file.h"
 #include "topo_job.h"
@@ -26,6 +27,50 @@ typedef struct {
     const char *out, *cache;
     int quick, hosts_by, help;
 } options_t;
+
+/*
+ * MPI_Init and MPI_Finalize wait for every rank without bound (a rank
+ * stopped or lost before the job set up or after it measured): an alarm
+ * ends this rank then, and mpirun the job.
+ */
+enum { WATCH_S = 60 };
+static char watch_note[200];
+static size_t watch_len;
+
+static void watch_overdue(int sig)
+{
+    (void)sig;
+    ssize_t n = write(STDERR_FILENO, watch_note, watch_len);
+    (void)n;
+    _exit(1);
+}
+
+static void watch(const char *what)
+{
+    if (what == NULL) {
+        alarm(0);
+        return;
+    }
+    snprintf(watch_note, sizeof(watch_note),
+             "dfccl_topo: pid %ld: %s did not return within %d s (a rank lost or stopped?): "
+             "giving up\n", (long)getpid(), what, WATCH_S);
+    watch_len = strlen(watch_note);
+    signal(SIGALRM, watch_overdue);
+    alarm(WATCH_S);
+}
+
+/* Every rank is still there (a bounded barrier), then MPI_Finalize under
+ * the alarm. */
+static int finish(int status)
+{
+    MPI_Request req;
+    MPI_Ibarrier(MPI_COMM_WORLD, &req);
+    topo_wait(&req, NULL, WATCH_S, 1, "the last barrier");
+    watch("MPI_Finalize");
+    MPI_Finalize();
+    watch(NULL);
+    return status;
+}
 
 static void usage(FILE *f)
 {
@@ -265,20 +310,20 @@ int main(int argc, char **argv)
     int rank, nranks, verdict;
     topo_job_t job = {0};
 
+    watch("MPI_Init");
     MPI_Init(&argc, &argv);
+    watch(NULL);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     if (parse(argc, argv, &o, why, sizeof(why)) != 0 || o.help) {
         if (!o.help) fprintf(stderr, "dfccl_topo: rank %d: %s\n", rank, why);
         if (rank == 0) usage(o.help ? stdout : stderr);
-        MPI_Finalize();
-        return o.help ? 0 : 2;
+        return finish(o.help ? 0 : 2);
     }
     if (nranks < 2) {
         fprintf(stderr, "dfccl_topo: rank %d: a topology needs 2 ranks or more, the job has %d\n",
                 rank, nranks);
-        MPI_Finalize();
-        return 2;
+        return finish(2);
     }
     topo_probe_opts_t po = {.latency_reps = o.quick ? 20 : 100,
                             .bandwidth_reps = o.quick ? 3 : 10,
@@ -346,6 +391,5 @@ int main(int argc, char **argv)
     free(job.numa);
     free(job.local);
     free(job.net);
-    MPI_Finalize();
-    return verdict == 2 ? 1 : 0;
+    return finish(verdict == 2 ? 1 : 0);
 }

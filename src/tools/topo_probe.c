@@ -58,7 +58,7 @@ typedef struct {
     int peer;
     char *out, *in;
     const topo_probe_opts_t *o;
-    char what[96];
+    char what[160];
 } pinger_t;
 
 static double round_trip(pinger_t *p, size_t bytes)
@@ -130,8 +130,8 @@ static void echo(MPI_Comm comm, int peer, char *buf, size_t max, const topo_prob
         MPI_Status st;
         int count;
         MPI_Irecv(buf, (int)max, MPI_BYTE, peer, MPI_ANY_TAG, comm, &req);
-        /* The next ping comes after the pinger's own waits at most. */
-        topo_wait(&req, &st, o->wait_s * 3, false, what);
+        /* The next ping comes once the pinger has our pong: one of its waits. */
+        topo_wait(&req, &st, o->wait_s * 2, false, what);
         if (st.MPI_TAG == TAG_STOP) return;
         MPI_Get_count(&st, MPI_BYTE, &count);
         MPI_Isend(buf, count, MPI_BYTE, peer, TAG_PONG, comm, &req);
@@ -143,7 +143,7 @@ void topo_probe_pair(MPI_Comm comm, int a, int b, const topo_probe_opts_t *o,
                      topo_figure_t *out)
 {
     int rank;
-    char what[96];
+    char what[160];
     MPI_Request req;
 
     MPI_Comm_rank(comm, &rank);
@@ -169,8 +169,10 @@ void topo_probe_pair(MPI_Comm comm, int a, int b, const topo_probe_opts_t *o,
         }
         free(buf);
     }
-    /* The whole measurement, for the others: its budget, the round trips
-     * beyond it and the responder's last wait, with room to spare. */
+    /* The whole measurement, for the others: its budget and the last waits
+     * of the pair, which report a lost peer first. */
+    snprintf(what, sizeof(what), "the barrier after the ping-pong between ranks %d and %d "
+             "(a rank lost or stopped?)", a, b);
     MPI_Ibarrier(comm, &req);
-    topo_wait(&req, NULL, o->budget_s + o->wait_s * 6, rank != a && rank != b, what);
+    topo_wait(&req, NULL, o->budget_s + o->wait_s * 3, rank != a && rank != b, what);
 }
