@@ -378,7 +378,8 @@ int main(int argc, char **argv)
                 verdict = 2;
             } else {
                 report(&job, o.out);
-                if (o.cache && strcmp(o.cache, o.out) != 0) printf("dfccl_topo: wrote %s\n", o.cache);
+                if (o.cache && strcmp(o.cache, o.out) != 0)
+                    printf("dfccl_topo: wrote %s\n", o.cache);
             }
         }
         verdict = share(verdict, &po, "writing the file");

@@ -89,7 +89,8 @@ done
 links=$(grep -c '"src":' "$f")
 want=$((2 * half * (half - 1) + 2 * np + 4))
 [ "$links" -eq "$want" ] || fail "$links links, not $want"
-grep -q "{\"src\": 0, \"dst\": $np, " "$f" && grep -q "{\"src\": $np, \"dst\": $((np + 2)), " "$f" ||
+grep -q "{\"src\": 0, \"dst\": $np, " "$f" &&
+    grep -q "{\"src\": $np, \"dst\": $((np + 2)), " "$f" ||
     fail "no link from rank 0 to its host's switch, or from that to the network"
 bad=$(grep '"src":' "$f" | sed 's/.*"bandwidth_GBps": \([^,]*\),.*/\1/' |
       awk '!($1 > 0) { n++ } END { print n + 0 }')
@@ -98,6 +99,7 @@ grep -q '"comment": "The topology of a job of' "$f" || fail "no comment saying h
 
 # ---- bad options: every rank says so, the job fails
 for args in "--hosts-by 0 --out $tmp/x.json" "--cache $tmp/x.json"; do
+    # shellcheck disable=SC2086  # the options are separate words
     if run bad $args; then
         fail "'$args' succeeded"
     fi
