@@ -14,6 +14,10 @@
 #
 # Environment, besides run_mpi_test.sh's:
 #   DFCCL_BED_LOCK_WAIT  seconds to wait for the lock (default: 1800)
+#   DFCCL_BED_DRIVER     a script run in place of run_mpi_test.sh, with its
+#                        arguments (NP PROGRAM [ARGS...]) and environment, for
+#                        programs that are checked from outside rather than
+#                        by their own verdict line
 
 set -eu
 
@@ -65,7 +69,7 @@ export DFCCL_BED_MPIRUN=${MPIRUN:-mpirun}
 export MPIRUN=$here/bed_mpirun.sh
 # In the background, so that a signal to this script reaches the run at
 # once (run_mpi_test.sh then stops mpirun) instead of after it ends.
-"$here/../mpi/run_mpi_test.sh" "$((hosts * per_host))" "$@" 9>&- &
+"${DFCCL_BED_DRIVER:-$here/../mpi/run_mpi_test.sh}" "$((hosts * per_host))" "$@" 9>&- &
 pid=$!
 trap 'kill -TERM "$pid" 2>/dev/null; wait "$pid" || true; exit 143' TERM HUP
 trap 'kill -TERM "$pid" 2>/dev/null; wait "$pid" || true; exit 130' INT
