@@ -84,8 +84,8 @@ for r in $(seq 0 $((np - 1))); do
     [ "$r" -lt "$half" ] || want=$h1
     [ "$(host_of "$r")" = "$want" ] || fail "rank $r on host '$(host_of "$r")', not '$want'"
 done
-[ "$(grep -c '"kind": "switch", "interface_of"' "$f")" -eq 2 ] || fail "not a switch per host"
-[ "$(grep -c '"kind": "switch", "network": true' "$f")" -eq 1 ] || fail "not one network switch"
+[ "$(grep -c '"kind": "switch", "copies": false, "interface_of"' "$f")" -eq 2 ] || fail "not a switch per host (without copies)"
+[ "$(grep -c '"kind": "switch", "copies": false, "network": true' "$f")" -eq 1 ] || fail "not one network switch (without copies)"
 links=$(grep -c '"src":' "$f")
 want=$((2 * half * (half - 1) + 2 * np + 4))
 [ "$links" -eq "$want" ] || fail "$links links, not $want"
