@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <Cbc_C_Interface.h>
+#include <Clp_C_Interface.h>
 #include "milp.h"
 
 /* CBC's own arguments (as its command line takes them): the C interface
@@ -22,6 +23,32 @@ static void set_param(Cbc_Model *cbc, const char *name, double v)
 
     snprintf(buf, sizeof(buf), "%.10g", v);
     Cbc_setParameter(cbc, name, buf);
+}
+
+/* CBC 2.10 bounds its branch and bound by its time limit but not its first
+ * solve of the relaxation, which on a large program runs for many minutes
+ * past any limit. So the relaxation is solved here first, by CLP, which
+ * stops at a limit: 1 where it is solved within half of time_limit (CBC,
+ * solving it again, then has the rest), else 0; -1 out of memory. CLP's
+ * limit is CPU time, which a busy machine stretches. */
+static int relaxation_fits(const pl_model_t *m, const CoinBigIndex *starts, double time_limit)
+{
+    Clp_Simplex *clp;
+    double t0 = pl_now();
+    int fits;
+
+    if (time_limit <= 0) return 0; /* and CLP takes a negative limit for none */
+    clp = Clp_newModel();
+    if (clp == NULL) return -1;
+    Clp_loadProblem(clp, m->ncols, m->nrows, starts, m->index, m->value, m->collb, m->colub,
+                    m->obj, m->rowlb, m->rowub);
+    Clp_setLogLevel(clp, 0);
+    Clp_setMaximumSeconds(clp, time_limit / 2);
+    Clp_initialSolve(clp);
+    /* infeasible or unbounded relaxations are left for CBC to report */
+    fits = Clp_status(clp) != 3 && pl_now() - t0 <= time_limit / 2;
+    Clp_deleteModel(clp);
+    return fits;
 }
 
 /* The objective value the start reaches, or 1 (no bound) where the start
@@ -45,8 +72,8 @@ int pl_milp_solve(const pl_instance_t *in, const pl_window_t *w, const pl_schedu
     Cbc_Model *cbc;
     CoinBigIndex *starts;
     const double *x;
-    double bound;
-    int rc = 0;
+    double bound, t0 = pl_now();
+    int rc = 0, fits;
 
     memset(res, 0, sizeof(*res));
     if (pl_model_build(in, w, &m, why, whylen) != 0) return -1;
@@ -65,13 +92,23 @@ int pl_milp_solve(const pl_instance_t *in, const pl_window_t *w, const pl_schedu
         return pl_fail(why, whylen, "out of memory");
     }
     for (int j = 0; j <= m.ncols; j++) starts[j] = m.start[j];
+    fits = relaxation_fits(&m, starts, time_limit - (pl_now() - t0));
+    if (fits <= 0) {
+        /* nothing found, nothing proven: the caller keeps the start */
+        if (fits == 0 && verbose)
+            fprintf(stderr, "dfccl_plan: milp: the relaxation takes over half the limit\n");
+        Cbc_deleteModel(cbc);
+        free(starts);
+        pl_model_free(&m);
+        return fits < 0 ? pl_fail(why, whylen, "out of memory") : 0;
+    }
     Cbc_loadProblem(cbc, m.ncols, m.nrows, starts, m.index, m.value, m.collb, m.colub, m.obj,
                     m.rowlb, m.rowub);
     for (int j = 0; j < m.ncols; j++)
         if (m.integer[j]) Cbc_setInteger(cbc, j);
     Cbc_setLogLevel(cbc, 0);
     set_param(cbc, "log", 0);
-    set_param(cbc, "seconds", time_limit);
+    set_param(cbc, "seconds", time_limit - (pl_now() - t0));
     /* the limit is the caller's wait: wall time, not CPU time (CBC's default) */
     Cbc_setParameter(cbc, "timeMode", "elapsed");
     set_param(cbc, "ratioGap", gap);
