@@ -61,14 +61,15 @@ field() { sed -n "s/^$1: *//p" "$work/stdout"; }
 
 # One run: prints a table row, or a row saying why there is none.
 run() {    # METHOD LIMIT SIZE CHUNKS
-    local method=$1 limit=$2 size=$3 chunks=$4 rc=0 t0 wall name
+    local method=$1 limit=$2 size=$3 chunks=$4 rc=0 t0 wall wall_limit name
     local args=(--topology "$topology" --collective allgather --bytes "$size" --chunks "$chunks"
                 --epoch "$epoch" --method "$method" --schedule "$work/schedule.json")
     [ -z "$limit" ] || args+=(--time-limit "$limit")
     name=$method-$size-k$chunks
+    wall_limit=$(awk -v l="${limit:-60}" -v g="$grace" 'BEGIN { printf "%d", l + g + 0.999 }')
     t0=$(date +%s.%N)
     ( ulimit -v "$mem_kb"
-      exec timeout $(( ${limit:-60} + grace )) "$tool" "${args[@]}" ) \
+      exec timeout "$wall_limit" "$tool" "${args[@]}" ) \
         >"$work/stdout" 2>"$work/stderr" || rc=$?
     wall=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
     if [ -n "$raw" ]; then
