@@ -7,9 +7,15 @@
  * greedy. Also the solver of each window of time
  * partitioning (partition.c).
  */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <Cbc_C_Interface.h>
 #include "milp.h"
 
@@ -37,6 +43,100 @@ static double start_value(const pl_instance_t *in, const pl_window_t *w, const p
     return z;
 }
 
+/* CBC's verdict on a solved program, as a child process hands it back. */
+typedef struct {
+    int status, found, optimal;
+    double bound, objective;
+} verdict_t;
+
+/* The verdict, and in chosen (nsends bytes) which sends the best solution
+ * found takes; bound is the start's value (the cutoff). */
+static void verdict_of(Cbc_Model *cbc, double bound, size_t nsends, verdict_t *v, char *chosen)
+{
+    const double *x = Cbc_bestSolution(cbc);
+
+    v->found = x != NULL && !Cbc_isProvenInfeasible(cbc);
+    /* nothing better than the start, proven: the start is optimal */
+    v->optimal = v->found ? Cbc_isProvenOptimal(cbc) : bound <= 0 && Cbc_isProvenInfeasible(cbc);
+    v->bound = Cbc_getBestPossibleObjValue(cbc);
+    v->objective = v->found ? Cbc_getObjValue(cbc) : bound;
+    for (size_t j = 0; j < nsends; j++) chosen[j] = v->found && x[j] > 0.5;
+}
+
+static int write_all(int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+
+    while (n > 0) {
+        ssize_t put = write(fd, p, n);
+        if (put < 0 && errno == EINTR) continue;
+        if (put <= 0) return -1;
+        p += put;
+        n -= (size_t)put;
+    }
+    return 0;
+}
+
+/* n bytes from fd by the deadline (pl_now's clock): 0, or -1 where the
+ * deadline passes or the writer ends first. */
+static int read_by(int fd, void *buf, size_t n, double deadline)
+{
+    char *p = buf;
+
+    while (n > 0) {
+        double left = deadline - pl_now();
+        struct pollfd pfd = { .fd = fd, .events = POLLIN };
+        if (left <= 0) return -1;
+        int ready = poll(&pfd, 1, (int)(left * 1000) + 1);
+        if (ready < 0 && errno != EINTR) return -1;
+        if (ready <= 0) continue;
+        ssize_t got = read(fd, p, n);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return -1;
+        p += got;
+        n -= (size_t)got;
+    }
+    return 0;
+}
+
+/* CBC 2.10 holds branch and bound to its time limit, but not its first
+ * solve of the relaxation nor its preprocessing, and on large programs
+ * (32 GPUs, or long horizons) either alone runs minutes past the limit.
+ * So CBC runs in a child process, which is killed where it has not
+ * answered by the deadline: nothing found, as when CBC finds nothing in
+ * time. Where no child can be started it runs here, unbounded. */
+static void solve_by(Cbc_Model *cbc, double bound, size_t nsends, double deadline, verdict_t *v,
+                     char *chosen)
+{
+    int fds[2] = { -1, -1 }, ok;
+    pid_t pid = -1;
+
+    memset(v, 0, sizeof(*v));
+    if (pipe(fds) != 0 || (pid = fork()) < 0) {
+        if (fds[0] >= 0) close(fds[0]), close(fds[1]);
+        v->status = Cbc_solve(cbc);
+        verdict_of(cbc, bound, nsends, v, chosen);
+        return;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        v->status = Cbc_solve(cbc);
+        verdict_of(cbc, bound, nsends, v, chosen);
+        ok = write_all(fds[1], v, sizeof(*v)) == 0 && write_all(fds[1], chosen, nsends) == 0;
+        _exit(ok ? 0 : 1);
+    }
+    close(fds[1]);
+    if (read_by(fds[0], v, sizeof(*v), deadline) != 0 ||
+        read_by(fds[0], chosen, nsends, deadline) != 0) {
+        kill(pid, SIGKILL);
+        memset(v, 0, sizeof(*v));
+        v->status = -1;
+        v->objective = bound;
+    }
+    close(fds[0]);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
+}
+
 int pl_milp_solve(const pl_instance_t *in, const pl_window_t *w, const pl_schedule_t *start,
                   double time_limit, double gap, int verbose, pl_schedule_t *out,
                   pl_milp_result_t *res, char *why, size_t whylen)
@@ -44,8 +144,10 @@ int pl_milp_solve(const pl_instance_t *in, const pl_window_t *w, const pl_schedu
     pl_model_t m;
     Cbc_Model *cbc;
     CoinBigIndex *starts;
-    const double *x;
-    double bound;
+    char *chosen;
+    verdict_t v;
+    /* CBC stops itself at the limit; the kill is for where it does not */
+    double bound, t0 = pl_now(), deadline = t0 + time_limit * 1.05 + 1;
     int rc = 0;
 
     memset(res, 0, sizeof(*res));
@@ -57,9 +159,11 @@ int pl_milp_solve(const pl_instance_t *in, const pl_window_t *w, const pl_schedu
                 m.ncols, m.nrows, w->k0, w->bend, time_limit);
     /* CoinBigIndex may be wider than int */
     starts = malloc(sizeof(CoinBigIndex) * ((size_t)m.ncols + 1));
+    chosen = malloc(m.nsends ? m.nsends : 1);
     cbc = Cbc_newModel();
-    if (starts == NULL || cbc == NULL) {
+    if (starts == NULL || chosen == NULL || cbc == NULL) {
         free(starts);
+        free(chosen);
         if (cbc) Cbc_deleteModel(cbc);
         pl_model_free(&m);
         return pl_fail(why, whylen, "out of memory");
@@ -71,7 +175,7 @@ int pl_milp_solve(const pl_instance_t *in, const pl_window_t *w, const pl_schedu
         if (m.integer[j]) Cbc_setInteger(cbc, j);
     Cbc_setLogLevel(cbc, 0);
     set_param(cbc, "log", 0);
-    set_param(cbc, "seconds", time_limit);
+    set_param(cbc, "seconds", time_limit - (pl_now() - t0));
     /* the limit is the caller's wait: wall time, not CPU time (CBC's default) */
     Cbc_setParameter(cbc, "timeMode", "elapsed");
     set_param(cbc, "ratioGap", gap);
@@ -82,20 +186,22 @@ int pl_milp_solve(const pl_instance_t *in, const pl_window_t *w, const pl_schedu
      * solutions pass; none found means the start stays. */
     bound = start_value(in, w, &m, start);
     if (bound <= 0) set_param(cbc, "cutoff", bound - 0.5);
-    res->status = Cbc_solve(cbc);
-    x = Cbc_bestSolution(cbc);
-    res->found = x != NULL && !Cbc_isProvenInfeasible(cbc);
-    /* nothing better than the start, proven: the start is optimal */
-    res->optimal =
-        res->found ? Cbc_isProvenOptimal(cbc) : bound <= 0 && Cbc_isProvenInfeasible(cbc);
-    res->bound = Cbc_getBestPossibleObjValue(cbc);
-    res->objective = res->found ? Cbc_getObjValue(cbc) : bound;
+    solve_by(cbc, bound, m.nsends, deadline, &v, chosen);
+    if (v.status < 0 && verbose)
+        fprintf(stderr, "dfccl_plan: milp: CBC stopped, %.4g s past the limit\n",
+                pl_now() - t0 - time_limit);
+    res->status = v.status;
+    res->found = v.found;
+    res->optimal = v.optimal;
+    res->bound = v.bound;
+    res->objective = v.objective;
     for (size_t j = 0; res->found && j < m.nsends && rc == 0; j++)
-        if (x[j] > 0.5 && pl_schedule_add(out, m.cols[j].chunk, m.cols[j].where, m.cols[j].epoch,
-                                          PL_PHASE_ONLY) != 0)
+        if (chosen[j] && pl_schedule_add(out, m.cols[j].chunk, m.cols[j].where, m.cols[j].epoch,
+                                         PL_PHASE_ONLY) != 0)
             rc = pl_fail(why, whylen, "out of memory");
     Cbc_deleteModel(cbc);
     free(starts);
+    free(chosen);
     pl_model_free(&m);
     return rc;
 }

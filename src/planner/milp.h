@@ -9,7 +9,7 @@
 
 typedef struct {
     int cols, rows;
-    int status;          /* Cbc_solve's */
+    int status;          /* Cbc_solve's; -1: stopped at the deadline */
     int found, optimal;  /* a better solution; proven optimal (it, or else the start) */
     double objective, bound;
 } pl_milp_result_t;
