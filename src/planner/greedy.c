@@ -101,10 +101,15 @@ static int expand(search_t *s, const item_t *it)
         int64_t key = pl_key(0, r.node, t->nnodes, r.epoch);
         if (pl_map_get(&s->seen, key, NULL)) return 0;
         if (pl_map_put(&s->seen, key, 1) != 0) return -1;
-        for (int i = t->out_start[r.node]; i < t->out_start[r.node + 1]; i++)
+        for (int i = t->out_start[r.node]; i < t->out_start[r.node + 1]; i++) {
+            /* never straight back: between two switches that would only
+             * hold the chunk in the network (a delay line), which a later
+             * departure from a GPU does without taking links */
+            if (r.link >= 0 && t->links[t->out[i]].dst == t->links[r.link].src) continue;
             if (pl_state_link_free(s->st, t->out[i], r.epoch) &&
                 hop(s, it->rec, t->out[i], r.epoch) != 0)
                 return -1;
+        }
         return 0;
     }
     }
