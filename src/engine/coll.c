@@ -68,7 +68,7 @@ static uint64_t call_bytes(const dfccl_comm_t *comm, const dfccl_coll_args_t *ar
 /* The first plan file of the communicator that serves the call builds this
  * rank's program: the same one on every rank, since all ranks took the
  * same plans and the call is the same everywhere. *used is NULL when none
- * serves it. */
+ * serves it (then the built-in algorithms do). */
 static dfccl_status_t coll_plan_file(const dfccl_comm_t *comm, const dfccl_coll_args_t *args,
                                      const dfccl_plan_call_t *call, dfccl_plan_t *plan,
                                      const dfccl_plan_file_t **used)
@@ -84,7 +84,7 @@ static dfccl_status_t coll_plan_file(const dfccl_comm_t *comm, const dfccl_coll_
             continue;
         status = dfccl_plan_file_build(h->plans[i], call, comm->rank, plan);
         if (status == DFCCL_ERR_UNSUPPORTED) continue;   /* e.g. in place, unequal counts */
-        if (status == DFCCL_OK) *used = h->plans[i];
+        *used = h->plans[i];   /* also when it failed: the error names it */
         return status;
     }
     return DFCCL_OK;
@@ -107,10 +107,11 @@ static dfccl_status_t coll_plan(dfccl_comm_t *comm, const dfccl_coll_args_t *arg
     if (cap > 64 && (peers = malloc(sizeof(*peers) * cap)) == NULL) return DFCCL_ERR_NO_MEMORY;
     plan = (dfccl_plan_t){ coll->steps, peers, 0, cap, 0 };
     status = coll_plan_file(comm, args, &call, &plan, &file);
-    coll->algo = dfccl_plan_choose(&call, &h->topo, dfccl_dtype_size(args->dtype),
-                                   (dfccl_algo_t)cfg->algorithm, cfg->rd_max_bytes);
-    if (status == DFCCL_OK && file == NULL)
+    if (file == NULL) {
+        coll->algo = dfccl_plan_choose(&call, &h->topo, dfccl_dtype_size(args->dtype),
+                                       (dfccl_algo_t)cfg->algorithm, cfg->rd_max_bytes);
         status = dfccl_plan_build(coll->algo, &call, &h->topo, comm->rank, &plan);
+    }
     for (uint32_t i = 0; status == DFCCL_OK && i < plan.nsteps; i++) {
         dfccl_step_t *s = &coll->steps[i];
         if (s->recv) {
