@@ -76,8 +76,9 @@ typedef struct dfccl_net_region dfccl_net_region_t;
 int dfccl_net_available(char *why, size_t len);
 
 /* The per-context net state, made on first call (*net stays set); every
- * link it makes takes the protocol. */
-dfccl_status_t dfccl_net_open(dfccl_net_t **net, dfccl_net_protocol_t protocol);
+ * link it makes takes the protocol. rendezvous: tagged messages may take
+ * the transport's rendezvous (else they all go eagerly). */
+dfccl_status_t dfccl_net_open(dfccl_net_t **net, dfccl_net_protocol_t protocol, int rendezvous);
 /* Closes endpoints (bounded wait), the worker and the context. */
 void dfccl_net_close(dfccl_net_t *net);
 

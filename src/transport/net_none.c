@@ -9,9 +9,9 @@ int dfccl_net_available(char *why, size_t len)
     return 0;
 }
 
-dfccl_status_t dfccl_net_open(dfccl_net_t **net, dfccl_net_protocol_t protocol)
+dfccl_status_t dfccl_net_open(dfccl_net_t **net, dfccl_net_protocol_t protocol, int rendezvous)
 {
-    (void)net; (void)protocol;
+    (void)net; (void)protocol; (void)rendezvous;
     return DFCCL_ERR_UNSUPPORTED;
 }
 void dfccl_net_close(dfccl_net_t *net) { (void)net; }

@@ -25,7 +25,7 @@ static void ucx_peer_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
     __atomic_store_n(&peer->failed, (int)status, __ATOMIC_RELEASE);
 }
 
-dfccl_status_t dfccl_net_open(dfccl_net_t **net_p, dfccl_net_protocol_t protocol)
+dfccl_status_t dfccl_net_open(dfccl_net_t **net_p, dfccl_net_protocol_t protocol, int rendezvous)
 {
     ucp_params_t params;
     ucp_worker_params_t wparams;
@@ -39,6 +39,15 @@ dfccl_status_t dfccl_net_open(dfccl_net_t **net_p, dfccl_net_protocol_t protocol
     pthread_mutex_init(&net->lock, NULL);
     st = ucp_config_read(NULL, NULL, &config);
     if (st != UCS_OK) goto err;
+    /* a receive waits posted for every slot the receiver has room for:
+     * eager messages land in it at once (net_rendezvous says why) */
+    if (!rendezvous) {
+        st = ucp_config_modify(config, "RNDV_THRESH", "inf");
+        if (st != UCS_OK) {
+            ucp_config_release(config);
+            goto err;
+        }
+    }
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     params.features = UCP_FEATURE_TAG;
@@ -159,8 +168,16 @@ int dfccl_net_progress(dfccl_net_t *net)
 
     if (net == NULL) return 0;
     /* the daemon pumps without pause: a thread that needs the lock for a
-     * moment (set-up, teardown) gets it by the daemon's skipping a turn */
-    if (pthread_mutex_trylock(&net->lock) != 0) return 0;
+     * moment (set-up, teardown) gets it by the daemon's skipping a turn.
+     * A skipped turn may leave slots unsent that the executor just filled:
+     * the net counts as busy until a turn that began after it has run, or
+     * an idle daemon would never pump them and the peer would wait for them
+     * forever. The turn clears the mark before it reads any FIFO. */
+    if (pthread_mutex_trylock(&net->lock) != 0) {
+        __atomic_store_n(&net->missed, 1, __ATOMIC_SEQ_CST);
+        return 0;
+    }
+    (void)__atomic_exchange_n(&net->missed, 0, __ATOMIC_SEQ_CST);
     moved = ucp_worker_progress(net->worker) != 0;
     moved |= ucx_links_pump(net);
     pthread_mutex_unlock(&net->lock);
@@ -169,7 +186,8 @@ int dfccl_net_progress(dfccl_net_t *net)
 
 int dfccl_net_busy(dfccl_net_t *net)
 {
-    return net != NULL && __atomic_load_n(&net->busy, __ATOMIC_ACQUIRE);
+    return net != NULL && (__atomic_load_n(&net->busy, __ATOMIC_ACQUIRE) ||
+                           __atomic_load_n(&net->missed, __ATOMIC_SEQ_CST));
 }
 
 /* Waits (progressing) for a request, up to the deadline; frees it. */

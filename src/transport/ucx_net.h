@@ -39,6 +39,7 @@ struct dfccl_net {
     size_t            address_len;
     uint32_t          next_id;
     int               busy;        /* sends under way (atomic) */
+    int               missed;      /* a pump's turn was skipped since the last (atomic) */
     int               unflushed;   /* sends handed to UCX since the last flush */
     void             *flush_req;   /* a worker flush under way */
     dfccl_net_peer_t *peers;

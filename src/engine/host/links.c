@@ -82,7 +82,8 @@ dfccl_status_t dfccl_context_net(dfccl_context_t *ctx, dfccl_net_t **net_p)
         /* host communicators' links take the knob's protocol, which must
          * be equal on all ranks, so both ends agree; the GPU side's (over
          * its own memory) stay tagged whatever it says (net.h) */
-        status = dfccl_net_open(&net, (dfccl_net_protocol_t)ctx->config.net_protocol);
+        status = dfccl_net_open(&net, (dfccl_net_protocol_t)ctx->config.net_protocol,
+                                ctx->config.net_rendezvous);
         if (status == DFCCL_OK) __atomic_store_n(&ctx->net, net, __ATOMIC_RELEASE);
     }
     *net_p = ctx->net;
