@@ -13,8 +13,11 @@
  * four). The victim (the last rank, --victim R) sends its verdict and pid
  * to the lowest surviving rank, sleeps --sleep-ms (300), sends its time of
  * death and raise(SIGKILL)s (--death exit: _exit(0)); with --victim-joins it
- * first starts the same allreduce itself (MPI_Iallreduce), so that it dies
- * in the middle of the transfer. The survivors, meanwhile in an allreduce
+ * first starts the same allreduce itself (MPI_Iallreduce) and dies in the
+ * middle of the transfer: as soon as its engine has sent a sixteenth of
+ * --bytes to other nodes, or after --sleep-ms, whichever comes first (a
+ * fixed delay alone outlasts the whole transfer on fast links); it reports
+ * whether its own allreduce had finished, which fails the run. The survivors, meanwhile in an allreduce
  * of --bytes (8 MiB) on the dup, check that it returns an error of class
  * MPI_ERR_OTHER within --bound seconds (5), that the engine failed it (in
  * flight: posted +1 and failed +1; or, for a survivor that comes late,
@@ -92,6 +95,7 @@ enum {
     CHECK_AGAIN_TIME,    /* ... at once */
     CHECK_FREE,          /* MPI_Comm_free of the broken communicator returns */
     CHECK_UNLINKED,      /* the engine's mapped segments have no name left */
+    CHECK_INTERRUPTED,   /* --victim-joins: the victim died with its allreduce unfinished */
     CHECK_COUNT
 };
 static const char *const check_names[CHECK_COUNT] = {
@@ -104,6 +108,7 @@ static const char *const check_names[CHECK_COUNT] = {
     "the second allreduce fails at once",
     "MPI_Comm_free of the broken communicator",
     "the engine's segments mapped here are unlinked",
+    "the victim died with its own allreduce unfinished",
 };
 
 #define WARMUPS 4
@@ -180,6 +185,26 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* With --victim-joins, a dying rank's wait after it posted the allreduce:
+ * until its engine has sent bytes / 16 of payload to other nodes (the
+ * counter rises while the transfer runs; every rank of a node sends across
+ * nodes in the ring and hierarchical plans) or sleep_ms passed. A rank
+ * cannot finish its part of the allreduce before it has sent that much, so
+ * it dies with the collective unfinished however fast the links are. */
+static void wait_mid_transfer(size_t bytes, int sleep_ms_bound)
+{
+    dfccl_stats_t stats;
+    dfccl_stats_get(&stats);
+    uint64_t start = stats.net_bytes_sent;
+    double deadline = now_s() + sleep_ms_bound / 1000.0;
+    while (now_s() < deadline) {
+        dfccl_stats_get(&stats);
+        if (stats.net_bytes_sent - start >= bytes / 16) return;
+        struct timespec ts = { 0, 200000L };
+        nanosleep(&ts, NULL);
+    }
 }
 
 /* Waits up to timeout_s for a message already sent by a rank that has died
@@ -360,29 +385,38 @@ int main(int argc, char **argv)
         /* Small and eager: in the receiver's queue before MPI_Send returns. */
         int hello[3] = { flags[CHECK_WARMUP], (int)getpid(), flags[CHECK_UNLINKED] };
         MPI_Send(hello, 3, MPI_INT, lowest, TAG_WARMUP, MPI_COMM_WORLD);
+        /* death[1]: 1 when its own allreduce had finished (nothing interrupted) */
+        double death[2] = { 0, 0 };
         if (opt.victim_joins) {
-            /* dies in the middle of the transfer (with --bytes large enough
-             * that it outlasts --sleep-ms) */
             MPI_Request req;
+            int done = 0;
             MPI_Iallreduce(send, recv, (int)count, MPI_DOUBLE, MPI_SUM, dup, &req);
+            fflush(stdout);
+            fflush(stderr);
+            wait_mid_transfer(opt.bytes, opt.sleep_ms);
+            MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+            death[1] = done;
+        } else {
+            fflush(stdout);
+            fflush(stderr);
+            sleep_ms(opt.sleep_ms);   /* the others are blocked by now */
         }
-        fflush(stdout);
-        fflush(stderr);
-        sleep_ms(opt.sleep_ms);   /* the others are blocked by now */
-        double death = now_s();
-        MPI_Send(&death, 1, MPI_DOUBLE, lowest, TAG_DEATH, MPI_COMM_WORLD);
+        death[0] = now_s();
+        MPI_Send(death, 2, MPI_DOUBLE, lowest, TAG_DEATH, MPI_COMM_WORLD);
         if (opt.exit_death) _exit(0);
         raise(SIGKILL);
         _exit(9);   /* not reached */
     }
     if (dead[world_rank]) {   /* the victim's node goes with it */
+        fflush(stdout);
+        fflush(stderr);
         if (opt.victim_joins) {
             MPI_Request req;
             MPI_Iallreduce(send, recv, (int)count, MPI_DOUBLE, MPI_SUM, dup, &req);
+            wait_mid_transfer(opt.bytes, opt.sleep_ms);
+        } else {
+            sleep_ms(opt.sleep_ms);
         }
-        fflush(stdout);
-        fflush(stderr);
-        sleep_ms(opt.sleep_ms);
         if (opt.exit_death) _exit(0);
         raise(SIGKILL);
         _exit(9);
@@ -470,8 +504,14 @@ int main(int argc, char **argv)
         merged[CHECK_WARMUP] |= hello[0];
         merged[CHECK_UNLINKED] |= hello[2];
         pids[victim] = hello[1];
-        double death = 0;
-        bool death_known = recv_from_dead(&death, 1, MPI_DOUBLE, victim, TAG_DEATH, 1.0);
+        double death_msg[2] = { 0, 0 }, death = 0;
+        bool death_known = recv_from_dead(death_msg, 2, MPI_DOUBLE, victim, TAG_DEATH, 1.0);
+        death = death_msg[0];
+        if (death_known && death_msg[1] != 0) {
+            merged[CHECK_INTERRUPTED] = 1;
+            fprintf(stderr, "FAIL: the victim's own allreduce had finished before it died:"
+                    " no transfer was interrupted (a larger --bytes helps)\n");
+        }
         for (int r = 0; r < world_size; r++) {
             if (r == lowest || dead[r]) continue;
             int theirs[CHECK_COUNT + 1];
@@ -482,10 +522,12 @@ int main(int argc, char **argv)
             for (int c = 0; c < CHECK_COUNT; c++) merged[c] |= theirs[c];
             pids[r] = theirs[CHECK_COUNT];
         }
-        printf(PROGRAM ": %d ranks, rank %d%s died (%s) after a %d ms sleep while the others"
+        printf(PROGRAM ": %d ranks, rank %d%s died (%s) %s %d ms while the others"
                " were in an allreduce of %zu bytes%s; bound %.1f s\n", world_size, victim,
                opt.kill_host ? " and every rank of its node" : "",
-               opt.exit_death ? "_exit" : "SIGKILL", opt.sleep_ms, count * sizeof(double),
+               opt.exit_death ? "_exit" : "SIGKILL",
+               opt.victim_joins ? "a sixteenth into the transfer or after at most" : "after",
+               opt.sleep_ms, count * sizeof(double),
                opt.victim_joins ? " it had posted too" : "", opt.bound_s);
         printf(PROGRAM ": pids:");
         for (int r = 0; r < world_size; r++) printf(" %d", pids[r]);
