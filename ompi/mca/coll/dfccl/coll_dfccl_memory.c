@@ -3,7 +3,12 @@
  * found at run time, so the component loads and works where there is no
  * driver. Device buffers go to the GPU side (coll_dfccl_gpu.c).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE   /* dl_iterate_phdr */
+#endif
 #include <dlfcn.h>
+#include <link.h>
+#include <stddef.h>
 #include "coll_dfccl.h"
 
 /* From the CUDA driver API (cuda.h), which the component does not need to
@@ -17,6 +22,20 @@ typedef int (*dfccl_cu_pointer_get_attributes_fn)(unsigned int count, int *attri
 #define DFCCL_CU_MEMORYTYPE_DEVICE             2
 
 static dfccl_cu_pointer_get_attributes_fn cu_pointer_get_attributes;
+/* The process's count of shared-object loads when the driver was last
+ * looked for and not found (0: never looked, or the count is unknown). */
+static unsigned long long driver_missing_at_loads;
+
+/* dl_iterate_phdr callback: the loader's count of loads so far (dlpi_adds,
+ * the same in every entry), read from the first entry; 0 when the C library
+ * does not say. */
+static int count_loads(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    *(unsigned long long *)arg =
+        size >= offsetof(struct dl_phdr_info, dlpi_adds) + sizeof(info->dlpi_adds)
+            ? (unsigned long long)info->dlpi_adds : 0;
+    return 1;
+}
 
 bool mca_coll_dfccl_is_device_memory(const void *buf)
 {
@@ -27,9 +46,19 @@ bool mca_coll_dfccl_is_device_memory(const void *buf)
     if (cu_pointer_get_attributes == NULL) {
         /* Only a driver the application already loaded can have made device
          * memory (RTLD_NOLOAD: host-only programs never load it through us);
-         * it may be loaded after MPI_Init, so look again until found. */
+         * it may be loaded after MPI_Init, so look again until found, but
+         * only once the process has loaded something since the last look:
+         * a look (dlopen) takes tens of microseconds, longer than a small
+         * collective. */
+        unsigned long long loads = 0;
+        dl_iterate_phdr(count_loads, &loads);
+        if (loads != 0 && loads == __atomic_load_n(&driver_missing_at_loads, __ATOMIC_RELAXED))
+            return false;
         void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-        if (driver == NULL) return false;
+        if (driver == NULL) {
+            __atomic_store_n(&driver_missing_at_loads, loads, __ATOMIC_RELAXED);
+            return false;
+        }
         cu_pointer_get_attributes =
             (dfccl_cu_pointer_get_attributes_fn)dlsym(driver, "cuPointerGetAttributes");
         if (cu_pointer_get_attributes == NULL) return false;
