@@ -170,21 +170,20 @@ int dfccl_plan_send_peers(const dfccl_topo_t *t, int rank, int *peers, int max)
     if (ranks == NULL) return -1;
     /* the flat ring: the next position in node order */
     peers_add(peers, &n, max, rd_rank_at(t, (rd_position(t, rank) + 1) % t->size), rank);
-    if (t->nnodes > 1) {
-        if (t->uniform) {
-            group_of(t, rank, 1, ranks, &g);
-            peers_add(peers, &n, max, g.ranks[(g.i + 1) % g.m], rank);
-            group_of(t, rank, 0, ranks, &g);
-            peers_add(peers, &n, max, g.ranks[(g.i + 1) % g.m], rank);
-        }
-        rd_shape(t->size, rd_position(t, rank), &s);
-        if (s.vr < 0) {
-            peers_add(peers, &n, max, rd_rank_at(t, s.v + 1), rank);
-        } else {
-            if (s.v < 2 * s.extra) peers_add(peers, &n, max, rd_rank_at(t, s.v - 1), rank);
-            for (int mask = 1; mask < s.p; mask <<= 1)
-                peers_add(peers, &n, max, rd_rank_at(t, rd_real(&s, s.vr ^ mask)), rank);
-        }
+    if (t->nnodes > 1 && t->uniform) {
+        group_of(t, rank, 1, ranks, &g);
+        peers_add(peers, &n, max, g.ranks[(g.i + 1) % g.m], rank);
+        group_of(t, rank, 0, ranks, &g);
+        peers_add(peers, &n, max, g.ranks[(g.i + 1) % g.m], rank);
+    }
+    /* recursive doubling, on one node too */
+    rd_shape(t->size, rd_position(t, rank), &s);
+    if (s.vr < 0) {
+        peers_add(peers, &n, max, rd_rank_at(t, s.v + 1), rank);
+    } else {
+        if (s.v < 2 * s.extra) peers_add(peers, &n, max, rd_rank_at(t, s.v - 1), rank);
+        for (int mask = 1; mask < s.p; mask <<= 1)
+            peers_add(peers, &n, max, rd_rank_at(t, rd_real(&s, s.vr ^ mask)), rank);
     }
     free(ranks);
     qsort(peers, (size_t)n, sizeof(int), cmp_int);
@@ -196,12 +195,18 @@ int dfccl_plan_send_peers(const dfccl_topo_t *t, int rank, int *peers, int max)
 dfccl_algo_t dfccl_plan_choose(const dfccl_plan_call_t *call, const dfccl_topo_t *t,
                                size_t esize, dfccl_algo_t forced, uint64_t rd_max_bytes)
 {
-    /* one node: the ring over shared memory is what every size wants, and
-     * the other algorithms' connections are not made there */
-    if (call->type != DFCCL_COLL_ALLREDUCE || t->nnodes == 1 || t->size < 3) return DFCCL_ALGO_RING;
+    if (call->type != DFCCL_COLL_ALLREDUCE || t->size < 2) return DFCCL_ALGO_RING;
     if (forced == DFCCL_ALGO_RING || forced == DFCCL_ALGO_RD) return forced;
-    if (forced == DFCCL_ALGO_HIER) return t->uniform ? DFCCL_ALGO_HIER : DFCCL_ALGO_RING;
+    if (forced == DFCCL_ALGO_HIER)
+        return t->nnodes > 1 && t->uniform ? DFCCL_ALGO_HIER : DFCCL_ALGO_RING;
+    /* Recursive doubling needs log2(ranks) exchanges where the ring needs
+     * 2 (ranks - 1) hand-offs, each a wait for a peer that may have to be
+     * scheduled first, on one node as across nodes. Its results are
+     * bit-identical on every rank: partners combine the same two values,
+     * and the engine's operations are commutative. */
     if ((uint64_t)call->count * esize <= rd_max_bytes) return DFCCL_ALGO_RD;
+    /* one node: the ring over shared memory for larger buffers */
+    if (t->nnodes == 1) return DFCCL_ALGO_RING;
     if (t->uniform && t->nnodes < t->size) return DFCCL_ALGO_HIER;
     return DFCCL_ALGO_RING;
 }

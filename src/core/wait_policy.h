@@ -40,6 +40,14 @@
  * the completion queue at most this long between rounds, so the daemon gets
  * the core when ranks outnumber cores. */
 #define DFCCL_WAIT_CALLER_SLEEP_NS 100000ull
+/* A caller that drives the host scheduler (dfccl_context_drive) gives it
+ * back this often to let Open MPI progress, as the sleeping caller does. */
+#define DFCCL_WAIT_CALLER_DRIVE_NS DFCCL_WAIT_CALLER_SLEEP_NS
+/* The daemon thread takes the host scheduler back once no caller has
+ * driven it for this long: callers that wait come back to drive within
+ * microseconds, while a rank that stopped calling MPI holds its peers up
+ * by at most this much. */
+#define DFCCL_WAIT_DRIVER_LINGER_NS 1000000ull
 /* A GPU collective needs no core from its caller while it runs, but a sleep
  * costs a thread wake-up of tens of microseconds at its end: spin longer. */
 #define DFCCL_WAIT_CALLER_SPIN_GPU_NS 2000000ull
@@ -81,10 +89,15 @@
 #define GPU_QUIT_CHECK_NS 10000
 
 #ifndef __CUDACC__
+/* How long host waits spin before they yield: DFCCL_WAIT_SPIN_NS, or 0
+ * where ranks outnumber cores (knob oversubscribed; set when a context is
+ * created). */
+extern uint64_t dfccl_wait_spin_ns;
+
 /* One pause of a wait that has lasted waited_ns so far. */
 static inline void dfccl_wait_pause(uint64_t waited_ns)
 {
-    if (waited_ns < DFCCL_WAIT_SPIN_NS) {
+    if (waited_ns < __atomic_load_n(&dfccl_wait_spin_ns, __ATOMIC_RELAXED)) {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif

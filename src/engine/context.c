@@ -5,6 +5,9 @@
 #include <string.h>
 #include "internal.h"
 #include "log.h"
+#include "wait_policy.h"
+
+uint64_t dfccl_wait_spin_ns = DFCCL_WAIT_SPIN_NS;
 
 dfccl_status_t dfccl_context_create(const dfccl_config_t *config, dfccl_context_t **context_p)
 {
@@ -27,6 +30,8 @@ dfccl_status_t dfccl_context_create(const dfccl_config_t *config, dfccl_context_
      * elements of every type (slot_bytes' lower bound is such a multiple) */
     ctx->config.slot_bytes &= ~(size_t)15;
     dfccl_log_level = ctx->config.verbose;
+    __atomic_store_n(&dfccl_wait_spin_ns, ctx->config.oversubscribed ? 0 : DFCCL_WAIT_SPIN_NS,
+                     __ATOMIC_RELAXED);
     /* read now, not kept: the caller's string need not outlive this call */
     if (dfccl_plan_set_load(ctx->config.plan_dir, &ctx->plans) != DFCCL_OK) {
         free(ctx);
@@ -38,9 +43,11 @@ dfccl_status_t dfccl_context_create(const dfccl_config_t *config, dfccl_context_
     pthread_mutex_init(&ctx->net_lock, NULL);
     dfccl_queue_init(&ctx->submit);
     dfccl_cqueue_init(&ctx->complete);
+    dfccl_sched_init(&ctx->sched, ctx);
     rc = pthread_create(&ctx->daemon, NULL, dfccl_daemon_main, ctx);
     if (rc != 0) {
         dfccl_error("cannot start the engine daemon thread: %s", strerror(rc));
+        dfccl_sched_fini(&ctx->sched);
         dfccl_cqueue_fini(&ctx->complete);
         dfccl_queue_fini(&ctx->submit);
         pthread_mutex_destroy(&ctx->gpu_lock);
@@ -63,6 +70,7 @@ void dfccl_context_destroy(dfccl_context_t *ctx)
     dfccl_queue_stop(&ctx->submit);
     pthread_join(ctx->daemon, NULL);
     dfccl_net_close(ctx->net);   /* after the daemon: nobody pumps any more */
+    dfccl_sched_fini(&ctx->sched);
     dfccl_cqueue_fini(&ctx->complete);
     dfccl_queue_fini(&ctx->submit);
     pthread_mutex_destroy(&ctx->gpu_lock);

@@ -13,6 +13,7 @@
 #include "plan.h"
 #include "plan_set.h"
 #include "queue.h"
+#include "host_sched.h"
 #include "sched_policy.h"
 #include "shm.h"
 
@@ -77,7 +78,8 @@ struct dfccl_comm {
 struct dfccl_context {
     dfccl_config_t   config;
     dfccl_queue_t    submit;        /* application threads -> daemon */
-    dfccl_cqueue_t   complete;      /* daemon -> application threads */
+    dfccl_cqueue_t   complete;      /* scheduler -> application threads */
+    dfccl_sched_t    sched;         /* the host scheduler: daemon thread or a waiting caller */
     pthread_t        daemon;
     int              daemon_started;
     pthread_mutex_t  gpu_lock;      /* creation of the GPU side */

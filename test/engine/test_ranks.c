@@ -1,9 +1,12 @@
 /*
  * test_ranks.c - the engine through its public API, ranks as forked
  * processes: shm FIFOs, the daemon, queues, several communicators,
- * nonblocking posting, the timeout diagnosis and set-up agreement.
+ * nonblocking posting, the timeout diagnosis and set-up agreement, callers
+ * that drive the scheduler themselves.
  */
 #include <dirent.h>
+#include <pthread.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,6 +199,98 @@ static int body_disorder(int rank, int size, sim_world_t *world, void *arg)
     return 0;
 }
 
+/*
+ * Callers that drive (dfccl_context_drive): every rank posts an allreduce on
+ * each of 4 communicators in its own order, then waits by driving the
+ * scheduler from DRIVE_THREADS threads at once (one thread runs it at a
+ * time; completions may come out in either). With arg set, the last rank
+ * never drives: it sleeps, then waits without driving; the daemon thread
+ * must take over so that its peers, which drive, finish.
+ */
+enum { DRIVE_COMMS = 4, DRIVE_COUNT = 100000, DRIVE_THREADS = 2 };
+
+typedef struct {
+    dfccl_context_t *ctx;
+    int              done, ok;   /* completions seen, of them OK (atomic) */
+} drive_wait_t;
+
+static void *drive_until_done(void *arg)
+{
+    drive_wait_t *w = arg;
+    for (int turns = 0; __atomic_load_n(&w->done, __ATOMIC_ACQUIRE) < DRIVE_COMMS &&
+                        turns < 600000; turns++) {
+        dfccl_completion_t c;
+        if (dfccl_context_drive(w->ctx, 100000) < 0) return (void *)1;   /* driving is on */
+        while (dfccl_context_poll(w->ctx, &c, 1) == 1) {
+            __atomic_add_fetch(&w->ok, c.status == DFCCL_OK, __ATOMIC_ACQ_REL);
+            __atomic_add_fetch(&w->done, 1, __ATOMIC_ACQ_REL);
+        }
+    }
+    return NULL;
+}
+
+static int body_drive(int rank, int size, sim_world_t *world, void *arg)
+{
+    int absent = arg != NULL && rank == size - 1;
+    dfccl_context_t *ctx;
+    dfccl_comm_t *comm[DRIVE_COMMS];
+    dfccl_config_t cfg;
+    dfccl_status_t last = DFCCL_OK;
+    float *in = malloc(sizeof(float) * DRIVE_COUNT), *out[DRIVE_COMMS];
+
+    dfccl_config_init(&cfg);
+    cfg.timeout_sec = 60.0;
+    CHECK(cfg.caller_drives, "callers drive by default");
+    CHECK(dfccl_context_create(&cfg, &ctx) == DFCCL_OK, "context");
+    for (int c = 0; c < DRIVE_COMMS; c++) {
+        dfccl_comm_params_t p = sim_comm_params(world, rank, 300 + (uint64_t)c, DFCCL_BACKEND_HOST);
+        CHECK(dfccl_comm_create(ctx, &p, &comm[c]) == DFCCL_OK, "comm %d", c);
+        out[c] = malloc(sizeof(float) * DRIVE_COUNT);
+    }
+    sim_fill_input(in, DRIVE_COUNT, DFCCL_FLOAT, DFCCL_OP_SUM, rank, 0);
+    for (int k = 0; k < DRIVE_COMMS; k++) {
+        int c = (k + rank) % DRIVE_COMMS;
+        dfccl_coll_args_t a = { DFCCL_COLL_ALLREDUCE, in, out[c], DRIVE_COUNT, NULL, DFCCL_FLOAT,
+                                DFCCL_OP_SUM, 0, NULL };
+        CHECK(dfccl_coll_post(comm[c], &a) == DFCCL_OK, "post");
+    }
+    if (absent) {
+        /* busy elsewhere: only the daemon thread moves this rank's part */
+        struct timespec away = { 0, 300000000L };
+        nanosleep(&away, NULL);
+        int ok = wait_completions(ctx, DRIVE_COMMS, &last);
+        CHECK(ok == DRIVE_COMMS, "rank that never drives: %d of %d completed (last %s)", ok,
+              DRIVE_COMMS, dfccl_status_string(last));
+    } else {
+        drive_wait_t w = { ctx, 0, 0 };
+        pthread_t t[DRIVE_THREADS];
+        void *refused = NULL;
+        for (int i = 0; i < DRIVE_THREADS; i++) pthread_create(&t[i], NULL, drive_until_done, &w);
+        for (int i = 0; i < DRIVE_THREADS; i++) {
+            void *r;
+            pthread_join(t[i], &r);
+            if (r != NULL) refused = r;
+        }
+        CHECK(refused == NULL, "dfccl_context_drive refused although caller_drives is on");
+        CHECK(w.done == DRIVE_COMMS && w.ok == DRIVE_COMMS, "driving callers: %d of %d completed,"
+              " %d ok", w.done, DRIVE_COMMS, w.ok);
+    }
+    for (int c = 0; c < DRIVE_COMMS; c++)
+        for (size_t i = 0; i < DRIVE_COUNT; i += 997) {
+            float e;
+            sim_expected(&e, DFCCL_FLOAT, DFCCL_OP_SUM, size, i);
+            CHECK(out[c][i] == e, "comm %d [%zu] %g != %g", c, i, out[c][i], e);
+        }
+    sim_allgather(&last, in, sizeof(last), world);
+    for (int c = 0; c < DRIVE_COMMS; c++) {
+        dfccl_comm_destroy(comm[c]);
+        free(out[c]);
+    }
+    free(in);
+    dfccl_context_destroy(ctx);
+    return 0;
+}
+
 /* Ranks with different FIFO settings: creation fails on every rank alike. */
 static int body_mismatch(int rank, int size, sim_world_t *world, void *arg)
 {
@@ -229,6 +324,15 @@ int main(void)
         f ? failed++ : passed++;
         f = sim_run(n, 120, body_disorder, (void *)1);
         printf("disorder on %d ranks, serial, watchdog: %s\n", n, f ? "FAIL" : "ok");
+        f ? failed++ : passed++;
+    }
+    for (int n = 2; n <= 4; n += 2) {
+        int f = sim_run(n, 120, body_drive, NULL);
+        printf("callers drive on %d ranks, %d threads each: %s\n", n, DRIVE_THREADS,
+               f ? "FAIL" : "ok");
+        f ? failed++ : passed++;
+        f = sim_run(n, 120, body_drive, (void *)1);
+        printf("callers drive on %d ranks, one rank never does: %s\n", n, f ? "FAIL" : "ok");
         f ? failed++ : passed++;
     }
     int f = sim_run(2, 60, body_timeout, NULL);

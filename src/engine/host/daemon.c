@@ -1,263 +1,78 @@
 /*
- * daemon.c - the host backend's daemon thread and its scheduler: takes
- * collectives from the submission queue, runs their plans through the
- * executor core, and posts completions.
- *
- * Preemptive mode (config.preempt = 1):
- * - The active list is ordered by (priority high first, communicator key,
- *   sequence number): a global order every rank computes alike.
- * - On each communicator only its oldest collective may run (they share the
- *   communicator's FIFOs, and MPI orders them alike on all ranks).
- * - A pass walks the runnable collectives in that order, and ends at the
- *   first that moved data (the next pass starts at the head again). A collective keeps
- *   the thread while it moves data (stickiness); once it has waited for a
- *   peer longer than its budget it gives way, with nothing half-done (the
- *   executor only stops between slices). The first in the order gets the
- *   long head budget, so ranks converge on the same collective; a turn with
- *   progress doubles a collective's budget, one without halves it.
- * - A pass without progress anywhere backs off: spin, yield, then nap.
- *
- * Serial mode (config.preempt = 0) runs only the oldest submission, the way
- * NCCL does: kept as the baseline that deadlocks on disordered programs.
- *
- * Watchdog: a runnable collective blocked for config.timeout_sec (time the
- * daemon spent on other collectives that moved is not counted against it)
- * fails with a line saying what it waits for and one per peer saying what
- * that peer does (watch.c); its communicator is then broken (its FIFO
- * counters are out of step), later collectives on it fail at once, and the
- * peers, which read it on its board, fail theirs. Before a collective moves
- * anything, the identity its sending peer published must match its own; a
- * blocked collective fails early when a peer broke or its process is gone.
+ * daemon.c - who runs the host scheduler (sched.c): the daemon thread, for
+ * asynchronous progress, and callers that wait for a host collective
+ * (dfccl_context_drive), for latency (host_sched.h says why both).
  */
 #include <sched.h>
-#include <stdlib.h>
-#include <time.h>
 #include "clock.h"
 #include "internal.h"
-#include "log.h"
-#include "sched_policy.h"
 #include "wait_policy.h"
-
-/* Watchdog accounting: the time between two turns of a blocked collective
- * counts against it up to this much; beyond, the daemon was busy with other
- * collectives that moved, and the gap is not this one's fault. */
-#define DAEMON_VISIT_GAP_CAP_NS 100000000ull
-/* Slices moved per executor call before the clock is read again. */
-#define DAEMON_SLICE_BATCH 64
-
-typedef enum { RUN_DONE, RUN_PROGRESS, RUN_BLOCKED, RUN_MISMATCH } daemon_run_t;
-
-typedef struct daemon {
-    dfccl_context_t      *ctx;
-    dfccl_coll_t         *active;     /* sorted (preempt) or in arrival order (serial) */
-    uint64_t              timeout_ns;
-    dfccl_sched_budgets_t budgets;
-} daemon_t;
-
-static int coll_before(const dfccl_coll_t *a, const dfccl_coll_t *b)
-{
-    dfccl_sched_key_t ka = { a->priority, a->comm->key, a->seq };
-    dfccl_sched_key_t kb = { b->priority, b->comm->key, b->seq };
-    return dfccl_sched_before(&ka, &kb);
-}
-
-static void daemon_admit(daemon_t *d, dfccl_coll_t *first)
-{
-    while (first != NULL) {
-        dfccl_coll_t *c = first, **link = &d->active;
-        first = first->next;
-        dfccl_host_send_ident(c->comm, c->seq, &c->ident);
-        if (d->ctx->config.preempt) {
-            while (*link != NULL && coll_before(*link, c)) link = &(*link)->next;
-        } else {
-            while (*link != NULL) link = &(*link)->next;
-        }
-        c->next = *link;
-        *link = c;
-    }
-}
-
-static void daemon_finish(daemon_t *d, dfccl_coll_t **link, dfccl_status_t status)
-{
-    dfccl_coll_t *coll = *link;
-
-    *link = coll->next;
-    coll->comm->next_run_seq = coll->seq + 1;   /* the next one on this comm may run */
-    dfccl_board_done(coll->comm->board, coll->seq + 1);
-    if (coll->marker) {   /* a call that failed at its post: nobody waits for it */
-        dfccl_comm_release(coll->comm);
-        free(coll);
-        return;
-    }
-    dfccl_stats_add_completed(coll->type, status);
-    if (coll->crosses && status == DFCCL_OK) dfccl_stats_add_net();
-    dfccl_stats_add_bytes(coll->exec.sent_bytes);
-    if (dfccl_cqueue_push(&d->ctx->complete, coll->user, status) != DFCCL_OK)
-        dfccl_error("completion of %s #%llu lost: out of memory", dfccl_coll_type_name(coll->type),
-                    (unsigned long long)coll->seq);
-    dfccl_comm_release(coll->comm);
-    free(coll);
-}
-
-/* One turn: run while data moves; give way after budget_ns without, or
- * at once when new collectives wait to be admitted (one of them may come
- * first in the global order: ranks that started in different orders then
- * find their common head sooner). */
-static daemon_run_t daemon_run(daemon_t *d, dfccl_coll_t *coll, uint64_t budget_ns)
-{
-    uint64_t blocked_since = 0, now;
-    int moved = 0;
-
-    for (;;) {
-        dfccl_exec_result_t r = DFCCL_EXEC_BLOCKED;
-        /* slots to and from other nodes move while the executor works */
-        dfccl_net_progress(__atomic_load_n(&d->ctx->net, __ATOMIC_ACQUIRE));
-        /* no byte moves before the sending peer is known to make the same
-         * call; waiting for its post is waiting for a peer like any other */
-        dfccl_status_t ident = coll->checked ? DFCCL_OK : dfccl_watch_ident(coll);
-        if (ident == DFCCL_ERR_MISMATCH) return RUN_MISMATCH;
-        if (ident == DFCCL_OK) r = dfccl_exec_host_advance(&coll->exec, DAEMON_SLICE_BATCH);
-        if (r == DFCCL_EXEC_DONE) {
-            /* hand the last slots over (and note that sends are under way) */
-            dfccl_net_progress(__atomic_load_n(&d->ctx->net, __ATOMIC_ACQUIRE));
-            return RUN_DONE;
-        }
-        now = dfccl_now_ns();
-        if (r == DFCCL_EXEC_PROGRESS) {
-            moved = 1;
-            blocked_since = 0;
-            continue;
-        }
-        if (blocked_since == 0) blocked_since = now;
-        if (now - blocked_since >= budget_ns ||
-            __atomic_load_n(&d->ctx->submit.pending, __ATOMIC_ACQUIRE))
-            return moved ? RUN_PROGRESS : RUN_BLOCKED;
-        dfccl_wait_pause(now - blocked_since);
-    }
-}
-
-/* One pass over the runnable collectives; returns 1 when anything moved. */
-static int daemon_pass(daemon_t *d)
-{
-    const dfccl_config_t *cfg = &d->ctx->config;
-    dfccl_coll_t **link = &d->active;
-    int progressed = 0, first = 1;
-
-    while (*link != NULL) {
-        dfccl_coll_t *coll = *link;
-        uint64_t budget;
-
-        if (coll->seq != coll->comm->next_run_seq) {   /* an older one runs first */
-            link = &coll->next;
-            continue;
-        }
-        if (coll->marker) {   /* its place in the order, nothing to move */
-            daemon_finish(d, link, DFCCL_OK);
-            progressed = 1;
-            continue;
-        }
-        if (coll->last_visit_ns == 0) {
-            coll->last_visit_ns = dfccl_now_ns();
-            dfccl_watch_peers_reset(coll);
-        }
-        if (__atomic_load_n(&coll->comm->broken, __ATOMIC_ACQUIRE)) {
-            dfccl_error("rank %d of comm %#llx: %s #%llu fails at once: an earlier collective"
-                        " on this communicator failed", coll->comm->rank,
-                        (unsigned long long)coll->comm->key, dfccl_coll_type_name(coll->type),
-                        (unsigned long long)coll->seq);
-            daemon_finish(d, link, DFCCL_ERR_BROKEN);
-            progressed = 1;
-            continue;
-        }
-        budget = dfccl_sched_turn_budget(&d->budgets, coll->budget_ns, first);
-        first = 0;
-        daemon_run_t r = daemon_run(d, coll, budget);
-        uint64_t now = dfccl_now_ns(), gap = now - coll->last_visit_ns;
-        coll->last_visit_ns = now;
-        dfccl_board_progress(coll->comm->board, coll->seq, coll->exec.round, coll->exec.step,
-                             coll->exec.waiting, coll->exec.wait_peer, now);
-        switch (r) {
-        case RUN_DONE:
-            daemon_finish(d, link, DFCCL_OK);
-            progressed = 1;
-            continue;
-        case RUN_MISMATCH:   /* said, and the communicator broken, by watch.c */
-            daemon_finish(d, link, DFCCL_ERR_MISMATCH);
-            progressed = 1;
-            continue;
-        case RUN_PROGRESS:
-            coll->budget_ns = dfccl_sched_adapt(&d->budgets, coll->budget_ns, 1);
-            coll->blocked_ns = 0;
-            dfccl_watch_peers_reset(coll);
-            progressed = 1;
-            break;
-        case RUN_BLOCKED: {
-            dfccl_status_t peers;
-            coll->blocked_ns += gap < DAEMON_VISIT_GAP_CAP_NS ? gap : DAEMON_VISIT_GAP_CAP_NS;
-            coll->budget_ns = dfccl_sched_adapt(&d->budgets, coll->budget_ns, 0);
-            if (coll->blocked_ns > d->timeout_ns) {
-                dfccl_watch_timeout(coll, (double)coll->blocked_ns / 1e9);
-                daemon_finish(d, link, DFCCL_ERR_TIMEOUT);
-                progressed = 1;
-                continue;
-            }
-            peers = dfccl_watch_peers(coll);
-            if (peers != DFCCL_OK) {
-                daemon_finish(d, link, peers);
-                progressed = 1;
-                continue;
-            }
-            break;
-        }
-        }
-        if (!cfg->preempt) break;   /* serial: only the oldest submission runs */
-        /* After progress anywhere, start again from the head: it is what all
-         * ranks converge on, and the peers that just moved may now let it go. */
-        if (progressed) break;
-        link = &coll->next;
-    }
-    return progressed;
-}
 
 void *dfccl_daemon_main(void *arg)
 {
-    daemon_t d = { arg, NULL, 0, { 0, 0, 0, 0 } };
-    dfccl_queue_t *sq = &d.ctx->submit;
-    uint64_t stalled_since = 0;
+    dfccl_context_t *ctx = arg;
+    dfccl_sched_t *s = &ctx->sched;
+    dfccl_queue_t *sq = &ctx->submit;
 
-    d.timeout_ns = (uint64_t)(d.ctx->config.timeout_sec * 1e9);
-    dfccl_config_budgets(&d.ctx->config, &d.budgets);
     for (;;) {
-        dfccl_net_t *net = __atomic_load_n(&d.ctx->net, __ATOMIC_ACQUIRE);
-        /* sends to other nodes still under way keep the daemon awake: the
-         * peers wait for them though our side of the collective ended */
-        int net_busy = dfccl_net_busy(net);
-        if (dfccl_watch_dump_requested()) dfccl_watch_dump(d.active);
-        if (d.active == NULL && net_busy) {
-            if (dfccl_net_progress(net)) stalled_since = 0;
-            else if (stalled_since == 0) stalled_since = dfccl_now_ns();
-            else dfccl_wait_pause(dfccl_now_ns() - stalled_since);
-        } else if (d.active == NULL) {
-            uint64_t idle_since = dfccl_now_ns();
-            while (!__atomic_load_n(&sq->pending, __ATOMIC_ACQUIRE) &&
-                   !__atomic_load_n(&sq->stop, __ATOMIC_ACQUIRE) &&
-                   dfccl_now_ns() - idle_since < DFCCL_WAIT_IDLE_SPIN_NS)
-                sched_yield();
-        }
-        if (d.active == NULL || __atomic_load_n(&sq->pending, __ATOMIC_ACQUIRE))
-            daemon_admit(&d, dfccl_queue_take_all(sq, d.active == NULL && !net_busy));
         if (__atomic_load_n(&sq->stop, __ATOMIC_ACQUIRE)) break;
-        if (d.active == NULL) continue;
-        if (daemon_pass(&d)) {
-            stalled_since = 0;
-        } else {
-            uint64_t now = dfccl_now_ns();
-            if (stalled_since == 0) stalled_since = now;
-            dfccl_wait_pause(now - stalled_since);
+        if (dfccl_sched_driven(s, dfccl_now_ns())) {
+            /* a waiting caller runs the scheduler: look again after the
+             * linger (submissions do not wake this nap while callers drive) */
+            dfccl_queue_nap(sq, DFCCL_WAIT_DRIVER_LINGER_NS);
+            continue;
         }
+        pthread_mutex_lock(&s->lock);
+        int idle = dfccl_sched_idle(ctx), moved = 0;
+        if (!idle) {
+            moved = dfccl_sched_round(ctx);
+            dfccl_sched_backoff(s, moved);
+        }
+        pthread_mutex_unlock(&s->lock);
+        if (!idle) continue;
+        /* Idle: poll for new work a little (back-to-back collectives then
+         * skip a thread wake-up), then sleep on the submission queue. */
+        uint64_t idle_since = dfccl_now_ns();
+        while (!__atomic_load_n(&sq->pending, __ATOMIC_ACQUIRE) &&
+               !__atomic_load_n(&sq->stop, __ATOMIC_ACQUIRE) &&
+               dfccl_now_ns() - idle_since < DFCCL_WAIT_IDLE_SPIN_NS)
+            sched_yield();
+        if (dfccl_watch_dump_requested()) dfccl_watch_dump(NULL);
+        dfccl_queue_wait(sq, DFCCL_WAIT_IDLE_SLEEP_NS);
     }
     /* shutting down: nothing still queued or running will complete */
-    daemon_admit(&d, dfccl_queue_take_all(sq, 0));
-    while (d.active != NULL) daemon_finish(&d, &d.active, DFCCL_ERR_SHUTDOWN);
+    pthread_mutex_lock(&s->lock);
+    dfccl_sched_drain(ctx);
+    pthread_mutex_unlock(&s->lock);
     return NULL;
+}
+
+int dfccl_context_drive(dfccl_context_t *ctx, uint64_t max_ns)
+{
+    dfccl_sched_t *s;
+    int ready;
+
+    if (ctx == NULL || !ctx->config.caller_drives) return -1;
+    if (__atomic_load_n(&ctx->complete.used, __ATOMIC_ACQUIRE) > 0) return 1;
+    s = &ctx->sched;
+    /* the daemon thread gives the scheduler up at its next look */
+    __atomic_add_fetch(&s->drivers, 1, __ATOMIC_ACQ_REL);
+    pthread_mutex_lock(&s->lock);
+    s->deadline_ns = dfccl_now_ns() + max_ns;
+    for (;;) {
+        int moved = dfccl_sched_round(ctx);
+        if (moved) s->stalled_since = 0;   /* the next wait starts short */
+        ready = __atomic_load_n(&ctx->complete.used, __ATOMIC_ACQUIRE) > 0;
+        if (ready || dfccl_now_ns() >= s->deadline_ns || dfccl_sched_idle(ctx)) break;
+        dfccl_sched_backoff(s, moved);
+    }
+    s->deadline_ns = 0;
+    int left = !dfccl_sched_idle(ctx);
+    pthread_mutex_unlock(&s->lock);
+    __atomic_store_n(&s->driven_ns, dfccl_now_ns(), __ATOMIC_RELEASE);
+    __atomic_sub_fetch(&s->drivers, 1, __ATOMIC_ACQ_REL);
+    /* work left for the daemon, which may have gone to sleep before this
+     * caller began: it must not sleep on it */
+    if (left) dfccl_queue_kick(&ctx->submit);
+    return ready;
 }

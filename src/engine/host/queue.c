@@ -12,6 +12,7 @@ void dfccl_queue_init(dfccl_queue_t *q)
     q->head = q->tail = NULL;
     q->pending = 0;
     q->stop = 0;
+    q->sleeping = 0;
 }
 
 void dfccl_queue_fini(dfccl_queue_t *q)
@@ -28,32 +29,61 @@ void dfccl_queue_push(dfccl_queue_t *q, dfccl_coll_t *coll)
     else q->head = coll;
     q->tail = coll;
     __atomic_store_n(&q->pending, 1, __ATOMIC_RELEASE);
-    pthread_cond_signal(&q->nonempty);
+    if (q->sleeping) pthread_cond_signal(&q->nonempty);
     pthread_mutex_unlock(&q->lock);
 }
 
-dfccl_coll_t *dfccl_queue_take_all(dfccl_queue_t *q, int wait)
+void dfccl_queue_kick(dfccl_queue_t *q)
+{
+    pthread_mutex_lock(&q->lock);
+    if (q->sleeping) pthread_cond_signal(&q->nonempty);
+    pthread_mutex_unlock(&q->lock);
+}
+
+dfccl_coll_t *dfccl_queue_take_all(dfccl_queue_t *q)
 {
     dfccl_coll_t *first;
 
     pthread_mutex_lock(&q->lock);
-    if (wait && q->head == NULL && !q->stop) {
-        /* interrupted by dfccl_queue_stop; bounded, so that an idle daemon
-         * still answers the dump signal (watch.c) */
-        struct timespec deadline;
-        clock_gettime(CLOCK_REALTIME, &deadline);
-        deadline.tv_nsec += (long)DFCCL_WAIT_IDLE_SLEEP_NS;
-        if (deadline.tv_nsec >= 1000000000L) {
-            deadline.tv_sec++;
-            deadline.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&q->nonempty, &q->lock, &deadline);
-    }
     first = q->head;
     q->head = q->tail = NULL;
     __atomic_store_n(&q->pending, 0, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&q->lock);
     return first;
+}
+
+static void queue_deadline(struct timespec *deadline, uint64_t timeout_ns)
+{
+    clock_gettime(CLOCK_REALTIME, deadline);
+    deadline->tv_sec += (time_t)(timeout_ns / 1000000000ull);
+    deadline->tv_nsec += (long)(timeout_ns % 1000000000ull);
+    if (deadline->tv_nsec >= 1000000000L) {
+        deadline->tv_sec++;
+        deadline->tv_nsec -= 1000000000L;
+    }
+}
+
+void dfccl_queue_wait(dfccl_queue_t *q, uint64_t timeout_ns)
+{
+    struct timespec deadline;
+
+    queue_deadline(&deadline, timeout_ns);
+    pthread_mutex_lock(&q->lock);
+    q->sleeping = 1;
+    while (q->head == NULL && !q->stop)
+        if (pthread_cond_timedwait(&q->nonempty, &q->lock, &deadline) == ETIMEDOUT) break;
+    q->sleeping = 0;
+    pthread_mutex_unlock(&q->lock);
+}
+
+void dfccl_queue_nap(dfccl_queue_t *q, uint64_t timeout_ns)
+{
+    struct timespec deadline;
+
+    queue_deadline(&deadline, timeout_ns);
+    pthread_mutex_lock(&q->lock);
+    if (!q->stop) pthread_cond_timedwait(&q->nonempty, &q->lock, &deadline);
+    pthread_mutex_unlock(&q->lock);
 }
 
 void dfccl_queue_stop(dfccl_queue_t *q)

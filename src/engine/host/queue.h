@@ -1,8 +1,9 @@
 /*
  * queue.h - the host side of the submission and completion queues.
  *
- * Submission: any application thread appends a collective; the daemon takes
- * everything at once and sleeps on a condition variable when idle.
+ * Submission: any application thread appends a collective; the thread that
+ * runs the scheduler takes everything at once; the daemon sleeps on a
+ * condition variable when idle.
  * Completion: the daemon appends {user, status}; application threads drain.
  */
 #ifndef DFCCL_QUEUE_H
@@ -20,14 +21,27 @@ typedef struct dfccl_queue {
     struct dfccl_coll *head, *tail;
     int                pending;   /* read without the lock as a cheap hint */
     int                stop;
+    int                sleeping;  /* the daemon sleeps in dfccl_queue_wait (under lock) */
 } dfccl_queue_t;
 
 void dfccl_queue_init(dfccl_queue_t *q);
 void dfccl_queue_fini(dfccl_queue_t *q);
+/* Appends coll; wakes the daemon only if it sleeps in dfccl_queue_wait: a
+ * running daemon takes it at its next round, a caller that drives the
+ * scheduler takes it itself (a wake-up would cost a thread switch), and a
+ * daemon that naps while callers drive looks again within the linger. */
 void dfccl_queue_push(dfccl_queue_t *q, struct dfccl_coll *coll);
-/* Takes every queued collective (in submission order) and returns the first;
- * with wait set, sleeps until one arrives or dfccl_queue_stop() is called. */
-struct dfccl_coll *dfccl_queue_take_all(dfccl_queue_t *q, int wait);
+/* Wakes the daemon if it sleeps in dfccl_queue_wait. */
+void dfccl_queue_kick(dfccl_queue_t *q);
+/* Takes every queued collective (in submission order) and returns the first. */
+struct dfccl_coll *dfccl_queue_take_all(dfccl_queue_t *q);
+/* Sleeps until the queue holds a collective, dfccl_queue_stop() is called
+ * or timeout_ns passed (bounded, so that an idle daemon still answers the
+ * dump signal: watch.c). */
+void dfccl_queue_wait(dfccl_queue_t *q, uint64_t timeout_ns);
+/* Sleeps until the next push, a stop or timeout_ns, whatever the queue
+ * holds now. */
+void dfccl_queue_nap(dfccl_queue_t *q, uint64_t timeout_ns);
 void dfccl_queue_stop(dfccl_queue_t *q);
 
 typedef struct dfccl_cqueue {

@@ -265,6 +265,17 @@ int dfccl_context_poll(dfccl_context_t *context, dfccl_completion_t *out, int ma
  * burning a core. */
 int dfccl_context_wait(dfccl_context_t *context, uint64_t timeout_ns);
 
+/* Lets a caller that waits for its host collectives run the engine's host
+ * scheduler itself (knob caller_drives): for at most max_ns, ending as soon
+ * as a completion is queued or nothing is left to run. The collectives then
+ * move on the caller's thread without a hand-off to the daemon thread,
+ * which stands back while callers drive and resumes shortly after the last
+ * one stopped (a rank that stops calling still lets its peers finish).
+ * Thread-safe: one thread runs the scheduler at a time, others wait for it.
+ * Returns 1 when the completion queue is not empty, 0 when it is, -1 when
+ * driving is off (the caller waits with dfccl_context_wait instead). */
+int dfccl_context_drive(dfccl_context_t *context, uint64_t max_ns);
+
 /* by_algorithm[]'s entry for collectives that ran a plan file (plan_dir). */
 #define DFCCL_STATS_PLAN_FILE 3
 

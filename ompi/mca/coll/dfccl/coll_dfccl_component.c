@@ -5,6 +5,7 @@
  */
 #include <sched.h>
 #include <stdio.h>
+#include <unistd.h>
 #include "coll_dfccl.h"
 #include "wait_policy.h"
 #include "opal/mca/base/mca_base_var.h"
@@ -148,6 +149,15 @@ int mca_coll_dfccl_context_get(dfccl_context_t **context_p)
         config.verbose = c->verbose > 1 ? c->verbose - 1 : 0;
         config.gpu_local_ranks = opal_process_info.num_local_peers >= 0
                                      ? (unsigned)opal_process_info.num_local_peers + 1 : 0;
+        {
+            /* more of the job's ranks on this node than online cores (the
+             * context starts during MPI_Init, before Open MPI sets its own
+             * yield_when_idle from the same fact) */
+            long cores = sysconf(_SC_NPROCESSORS_ONLN);
+            config.oversubscribed = opal_progress_yield_when_idle ||
+                                    (opal_process_info.num_local_peers >= 0 && cores > 0 &&
+                                     opal_process_info.num_local_peers + 1 > cores);
+        }
         if (ompi_coll_base_nbc_request_t_class.cls_sizeof != sizeof(mca_coll_dfccl_nbc_request_t)) {
             /* the layout restated in coll_dfccl.h no longer matches this Open MPI */
             DFCCL_ERROR("Open MPI's nonblocking collective request is %zu bytes, dfccl was built"
@@ -207,7 +217,13 @@ int mca_coll_dfccl_progress(void)
          * GPU work alone the caller yields only once it has waited a while. */
         uint64_t now = mca_coll_dfccl_now_ns();
         if (opal_atomic_add_fetch_32(&mca_coll_dfccl_component.host_in_flight, 0) > 0) {
-            /* Host work: after a short spin, sleep on the completion queue
+            /* Host work: run the engine's scheduler on this thread, which
+             * waits anyway (no hand-off to the daemon thread, no wake-up);
+             * it ends at a completion or after a while, for Open MPI's own
+             * progress. Where another thread drives, or driving is off: */
+            int driven = dfccl_context_drive(ctx, DFCCL_WAIT_CALLER_DRIVE_NS);
+            if (driven >= 0) return driven > 0 ? mca_coll_dfccl_progress() : 0;
+            /* after a short spin, sleep on the completion queue
              * (woken by the daemon's completion) instead of yielding in a
              * loop. A thread that only yields never sleeps; with ranks
              * outnumbering cores the scheduler then left whole peer
