@@ -55,11 +55,19 @@ typedef struct dfccl_board {
     uint32_t      run_step;
     uint32_t      run_waiting;    /* dfccl_wait_t of its last turn */
     int32_t       run_peer;       /* the rank it waited for */
+    /* Peers read what follows before every post and turn; the counters above
+     * change on every one of the owner's: on a cache line of their own (the
+     * boards in shared memory start page-aligned), a read hits the reader's
+     * cache until the communicator breaks. */
+    uint8_t       hot_end[4];
     int32_t       broken;         /* 0, or the status that broke the communicator here */
     uint64_t      broken_seq;     /* the collective that broke it */
     char          why[DFCCL_BOARD_WHY];
     dfccl_ident_t ident[DFCCL_BOARD_IDENTS];
 } dfccl_board_t;
+
+_Static_assert(offsetof(dfccl_board_t, broken) == 64, "broken starts a cache line");
+_Static_assert(sizeof(dfccl_board_t) <= DFCCL_BOARD_BYTES, "a board fits its place");
 
 void dfccl_board_init(dfccl_board_t *board);
 
