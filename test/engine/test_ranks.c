@@ -141,73 +141,9 @@ static int body_timeout(int rank, int size, sim_world_t *world, void *arg)
     return 0;
 }
 
-/*
- * Disorder: every rank posts one allreduce on each of 4 communicators, in its
- * own order (rotated by rank), larger than a FIFO so that each needs its
- * peers throughout. Preemptive: all complete. Serial (arg != NULL): the
- * engine deadlocks and its watchdog fails what it cannot finish.
- */
-static int body_disorder(int rank, int size, sim_world_t *world, void *arg)
-{
-    enum { NCOMMS = 4, COUNT = 300000 };
-    int serial = arg != NULL;
-    dfccl_context_t *ctx;
-    dfccl_comm_t *comm[NCOMMS];
-    dfccl_config_t cfg;
-    dfccl_status_t last = DFCCL_OK;
-    float *in = malloc(sizeof(float) * COUNT), *out[NCOMMS];
-
-    dfccl_config_init(&cfg);
-    cfg.preempt = !serial;
-    cfg.timeout_sec = serial ? 1.0 : 60.0;
-    CHECK(dfccl_context_create(&cfg, &ctx) == DFCCL_OK, "context");
-    for (int c = 0; c < NCOMMS; c++) {
-        dfccl_comm_params_t p = sim_comm_params(world, rank, 200 + (uint64_t)c, DFCCL_BACKEND_HOST);
-        CHECK(dfccl_comm_create(ctx, &p, &comm[c]) == DFCCL_OK, "comm %d", c);
-        out[c] = malloc(sizeof(float) * COUNT);
-    }
-    sim_fill_input(in, COUNT, DFCCL_FLOAT, DFCCL_OP_SUM, rank, 0);
-    for (int k = 0; k < NCOMMS; k++) {
-        int c = (k + rank) % NCOMMS;   /* each rank its own order */
-        dfccl_coll_args_t a = { DFCCL_COLL_ALLREDUCE, in, out[c], COUNT, NULL, DFCCL_FLOAT,
-                                DFCCL_OP_SUM, 0, NULL };
-        CHECK(dfccl_coll_post(comm[c], &a) == DFCCL_OK, "post");
-    }
-    int ok = wait_completions(ctx, NCOMMS, &last);
-    if (serial) {
-        /* every completion arrives; the deadlocked ones as watchdog failures
-         * (the only error this test can produce) */
-        CHECK(ok >= 0 && ok < NCOMMS,
-              "serial engine: expected the watchdog to fail a deadlocked collective (%d ok)", ok);
-    } else {
-        CHECK(ok == NCOMMS, "preemptive engine: %d of %d completed (last %s)", ok, NCOMMS,
-              dfccl_status_string(last));
-        for (int c = 0; c < NCOMMS; c++)
-            for (size_t i = 0; i < COUNT; i += 997) {
-                float e;
-                sim_expected(&e, DFCCL_FLOAT, DFCCL_OP_SUM, size, i);
-                CHECK(out[c][i] == e, "comm %d [%zu] %g != %g", c, i, out[c][i], e);
-            }
-    }
-    sim_allgather(&last, in, sizeof(last), world);
-    for (int c = 0; c < NCOMMS; c++) {
-        dfccl_comm_destroy(comm[c]);
-        free(out[c]);
-    }
-    free(in);
-    dfccl_context_destroy(ctx);
-    return 0;
-}
-
-/*
- * Callers that drive (dfccl_context_drive): every rank posts an allreduce on
- * each of 4 communicators in its own order, then waits by driving the
- * scheduler from DRIVE_THREADS threads at once (one thread runs it at a
- * time; completions may come out in either). With arg set, the last rank
- * never drives: it sleeps, then waits without driving; the daemon thread
- * must take over so that its peers, which drive, finish.
- */
-enum { DRIVE_COMMS = 4, DRIVE_COUNT = 100000, DRIVE_THREADS = 2 };
+/* Drivers of the disorder test's callers (dfccl_context_drive): they share
+ * the completions they find. */
+enum { DISORDER_COMMS = 4, DISORDER_COUNT = 300000, DRIVE_THREADS = 2 };
 
 typedef struct {
     dfccl_context_t *ctx;
@@ -217,7 +153,7 @@ typedef struct {
 static void *drive_until_done(void *arg)
 {
     drive_wait_t *w = arg;
-    for (int turns = 0; __atomic_load_n(&w->done, __ATOMIC_ACQUIRE) < DRIVE_COMMS &&
+    for (int turns = 0; __atomic_load_n(&w->done, __ATOMIC_ACQUIRE) < DISORDER_COMMS &&
                         turns < 600000; turns++) {
         dfccl_completion_t c;
         if (dfccl_context_drive(w->ctx, 100000) < 0) return (void *)1;   /* driving is on */
@@ -229,39 +165,53 @@ static void *drive_until_done(void *arg)
     return NULL;
 }
 
-static int body_drive(int rank, int size, sim_world_t *world, void *arg)
+/* How the disorder test's ranks wait for their collectives. */
+typedef enum {
+    DISORDER_DAEMON,   /* preemptive; the daemon thread runs them, the caller sleeps */
+    DISORDER_SERIAL,   /* serial engine: the watchdog must fail what deadlocks */
+    DISORDER_DRIVE,    /* DRIVE_THREADS threads per rank drive the scheduler at once (one
+                          runs it at a time; completions may come out in either) */
+    DISORDER_ABSENT    /* as DISORDER_DRIVE, but the last rank never drives: it sleeps,
+                          then waits without driving; its daemon thread must take over
+                          so that its peers, which drive, finish */
+} disorder_mode_t;
+
+/*
+ * Disorder: every rank posts one allreduce on each of 4 communicators, in its
+ * own order (rotated by rank), larger than a FIFO so that each needs its
+ * peers throughout, then waits as *arg (disorder_mode_t) says. All complete
+ * with the right sums, except in the serial engine, which deadlocks and
+ * whose watchdog fails what it cannot finish.
+ */
+static int body_disorder(int rank, int size, sim_world_t *world, void *arg)
 {
-    int absent = arg != NULL && rank == size - 1;
+    disorder_mode_t mode = *(const disorder_mode_t *)arg;
+    int serial = mode == DISORDER_SERIAL;
+    int drives = mode == DISORDER_DRIVE || (mode == DISORDER_ABSENT && rank != size - 1);
     dfccl_context_t *ctx;
-    dfccl_comm_t *comm[DRIVE_COMMS];
+    dfccl_comm_t *comm[DISORDER_COMMS];
     dfccl_config_t cfg;
     dfccl_status_t last = DFCCL_OK;
-    float *in = malloc(sizeof(float) * DRIVE_COUNT), *out[DRIVE_COMMS];
+    float *in = malloc(sizeof(float) * DISORDER_COUNT), *out[DISORDER_COMMS];
 
     dfccl_config_init(&cfg);
-    cfg.timeout_sec = 60.0;
     CHECK(cfg.caller_drives, "callers drive by default");
+    cfg.preempt = !serial;
+    cfg.timeout_sec = serial ? 1.0 : 60.0;
     CHECK(dfccl_context_create(&cfg, &ctx) == DFCCL_OK, "context");
-    for (int c = 0; c < DRIVE_COMMS; c++) {
-        dfccl_comm_params_t p = sim_comm_params(world, rank, 300 + (uint64_t)c, DFCCL_BACKEND_HOST);
+    for (int c = 0; c < DISORDER_COMMS; c++) {
+        dfccl_comm_params_t p = sim_comm_params(world, rank, 200 + (uint64_t)c, DFCCL_BACKEND_HOST);
         CHECK(dfccl_comm_create(ctx, &p, &comm[c]) == DFCCL_OK, "comm %d", c);
-        out[c] = malloc(sizeof(float) * DRIVE_COUNT);
+        out[c] = malloc(sizeof(float) * DISORDER_COUNT);
     }
-    sim_fill_input(in, DRIVE_COUNT, DFCCL_FLOAT, DFCCL_OP_SUM, rank, 0);
-    for (int k = 0; k < DRIVE_COMMS; k++) {
-        int c = (k + rank) % DRIVE_COMMS;
-        dfccl_coll_args_t a = { DFCCL_COLL_ALLREDUCE, in, out[c], DRIVE_COUNT, NULL, DFCCL_FLOAT,
-                                DFCCL_OP_SUM, 0, NULL };
+    sim_fill_input(in, DISORDER_COUNT, DFCCL_FLOAT, DFCCL_OP_SUM, rank, 0);
+    for (int k = 0; k < DISORDER_COMMS; k++) {
+        int c = (k + rank) % DISORDER_COMMS;   /* each rank its own order */
+        dfccl_coll_args_t a = { DFCCL_COLL_ALLREDUCE, in, out[c], DISORDER_COUNT, NULL,
+                                DFCCL_FLOAT, DFCCL_OP_SUM, 0, NULL };
         CHECK(dfccl_coll_post(comm[c], &a) == DFCCL_OK, "post");
     }
-    if (absent) {
-        /* busy elsewhere: only the daemon thread moves this rank's part */
-        struct timespec away = { 0, 300000000L };
-        nanosleep(&away, NULL);
-        int ok = wait_completions(ctx, DRIVE_COMMS, &last);
-        CHECK(ok == DRIVE_COMMS, "rank that never drives: %d of %d completed (last %s)", ok,
-              DRIVE_COMMS, dfccl_status_string(last));
-    } else {
+    if (drives) {
         drive_wait_t w = { ctx, 0, 0 };
         pthread_t t[DRIVE_THREADS];
         void *refused = NULL;
@@ -272,17 +222,34 @@ static int body_drive(int rank, int size, sim_world_t *world, void *arg)
             if (r != NULL) refused = r;
         }
         CHECK(refused == NULL, "dfccl_context_drive refused although caller_drives is on");
-        CHECK(w.done == DRIVE_COMMS && w.ok == DRIVE_COMMS, "driving callers: %d of %d completed,"
-              " %d ok", w.done, DRIVE_COMMS, w.ok);
+        CHECK(w.done == DISORDER_COMMS && w.ok == DISORDER_COMMS, "driving callers: %d of %d"
+              " completed, %d ok", w.done, DISORDER_COMMS, w.ok);
+    } else {
+        if (mode == DISORDER_ABSENT) {
+            /* busy elsewhere: only the daemon thread moves this rank's part */
+            struct timespec away = { 0, 300000000L };
+            nanosleep(&away, NULL);
+        }
+        int ok = wait_completions(ctx, DISORDER_COMMS, &last);
+        if (serial) {
+            /* every completion arrives; the deadlocked ones as watchdog failures
+             * (the only error this test can produce) */
+            CHECK(ok >= 0 && ok < DISORDER_COMMS,
+                  "serial engine: expected the watchdog to fail a deadlocked collective (%d ok)",
+                  ok);
+        } else {
+            CHECK(ok == DISORDER_COMMS, "%d of %d completed without driving (last %s)", ok,
+                  DISORDER_COMMS, dfccl_status_string(last));
+        }
     }
-    for (int c = 0; c < DRIVE_COMMS; c++)
-        for (size_t i = 0; i < DRIVE_COUNT; i += 997) {
+    for (int c = 0; c < DISORDER_COMMS && !serial; c++)
+        for (size_t i = 0; i < DISORDER_COUNT; i += 997) {
             float e;
             sim_expected(&e, DFCCL_FLOAT, DFCCL_OP_SUM, size, i);
             CHECK(out[c][i] == e, "comm %d [%zu] %g != %g", c, i, out[c][i], e);
         }
     sim_allgather(&last, in, sizeof(last), world);
-    for (int c = 0; c < DRIVE_COMMS; c++) {
+    for (int c = 0; c < DISORDER_COMMS; c++) {
         dfccl_comm_destroy(comm[c]);
         free(out[c]);
     }
@@ -318,21 +285,24 @@ int main(void)
         printf("collectives on %d ranks: %s\n", sizes[i], f ? "FAIL" : "ok");
         f ? failed++ : passed++;
     }
+    static const disorder_mode_t daemon = DISORDER_DAEMON, serial = DISORDER_SERIAL,
+                                 drive = DISORDER_DRIVE, absent = DISORDER_ABSENT;
     for (int n = 2; n <= 3; n++) {
-        int f = sim_run(n, 120, body_disorder, NULL);
+        int f = sim_run(n, 120, body_disorder, (void *)&daemon);
         printf("disorder on %d ranks, preemptive: %s\n", n, f ? "FAIL" : "ok");
         f ? failed++ : passed++;
-        f = sim_run(n, 120, body_disorder, (void *)1);
+        f = sim_run(n, 120, body_disorder, (void *)&serial);
         printf("disorder on %d ranks, serial, watchdog: %s\n", n, f ? "FAIL" : "ok");
         f ? failed++ : passed++;
     }
     for (int n = 2; n <= 4; n += 2) {
-        int f = sim_run(n, 120, body_drive, NULL);
-        printf("callers drive on %d ranks, %d threads each: %s\n", n, DRIVE_THREADS,
+        int f = sim_run(n, 120, body_disorder, (void *)&drive);
+        printf("disorder on %d ranks, callers drive, %d threads each: %s\n", n, DRIVE_THREADS,
                f ? "FAIL" : "ok");
         f ? failed++ : passed++;
-        f = sim_run(n, 120, body_drive, (void *)1);
-        printf("callers drive on %d ranks, one rank never does: %s\n", n, f ? "FAIL" : "ok");
+        f = sim_run(n, 120, body_disorder, (void *)&absent);
+        printf("disorder on %d ranks, callers drive, one rank never does: %s\n", n,
+               f ? "FAIL" : "ok");
         f ? failed++ : passed++;
     }
     int f = sim_run(2, 60, body_timeout, NULL);
