@@ -8,6 +8,13 @@
 #include "internal.h"
 #include "wait_policy.h"
 
+/* 1 while a caller drives the scheduler or did so within the linger. */
+static int sched_driven(const dfccl_sched_t *s, uint64_t now)
+{
+    return __atomic_load_n(&s->drivers, __ATOMIC_ACQUIRE) > 0 ||
+           now - __atomic_load_n(&s->driven_ns, __ATOMIC_ACQUIRE) < DFCCL_WAIT_DRIVER_LINGER_NS;
+}
+
 void *dfccl_daemon_main(void *arg)
 {
     dfccl_context_t *ctx = arg;
@@ -16,7 +23,7 @@ void *dfccl_daemon_main(void *arg)
 
     for (;;) {
         if (__atomic_load_n(&sq->stop, __ATOMIC_ACQUIRE)) break;
-        if (dfccl_sched_driven(s, dfccl_now_ns())) {
+        if (sched_driven(s, dfccl_now_ns())) {
             /* a waiting caller runs the scheduler: look again after the
              * linger (submissions do not wake this nap while callers drive) */
             dfccl_queue_nap(sq, DFCCL_WAIT_DRIVER_LINGER_NS);

@@ -18,7 +18,6 @@
 #include <pthread.h>
 #include <stdint.h>
 #include "sched_policy.h"
-#include "wait_policy.h"
 
 struct dfccl_context;
 struct dfccl_coll;
@@ -33,13 +32,6 @@ typedef struct dfccl_sched {
     int                   drivers;       /* callers driving or about to (atomic) */
     uint64_t              driven_ns;     /* when a caller last stopped driving (atomic) */
 } dfccl_sched_t;
-
-/* 1 while a caller drives the scheduler or did so within the linger. */
-static inline int dfccl_sched_driven(const dfccl_sched_t *s, uint64_t now)
-{
-    return __atomic_load_n(&s->drivers, __ATOMIC_ACQUIRE) > 0 ||
-           now - __atomic_load_n(&s->driven_ns, __ATOMIC_ACQUIRE) < DFCCL_WAIT_DRIVER_LINGER_NS;
-}
 
 void dfccl_sched_init(dfccl_sched_t *s, const struct dfccl_context *ctx);
 void dfccl_sched_fini(dfccl_sched_t *s);

@@ -5,6 +5,18 @@
 #include "internal.h"
 #include "wait_policy.h"
 
+/* timeout_ns from now on the clock a condition variable waits by. */
+static void queue_deadline(struct timespec *deadline, clockid_t clock, uint64_t timeout_ns)
+{
+    clock_gettime(clock, deadline);
+    deadline->tv_sec += (time_t)(timeout_ns / 1000000000ull);
+    deadline->tv_nsec += (long)(timeout_ns % 1000000000ull);
+    if (deadline->tv_nsec >= 1000000000L) {
+        deadline->tv_sec++;
+        deadline->tv_nsec -= 1000000000L;
+    }
+}
+
 void dfccl_queue_init(dfccl_queue_t *q)
 {
     pthread_mutex_init(&q->lock, NULL);
@@ -52,22 +64,11 @@ dfccl_coll_t *dfccl_queue_take_all(dfccl_queue_t *q)
     return first;
 }
 
-static void queue_deadline(struct timespec *deadline, uint64_t timeout_ns)
-{
-    clock_gettime(CLOCK_REALTIME, deadline);
-    deadline->tv_sec += (time_t)(timeout_ns / 1000000000ull);
-    deadline->tv_nsec += (long)(timeout_ns % 1000000000ull);
-    if (deadline->tv_nsec >= 1000000000L) {
-        deadline->tv_sec++;
-        deadline->tv_nsec -= 1000000000L;
-    }
-}
-
 void dfccl_queue_wait(dfccl_queue_t *q, uint64_t timeout_ns)
 {
     struct timespec deadline;
 
-    queue_deadline(&deadline, timeout_ns);
+    queue_deadline(&deadline, CLOCK_REALTIME, timeout_ns);
     pthread_mutex_lock(&q->lock);
     q->sleeping = 1;
     while (q->head == NULL && !q->stop)
@@ -80,7 +81,7 @@ void dfccl_queue_nap(dfccl_queue_t *q, uint64_t timeout_ns)
 {
     struct timespec deadline;
 
-    queue_deadline(&deadline, timeout_ns);
+    queue_deadline(&deadline, CLOCK_REALTIME, timeout_ns);
     pthread_mutex_lock(&q->lock);
     if (!q->stop) pthread_cond_timedwait(&q->nonempty, &q->lock, &deadline);
     pthread_mutex_unlock(&q->lock);
@@ -164,13 +165,7 @@ int dfccl_cqueue_wait(dfccl_cqueue_t *cq, uint64_t timeout_ns)
     struct timespec deadline;
     int nonempty;
 
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec  += (time_t)(timeout_ns / 1000000000ull);
-    deadline.tv_nsec += (long)(timeout_ns % 1000000000ull);
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
+    queue_deadline(&deadline, CLOCK_MONOTONIC, timeout_ns);
     pthread_mutex_lock(&cq->lock);
     while (cq->used == 0) {
         if (pthread_cond_timedwait(&cq->nonempty, &cq->lock, &deadline) == ETIMEDOUT) break;

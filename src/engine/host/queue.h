@@ -39,8 +39,8 @@ struct dfccl_coll *dfccl_queue_take_all(dfccl_queue_t *q);
  * or timeout_ns passed (bounded, so that an idle daemon still answers the
  * dump signal: watch.c). */
 void dfccl_queue_wait(dfccl_queue_t *q, uint64_t timeout_ns);
-/* Sleeps until the next push, a stop or timeout_ns, whatever the queue
- * holds now. */
+/* Sleeps until timeout_ns passed or dfccl_queue_stop() is called, whatever
+ * the queue holds (pushes and kicks wake only a dfccl_queue_wait). */
 void dfccl_queue_nap(dfccl_queue_t *q, uint64_t timeout_ns);
 void dfccl_queue_stop(dfccl_queue_t *q);
 

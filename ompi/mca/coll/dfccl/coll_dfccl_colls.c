@@ -57,24 +57,23 @@ static dfccl_route_t dfccl_route(const mca_coll_dfccl_module_t *m, const void *s
     return route;
 }
 
-/* A blocking call's wait (spin, then sleep on the completion queue between
- * rounds of Open MPI's progress: wait_policy.h; a host collective's caller
- * drives the engine's scheduler instead of sleeping, through the progress
- * hook). Bounded: the engine's watchdog completes a stuck collective with an
- * error. */
+/* A blocking call's wait: rounds of Open MPI's progress, which call the
+ * component's hook; for a host collective the hook drives the engine's
+ * scheduler (or, with driving off, spins and then sleeps on the completion
+ * queue); for a GPU collective this loop sleeps there after a spin
+ * (wait_policy.h). Bounded: the engine's watchdog completes a stuck
+ * collective with an error. */
 
-static void dfccl_wait_blocking(mca_coll_dfccl_request_t *req, bool on_host, uint64_t spin_ns)
+static void dfccl_wait_blocking(mca_coll_dfccl_request_t *req, bool on_host)
 {
     dfccl_context_t *ctx = mca_coll_dfccl_component.context;
-    uint64_t spin_until = mca_coll_dfccl_now_ns() + spin_ns;
+    uint64_t spin_until = mca_coll_dfccl_now_ns() + DFCCL_WAIT_CALLER_SPIN_GPU_NS;
 
     while (!REQUEST_COMPLETE(&req->super.super)) {
         if (mca_coll_dfccl_progress() > 0) continue;
         opal_progress();
-        if (REQUEST_COMPLETE(&req->super.super) || mca_coll_dfccl_now_ns() <= spin_until)
-            continue;
-        /* nobody else may run the host scheduler meanwhile: drive, not sleep */
-        if (!on_host || dfccl_context_drive(ctx, DFCCL_WAIT_CALLER_DRIVE_NS) < 0)
+        if (!on_host && !REQUEST_COMPLETE(&req->super.super) &&
+            mca_coll_dfccl_now_ns() > spin_until)
             dfccl_context_wait(ctx, DFCCL_WAIT_CALLER_SLEEP_NS);
     }
 }
@@ -194,9 +193,7 @@ static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_route_t route, dfccl_coll
         *request = &req->super.super;
         return OMPI_SUCCESS;
     }
-    dfccl_wait_blocking(req, route.path != DFCCL_ROUTE_GPU,
-                        route.path == DFCCL_ROUTE_GPU ? DFCCL_WAIT_CALLER_SPIN_GPU_NS
-                                                      : DFCCL_WAIT_SPIN_NS);
+    dfccl_wait_blocking(req, route.path != DFCCL_ROUTE_GPU);
     rc = req->super.super.req_status.MPI_ERROR;
     mca_coll_dfccl_request_release(req);
     return rc;
