@@ -48,6 +48,7 @@ typedef struct {
     perf_call_t call;
     void *host_send, *host_recv;
     void *device_send, *device_recv;
+    MPI_Request *persistent;   /* --persistent: the size's request, made once; else NULL */
 } bench_t;
 
 /* Where a call's input starts among these two buffers. */
@@ -74,7 +75,10 @@ static int one_call(const bench_t *b, MPI_Request *req)
         errors += perf_device_download(input_at(b->call.send, b->call.recv, &e),
                                        input_at(b->device_send, b->device_recv, &e),
                                        e.input_bytes) != 0;
-    errors += perf_call_start(&b->call, req) != MPI_SUCCESS;
+    if (b->persistent != NULL)
+        req = b->persistent;
+    errors += (b->persistent != NULL ? MPI_Start(req) : perf_call_start(&b->call, req)) !=
+              MPI_SUCCESS;
     if (req)
         errors += MPI_Wait(req, MPI_STATUS_IGNORE) != MPI_SUCCESS;
     if (b->memory == PERF_MEMORY_STAGED)
@@ -360,14 +364,26 @@ int main(int argc, char **argv)
             row->count = call->count;
             row->bytes = call->count * o.type->size;
             row->wrong = -1;
-            measure(&bench, &o, row);
+            /* --persistent: one request per size, for the timed calls and the check */
+            MPI_Request persistent = MPI_REQUEST_NULL;
+            bench.persistent = NULL;
+            if (o.persistent) {
+                if (perf_call_init(call, &persistent) == MPI_SUCCESS)
+                    bench.persistent = &persistent;
+                else
+                    row->errors = 1;
+            }
+            if (!o.persistent || bench.persistent != NULL)
+                measure(&bench, &o, row);
             if (floor) {
                 perf_extent_t e = perf_call_extent(call);
                 double moved = (double)nranks * (double)(e.input_bytes + e.output_bytes);
                 row->floor_us = moved / (floor->copy_gbps * 1e9) * 1e6;
             }
-            if (o.check)
+            if (o.check && (!o.persistent || bench.persistent != NULL))
                 check(&bench, &o, row);
+            if (persistent != MPI_REQUEST_NULL)
+                MPI_Request_free(&persistent);
             if (rank == 0) {
                 if (o.progress)
                     perf_report_progress(row, step, nsizes * ncolls);

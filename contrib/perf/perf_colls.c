@@ -1,5 +1,6 @@
 /* perf_colls.c - buffer shapes, calls, inputs and result checks per collective. */
 #include "perf_colls.h"
+#include <mpi-ext.h>   /* after mpi.h (perf_colls.h): MPIX_*_init */
 
 #include <string.h>
 
@@ -84,6 +85,30 @@ int perf_call_start(const perf_call_t *call, MPI_Request *request)
         return request ? MPI_Ireduce_scatter_block(send, call->recv, n, dt, op, call->comm,
                                                    request)
                        : MPI_Reduce_scatter_block(send, call->recv, n, dt, op, call->comm);
+    default:
+        return MPI_ERR_ARG;
+    }
+}
+
+int perf_call_init(const perf_call_t *call, MPI_Request *request)
+{
+    const void *send = call->in_place ? MPI_IN_PLACE : call->send;
+    MPI_Datatype dt = call->type->mpi;
+    MPI_Op op = call->op->mpi;
+    int n = (int)call->rank_count;
+    switch (call->coll) {
+    case PERF_ALLREDUCE:
+        return MPIX_Allreduce_init(send, call->recv, n, dt, op, call->comm, MPI_INFO_NULL,
+                                   request);
+    case PERF_ALLGATHER:
+        return MPIX_Allgather_init(send, n, dt, call->recv, n, dt, call->comm, MPI_INFO_NULL,
+                                   request);
+    case PERF_REDUCE_SCATTER:
+        return MPIX_Reduce_scatter_init(send, call->recv, call->recv_counts, dt, op, call->comm,
+                                        MPI_INFO_NULL, request);
+    case PERF_REDUCE_SCATTER_BLOCK:
+        return MPIX_Reduce_scatter_block_init(send, call->recv, n, dt, op, call->comm,
+                                              MPI_INFO_NULL, request);
     default:
         return MPI_ERR_ARG;
     }

@@ -56,6 +56,8 @@ static void usage(FILE *out)
             "  -n, --iters N            timed calls per size (default 20)\n"
             "      --in-place           MPI_IN_PLACE as the send buffer\n"
             "      --nonblocking        the I-forms, each completed with MPI_Wait\n"
+            "      --persistent         MPIX_*_init once per size, then MPI_Start and MPI_Wait\n"
+            "                           per call\n"
             "  -c, --check 0|1          1: verify every size against a local reference (as\n"
             "                           nccl-tests' -c; default 0)\n"
             "      --memory KIND        where the buffers live (default host):\n"
@@ -108,7 +110,7 @@ static int count_parse(const char *text, int minimum, int *value)
 
 int perf_options_parse(perf_options_t *o, int argc, char **argv, bool verbose)
 {
-    enum { OPT_IN_PLACE = 256, OPT_NONBLOCKING, OPT_MEMORY, OPT_JSON, OPT_NO_PROGRESS,
+    enum { OPT_IN_PLACE = 256, OPT_NONBLOCKING, OPT_PERSISTENT, OPT_MEMORY, OPT_JSON, OPT_NO_PROGRESS,
            OPT_TIME_BUDGET };
     static const struct option longs[] = {
         {"minbytes", required_argument, NULL, 'b'},
@@ -122,6 +124,7 @@ int perf_options_parse(perf_options_t *o, int argc, char **argv, bool verbose)
         {"check", required_argument, NULL, 'c'},
         {"in-place", no_argument, NULL, OPT_IN_PLACE},
         {"nonblocking", no_argument, NULL, OPT_NONBLOCKING},
+        {"persistent", no_argument, NULL, OPT_PERSISTENT},
         {"memory", required_argument, NULL, OPT_MEMORY},
         {"json", required_argument, NULL, OPT_JSON},
         {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
@@ -168,6 +171,7 @@ int perf_options_parse(perf_options_t *o, int argc, char **argv, bool verbose)
         }
         case OPT_IN_PLACE: o->in_place = true; break;
         case OPT_NONBLOCKING: o->nonblocking = true; break;
+        case OPT_PERSISTENT: o->persistent = true; break;
         case OPT_JSON: o->json_path = optarg; break;
         case OPT_NO_PROGRESS: o->progress = false; break;
         case OPT_MEMORY:

@@ -24,7 +24,7 @@ typedef struct {
     int warmup, iterations;
     double time_budget;      /* seconds of calls per size; 0: always -w and -n calls */
     perf_memory_t memory;
-    bool in_place, nonblocking, check, progress;
+    bool in_place, nonblocking, persistent, check, progress;
     bool colls[PERF_COLL_COUNT];
     const char *json_path;   /* NULL: no JSON */
 } perf_options_t;

@@ -24,7 +24,8 @@ void perf_report_header(FILE *out, const perf_options_t *o, int nranks,
                  "warmup %d, iters %d, %s, %s, check %s\n",
             nranks, perf_memory_name(o->memory), o->begin_bytes, o->end_bytes, o->factor,
             o->warmup, o->iterations, o->in_place ? "in-place" : "out-of-place",
-            o->nonblocking ? "nonblocking" : "blocking", o->check ? "on" : "off");
+            o->persistent ? "persistent" : o->nonblocking ? "nonblocking" : "blocking",
+            o->check ? "on" : "off");
     if (o->time_budget > 0.0)
         fprintf(out, "# time budget %g s per size: slow sizes run fewer warm-up and timed "
                      "calls (the JSON rows give the timed count)\n", o->time_budget);
@@ -124,9 +125,11 @@ int perf_report_json(const char *path, const perf_options_t *o, int nranks,
     fprintf(f, "  \"min_bytes\": %zu,\n  \"max_bytes\": %zu,\n  \"step_factor\": %g,\n",
             o->begin_bytes, o->end_bytes, o->factor);
     fprintf(f, "  \"warmup\": %d,\n  \"iterations\": %d,\n  \"in_place\": %s,\n"
-               "  \"nonblocking\": %s,\n  \"check\": %s,\n  \"rows\": [",
+               "  \"nonblocking\": %s,\n  \"persistent\": %s,\n  \"check\": %s,\n"
+               "  \"rows\": [",
             o->warmup, o->iterations, o->in_place ? "true" : "false",
-            o->nonblocking ? "true" : "false", o->check ? "true" : "false");
+            o->nonblocking ? "true" : "false", o->persistent ? "true" : "false",
+            o->check ? "true" : "false");
     double busbw_sum = 0.0;
     for (size_t i = 0; i < nrows; i++) {
         const perf_row_t *r = &rows[i];

@@ -19,6 +19,8 @@
 
 #include "dfccl.h"
 
+struct dfccl_coll;   /* internal.h */
+
 typedef struct dfccl_backend_ops {
     const char *name;
     size_t         (*hello_bytes)(const dfccl_comm_t *comm);
@@ -36,6 +38,15 @@ typedef struct dfccl_backend_ops {
     void           (*release)(dfccl_comm_t *comm);
     /* Checks and submits one collective; the communicator is set up. */
     dfccl_status_t (*post)(dfccl_comm_t *comm, const dfccl_coll_args_t *args);
+    /* Optional (prepared.c): prepare checks a collective's arguments and
+     * builds the record every start copies (*tmpl_p, `bytes` long, freed
+     * with free()); start submits one run of it, args giving the run's
+     * user cookie and priority. A backend without them has each start post
+     * the stored arguments. */
+    dfccl_status_t (*prepare)(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
+                              struct dfccl_coll **tmpl_p, size_t *bytes_p);
+    dfccl_status_t (*start)(dfccl_comm_t *comm, const struct dfccl_coll *tmpl, size_t bytes,
+                            const dfccl_coll_args_t *args);
 } dfccl_backend_ops_t;
 
 extern const dfccl_backend_ops_t dfccl_host_backend;

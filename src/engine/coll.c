@@ -138,9 +138,6 @@ static dfccl_status_t coll_plan(dfccl_comm_t *comm, const dfccl_coll_args_t *arg
         dfccl_debug("comm %#llx: %s of %zu elements runs plan file %s",
                     (unsigned long long)comm->key, dfccl_coll_type_name(args->type),
                     coll->total_count, dfccl_plan_file_name(file));
-        dfccl_stats_add_algorithm(DFCCL_STATS_PLAN_FILE);
-    } else if (status == DFCCL_OK) {
-        dfccl_stats_add_algorithm(coll->algo);
     }
     if (peers != peers_buf) free(peers);
     return status;

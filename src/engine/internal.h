@@ -106,6 +106,11 @@ void dfccl_coll_enter(dfccl_comm_t *comm, dfccl_coll_t *coll, const dfccl_coll_a
  * this collective). */
 dfccl_status_t dfccl_host_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args);
 dfccl_status_t dfccl_comm_post_check(dfccl_comm_t *comm);
+/* ... and its prepared collectives (backend_ops.h) */
+dfccl_status_t dfccl_host_prepare(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
+                                  dfccl_coll_t **tmpl_p, size_t *bytes_p);
+dfccl_status_t dfccl_host_start(dfccl_comm_t *comm, const dfccl_coll_t *tmpl, size_t bytes,
+                                const dfccl_coll_args_t *args);
 /* Takes the next place in the communicator's order for a call that moves
  * nothing here (ident: rejected or carried elsewhere); returns its number. */
 uint64_t dfccl_coll_post_marker(dfccl_comm_t *comm, dfccl_ident_t *ident);

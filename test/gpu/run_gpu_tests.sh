@@ -194,6 +194,12 @@ for np in $np_list; do
         test/mpi/chaos_check --memory device "${chaos_args[@]}"
     run_item "sync_np$np" "$np" "$disorder_mca" \
         test/gpu/sync_check --expect engine "${sync_args[@]}"
+    # persistent collectives on device buffers: the matrix, and requests
+    # started three times each under disorder
+    run_item "persist_coll_np$np" "$np" "" \
+        test/mpi/coll_check --memory device --expect engine --quick --persistent
+    run_item "persist_disorder_np$np" "$np" "$disorder_mca" \
+        test/mpi/disorder_check --memory device --persistent 3 "${disorder_args[@]}"
 done
 # Buffers from cudaMallocAsync's pool, which CUDA IPC cannot export: every
 # direct-sized collective falls back to the ring on all ranks, on the

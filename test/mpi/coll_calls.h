@@ -1,8 +1,10 @@
 /*
- * coll_calls.h - the four collectives under test, blocking or nonblocking
- * behind one call each. The nonblocking form is started and waited for;
- * an error from starting it is returned as is, so error classes can be
- * checked for both forms.
+ * coll_calls.h - the four collectives under test, blocking, nonblocking or
+ * persistent behind one call each (mode; true and false still mean blocking
+ * and nonblocking). The nonblocking form is started and waited for; the
+ * persistent one initialised, started, waited for and freed; an error from
+ * starting either is returned as is, so error classes can be checked for
+ * every form.
  */
 #ifndef DFCCL_TEST_COLL_CALLS_H
 #define DFCCL_TEST_COLL_CALLS_H
@@ -10,18 +12,22 @@
 #include <stdbool.h>
 #include <mpi.h>
 
-int allreduce_call(bool blocking, const void *sendbuf, void *recvbuf, int count,
+#define CALL_NONBLOCKING 0
+#define CALL_BLOCKING    1
+#define CALL_PERSISTENT  2
+
+int allreduce_call(int mode, const void *sendbuf, void *recvbuf, int count,
                    MPI_Datatype type, MPI_Op op, MPI_Comm comm);
 
-int allgather_call(bool blocking, const void *sendbuf, int sendcount,
+int allgather_call(int mode, const void *sendbuf, int sendcount,
                    MPI_Datatype sendtype, void *recvbuf, int recvcount,
                    MPI_Datatype recvtype, MPI_Comm comm);
 
-int reduce_scatter_call(bool blocking, const void *sendbuf, void *recvbuf,
+int reduce_scatter_call(int mode, const void *sendbuf, void *recvbuf,
                         const int *recvcounts, MPI_Datatype type, MPI_Op op,
                         MPI_Comm comm);
 
-int reduce_scatter_block_call(bool blocking, const void *sendbuf, void *recvbuf,
+int reduce_scatter_block_call(int mode, const void *sendbuf, void *recvbuf,
                               int recvcount, MPI_Datatype type, MPI_Op op,
                               MPI_Comm comm);
 

@@ -144,15 +144,26 @@ int coll_case_prepare(coll_case_t *c)
             return -1;
     }
 
+    c->result_elems = result_elems;
+    coll_case_reseed(c, c->seed);
+    return 0;
+}
+
+void coll_case_reseed(coll_case_t *c, uint32_t seed)
+{
+    size_t esize = value_elem_size(c->type->elem);
+    uint64_t first;
+
+    c->seed = seed;
+    input_elems(c, &first);
     value_spec_t spec = spec_of(c);
     if (c->kind == CASE_ALLGATHER) {
         for (int r = 0; r < c->size; r++)
             values_fill(c->expected + (size_t)r * c->count * esize, c->count, 0, r, &spec);
     } else {
-        values_expect_reduction(c->expected, result_elems, first, &spec);
+        values_expect_reduction(c->expected, c->result_elems, first, &spec);
     }
     coll_case_reset(c);
-    return 0;
 }
 
 void coll_case_reset(coll_case_t *c)
@@ -187,6 +198,27 @@ int coll_case_start(coll_case_t *c, MPI_Request *request)
     default:
         return MPI_Ireduce_scatter_block(send, recv, c->block_count, type, op, c->comm,
                                          request);
+    }
+}
+
+int coll_case_init(coll_case_t *c, MPI_Request *request)
+{
+    MPI_Datatype type = c->type->mpi;
+    MPI_Op op = test_mpi_op(c->type->op);
+    void *send = c->send_buffer, *recv = c->recv_buffer;
+    switch (c->kind) {
+    case CASE_ALLREDUCE:
+        return MPIX_Allreduce_init(send, recv, (int)c->count, type, op, c->comm, MPI_INFO_NULL,
+                                   request);
+    case CASE_ALLGATHER:
+        return MPIX_Allgather_init(send, (int)c->count, type, recv, (int)c->count, type,
+                                   c->comm, MPI_INFO_NULL, request);
+    case CASE_REDUCE_SCATTER:
+        return MPIX_Reduce_scatter_init(send, recv, c->recvcounts, type, op, c->comm,
+                                        MPI_INFO_NULL, request);
+    default:
+        return MPIX_Reduce_scatter_block_init(send, recv, c->block_count, type, op, c->comm,
+                                              MPI_INFO_NULL, request);
     }
 }
 

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <mpi.h>
+#include <mpi-ext.h>   /* MPIX_*_init: Open MPI's persistent collectives */
 
 #include "coll_values.h"
 #include "dfccl.h"
@@ -57,6 +58,7 @@ typedef struct {
     void             *send_buffer, *recv_buffer;
     int              *recvcounts;
     int               block_count;
+    size_t            result_elems;
 } coll_case_t;
 
 const char *coll_case_kind_name(case_kind_t kind);
@@ -78,6 +80,12 @@ int coll_case_prepare(coll_case_t *c);
  * run again. */
 void coll_case_reset(coll_case_t *c);
 int coll_case_start(coll_case_t *c, MPI_Request *request);
+/* The persistent form (Open MPI's MPIX_*_init): an inactive request that
+ * MPI_Start runs, on the case's buffers as they are at each start. */
+int coll_case_init(coll_case_t *c, MPI_Request *request);
+/* New input values (and the expected result), refilled and poisoned as by
+ * coll_case_reset: a run that reads stale input fails the check. */
+void coll_case_reseed(coll_case_t *c, uint32_t seed);
 int coll_case_run_blocking(coll_case_t *c);
 /* 1 when the output is exactly right; else 0 with the first wrong element
  * described in why. Device output is fetched into the host image first. */

@@ -3,7 +3,8 @@
  *
  * communicator {world, dup, split by rank parity, split with reversed keys}
  *   x collective {allreduce, allgather, reduce_scatter, reduce_scatter_block}
- *   x {blocking, nonblocking} x every carried type x every op legal for it
+ *   x {blocking, nonblocking (--persistent: persistent)} x every carried type
+ *   x every op legal for it
  *   x count x {out of place, MPI_IN_PLACE}
  *
  * What "count" means: allreduce, elements per buffer; allgather, elements
@@ -104,6 +105,7 @@ typedef struct {
     test_memory_kind_t memory;
     bool          quick;
     bool          verbose;
+    bool          persistent;         /* the persistent form instead of the nonblocking one */
     int           only_coll;          /* -1: all */
     size_t        counts[MAX_COUNTS];
     int           ncounts;
@@ -138,6 +140,7 @@ typedef struct {
     size_t                count;
     bool                  in_place;
     bool                  blocking;
+    int                   mode;     /* CALL_*: blocking, or --persistent's other form */
 } call_t;
 
 static void usage(void)
@@ -145,7 +148,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: coll_check --expect engine|stock [--counts N,N,...] [--quick]\n"
             "                  [--coll allreduce|allgather|reduce_scatter|reduce_scatter_block]\n"
-            "                  [--memory host|device|mixed] [--verbose]\n");
+            "                  [--memory host|device|mixed] [--persistent] [--verbose]\n");
 }
 
 static int parse_counts(const char *text, options_t *opts)
@@ -195,6 +198,8 @@ static int parse_options(int argc, char **argv, options_t *opts)
             opts->quick = true;
         } else if (strcmp(arg, "--verbose") == 0) {
             opts->verbose = true;
+        } else if (strcmp(arg, "--persistent") == 0) {
+            opts->persistent = true;
         } else {
             return -1;
         }
@@ -289,20 +294,20 @@ static int issue(const call_t *call, const void *sendbuf, void *recvbuf,
 
     switch (call->coll) {
     case COLL_ALLREDUCE:
-        return allreduce_call(call->blocking, sendbuf, recvbuf, count, type, op, comm);
+        return allreduce_call(call->mode, sendbuf, recvbuf, count, type, op, comm);
     case COLL_ALLGATHER:
         /* With MPI_IN_PLACE the send arguments are ignored: pass ones a
          * careless implementation would trip over. */
         if (call->in_place)
-            return allgather_call(call->blocking, MPI_IN_PLACE, 0, MPI_DATATYPE_NULL,
+            return allgather_call(call->mode, MPI_IN_PLACE, 0, MPI_DATATYPE_NULL,
                                   recvbuf, count, type, comm);
-        return allgather_call(call->blocking, sendbuf, count, type, recvbuf, count,
+        return allgather_call(call->mode, sendbuf, count, type, recvbuf, count,
                               type, comm);
     case COLL_REDUCE_SCATTER:
-        return reduce_scatter_call(call->blocking, sendbuf, recvbuf, recvcounts,
+        return reduce_scatter_call(call->mode, sendbuf, recvbuf, recvcounts,
                                    type, op, comm);
     case COLL_REDUCE_SCATTER_BLOCK:
-        return reduce_scatter_block_call(call->blocking, sendbuf, recvbuf,
+        return reduce_scatter_block_call(call->mode, sendbuf, recvbuf,
                                          (int)block_count(call->count, size),
                                          type, op, comm);
     default:
@@ -319,7 +324,8 @@ static void report_failure(checker_t *ck, const call_t *call, const char *what)
     fprintf(stderr,
             "FAIL rank %d comm=%s coll=%s %s type=%s op=%s count=%zu in_place=%s: %s\n",
             ck->world_rank, call->comm->name, coll_table[call->coll].name,
-            call->blocking ? "blocking" : "nonblocking", call->type->name,
+            call->mode == CALL_BLOCKING ? "blocking"
+            : call->mode == CALL_PERSISTENT ? "persistent" : "nonblocking", call->type->name,
             value_op_name(call->op), call->count, call->in_place ? "yes" : "no",
             what);
 }
@@ -493,6 +499,9 @@ static void run_matrix(checker_t *ck, const test_comm_t *comms, int ncomms)
                                     .type = &carried_types[t], .op = (dfccl_op_t)op,
                                     .count = count, .in_place = in_place,
                                     .blocking = blocking,
+                                    .mode = blocking ? CALL_BLOCKING
+                                            : ck->opts.persistent ? CALL_PERSISTENT
+                                                                  : CALL_NONBLOCKING,
                                 };
                                 if (reduced && !in_reduced_coverage(
                                         &call, ci, count > FULL_MATRIX_MAX_COUNT))

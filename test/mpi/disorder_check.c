@@ -16,6 +16,9 @@
  * orders come from (seed, round, rank). Every result is checked bit-exactly
  * and the engine's posted counters must rise by one per call. --memory
  * device hands MPI device buffers (coll_case.c copies them to and fro).
+ * --persistent R makes each call a persistent request (MPIX_*_init) that
+ * the round starts R times, in a new order with new input each time, and
+ * frees at its end: prepared calls must complete under disorder too.
  *
  * Errors come back as return codes (MPI_ERRORS_RETURN) and are printed.
  * After a round with an error anywhere the run stops: further rounds would
@@ -45,6 +48,7 @@ typedef struct {
     int      iterations;
     int      comms;
     size_t   max_bytes;
+    int      persistent;  /* > 0: persistent requests, each started this many times */
     bool     expect_timeout;
     bool     verbose;
     expect_mode_t expect;  /* stock: the test's own check, nothing carried */
@@ -63,7 +67,8 @@ static void usage(void)
     fprintf(stderr,
             "usage: disorder_check [--seed S] [--iterations N] [--comms K (>= %d)]\n"
             "                      [--max-bytes B] [--expect engine|stock]\n"
-            "                      [--expect-timeout] [--memory host|device|mixed] [--verbose]\n",
+            "                      [--expect-timeout] [--memory host|device|mixed] [--verbose]\n"
+            "                      [--persistent RUNS]\n",
             MIN_COMMS);
 }
 
@@ -99,6 +104,8 @@ static int parse_options(int argc, char **argv, options_t *o)
             o->iterations = (int)n;
         else if (strcmp(arg, "--comms") == 0 && n >= MIN_COMMS && n <= MAX_COMMS)
             o->comms = (int)n;
+        else if (strcmp(arg, "--persistent") == 0 && n > 0 && n <= 100)
+            o->persistent = (int)n;
         else if (strcmp(arg, "--max-bytes") == 0 && n > 0 && n <= (1u << 28))
             o->max_bytes = (size_t)n;
         else
@@ -222,18 +229,18 @@ static int run_round(const options_t *o, int round, const slot_t *slots, int cou
         if (o->expect == EXPECT_ENGINE && coll_case_moves_data(c))
             rise[coll_case_engine_kind(kind)]++;
     }
-    test_rng_shuffle(&mine, start_order, (size_t)active);
-    test_rng_shuffle(&mine, wait_order, (size_t)active);
-
     char what[160], text[MPI_MAX_ERROR_STRING + 64];
     engine_snapshot_t before;
     engine_snapshot_take(&before);
-    for (int i = 0; i < active; i++) {
+    /* --persistent: the requests are made once and each run starts them in
+     * a new order with new input; otherwise one nonblocking call each */
+    int runs = o->persistent > 0 ? o->persistent : 1;
+    for (int i = 0; i < active && o->persistent > 0; i++) {
         int k = start_order[i];
-        int rc = coll_case_start(&cases[k], &requests[k]);
+        int rc = coll_case_init(&cases[k], &requests[k]);
         if (rc != MPI_SUCCESS) {
             coll_case_error_text(rc, text, sizeof text);
-            snprintf(what, sizeof what, "round %d %s %s start", round, slots[k].name,
+            snprintf(what, sizeof what, "round %d %s %s init", round, slots[k].name,
                      coll_case_kind_name(cases[k].kind));
             report(what, text);
             passed[k] = false;
@@ -241,24 +248,50 @@ static int run_round(const options_t *o, int round, const slot_t *slots, int cou
             requests[k] = MPI_REQUEST_NULL;
         }
     }
-    for (int i = 0; i < active; i++) {
-        int k = wait_order[i];
-        coll_case_t *c = &cases[k];
-        snprintf(what, sizeof what, "round %d %s %s %s count=%zu", round, slots[k].name,
-                 coll_case_kind_name(c->kind), c->type->name, c->count);
-        if (requests[k] == MPI_REQUEST_NULL)
-            continue;
-        int rc = MPI_Wait(&requests[k], MPI_STATUS_IGNORE);
-        if (rc != MPI_SUCCESS) {
-            coll_case_error_text(rc, text, sizeof text);
-            report(what, text);
-            passed[k] = false;
-            errors++;
-        } else if (!coll_case_verify(c, text, sizeof text)) {
-            report(what, text);
-            passed[k] = false;
+    for (int run = 0; run < runs; run++) {
+        test_rng_shuffle(&mine, start_order, (size_t)active);
+        test_rng_shuffle(&mine, wait_order, (size_t)active);
+        for (int i = 0; i < active; i++) {
+            int k = start_order[i];
+            if (o->persistent > 0 && run > 0)
+                coll_case_reseed(&cases[k], cases[k].seed * 2654435761u + (uint32_t)run);
+            int rc = MPI_SUCCESS;
+            if (o->persistent == 0) rc = coll_case_start(&cases[k], &requests[k]);
+            else if (requests[k] != MPI_REQUEST_NULL) rc = MPI_Start(&requests[k]);
+            if (rc != MPI_SUCCESS) {
+                coll_case_error_text(rc, text, sizeof text);
+                snprintf(what, sizeof what, "round %d run %d %s %s start", round, run,
+                         slots[k].name, coll_case_kind_name(cases[k].kind));
+                report(what, text);
+                passed[k] = false;
+                errors++;
+                if (o->persistent > 0) MPI_Request_free(&requests[k]);
+                requests[k] = MPI_REQUEST_NULL;
+            }
+        }
+        for (int i = 0; i < active; i++) {
+            int k = wait_order[i];
+            coll_case_t *c = &cases[k];
+            snprintf(what, sizeof what, "round %d run %d %s %s %s count=%zu", round, run,
+                     slots[k].name, coll_case_kind_name(c->kind), c->type->name, c->count);
+            if (requests[k] == MPI_REQUEST_NULL)
+                continue;
+            int rc = MPI_Wait(&requests[k], MPI_STATUS_IGNORE);
+            if (rc != MPI_SUCCESS) {
+                coll_case_error_text(rc, text, sizeof text);
+                report(what, text);
+                passed[k] = false;
+                errors++;
+            } else if (!coll_case_verify(c, text, sizeof text)) {
+                report(what, text);
+                passed[k] = false;
+            }
         }
     }
+    for (int k = 0; k < count && o->persistent > 0; k++)
+        if (requests[k] != MPI_REQUEST_NULL) MPI_Request_free(&requests[k]);
+    for (int kind = 0; kind < DFCCL_COLL_TYPE_COUNT; kind++)
+        rise[kind] *= (uint64_t)runs;
     bool counters_ok = true;
     engine_snapshot_t after;
     engine_snapshot_take(&after);
@@ -302,9 +335,10 @@ int main(int argc, char **argv)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     if (world_rank == 0)
         printf("disorder_check: np=%d seed=%" PRIu64 " iterations=%d comms=%d "
-               "max_bytes=%zu expect=%s memory=%s%s\n", world_size, o.seed, o.iterations,
-               o.comms, o.max_bytes, expect_mode_name(o.expect), test_memory_name(o.memory),
-               o.expect_timeout ? " expect-timeout" : "");
+               "max_bytes=%zu expect=%s memory=%s%s persistent=%d\n", world_size, o.seed,
+               o.iterations, o.comms, o.max_bytes, expect_mode_name(o.expect),
+               test_memory_name(o.memory), o.expect_timeout ? " expect-timeout" : "",
+               o.persistent);
 
     slot_t slots[MAX_COMMS];
     create_slots(slots, o.comms, o.seed);

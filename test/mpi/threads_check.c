@@ -10,7 +10,9 @@
  *
  * Sizes rotate through 1 element to --max-count ints; every result is
  * checked bit-exactly and the engine's allreduce counter must rise by
- * threads x iterations. Verdicts travel point-to-point (p2p_verdict.c).
+ * threads x iterations (x RUNS with --persistent RUNS, where each call is
+ * a persistent request started RUNS times with new input). Verdicts travel
+ * point-to-point (p2p_verdict.c).
  * --memory device hands MPI device buffers (coll_case.c).
  * Without MPI_THREAD_MULTIPLE the program says why and passes one check.
  */
@@ -35,6 +37,7 @@
 typedef struct {
     int           threads;
     int           iterations;
+    int           persistent;   /* > 0: each call a persistent request started this often */
     size_t        max_count;
     uint64_t      seed;
     expect_mode_t expect;
@@ -54,6 +57,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: threads_check [--threads T (>= %d)] [--iterations N]\n"
                     "                     [--max-count N] [--seed S] [--expect engine|stock]\n"
+                    "                     [--persistent RUNS]\n"
                     "                     [--memory host|device|mixed]\n",
             MIN_THREADS);
 }
@@ -79,6 +83,8 @@ static int parse_options(int argc, char **argv, options_t *o)
             o->threads = (int)n;
         else if (strcmp(arg, "--iterations") == 0 && n > 0 && n < 1000000)
             o->iterations = (int)n;
+        else if (strcmp(arg, "--persistent") == 0 && n > 0 && n <= 100)
+            o->persistent = (int)n;
         else if (strcmp(arg, "--max-count") == 0 && n > 0 && n < (1u << 26))
             o->max_count = (size_t)n;
         else if (strcmp(arg, "--seed") == 0)
@@ -123,12 +129,29 @@ static void *worker_main(void *arg)
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
         char why[MPI_MAX_ERROR_STRING + 64];
-        int rc = coll_case_run_blocking(&c);
+        /* --persistent: one request, started and waited for RUNS times with
+         * new input each time; otherwise one blocking call */
+        MPI_Request request = MPI_REQUEST_NULL;
+        int rc = o->persistent > 0 ? coll_case_init(&c, &request) : MPI_SUCCESS;
         bool ok = rc == MPI_SUCCESS;
-        if (!ok)
+        for (int run = 0; run < (o->persistent > 0 ? o->persistent : 1) && ok; run++) {
+            if (run > 0)
+                coll_case_reseed(&c, c.seed * 2654435761u + (uint32_t)run);
+            if (o->persistent == 0) {
+                rc = coll_case_run_blocking(&c);
+            } else {
+                rc = MPI_Start(&request);
+                if (rc == MPI_SUCCESS)
+                    rc = MPI_Wait(&request, MPI_STATUS_IGNORE);
+            }
+            ok = rc == MPI_SUCCESS;
+            if (ok)
+                ok = coll_case_verify(&c, why, sizeof why);
+        }
+        if (rc != MPI_SUCCESS)
             coll_case_error_text(rc, why, sizeof why);
-        else
-            ok = coll_case_verify(&c, why, sizeof why);
+        if (request != MPI_REQUEST_NULL)
+            MPI_Request_free(&request);
         if (!ok) {
             w->failures++;
             if (w->printed++ < MAX_PRINTED)
@@ -171,8 +194,9 @@ int main(int argc, char **argv)
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     if (world_rank == 0)
-        printf("threads_check: np=%d threads=%d iterations=%d max_count=%zu expect=%s "
-               "memory=%s\n", world_size, o.threads, o.iterations, o.max_count,
+        printf("threads_check: np=%d threads=%d iterations=%d persistent=%d max_count=%zu "
+               "expect=%s memory=%s\n", world_size, o.threads, o.iterations, o.persistent,
+               o.max_count,
                expect_mode_name(o.expect), test_memory_name(o.memory));
 
     /* Communicators are created in one order on every rank, before any
@@ -214,7 +238,9 @@ int main(int argc, char **argv)
         failures += workers[t].failures;
     }
     char why[160];
-    uint64_t rise = o.expect == EXPECT_ENGINE ? (uint64_t)o.threads * (uint64_t)o.iterations : 0;
+    uint64_t rise = o.expect == EXPECT_ENGINE ? (uint64_t)o.threads * (uint64_t)o.iterations *
+                                                    (uint64_t)(o.persistent > 0 ? o.persistent : 1)
+                                              : 0;
     bool counters_ok = failures > 0 ||  /* stopped threads posted fewer: already failed */
                        engine_rise_ok(&before, DFCCL_COLL_ALLREDUCE, rise, why, sizeof why);
     if (!counters_ok)

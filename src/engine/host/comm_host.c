@@ -295,4 +295,6 @@ const dfccl_backend_ops_t dfccl_host_backend = {
     .finish        = host_finish,
     .release       = host_release,
     .post          = dfccl_host_post,
+    .prepare       = dfccl_host_prepare,
+    .start         = dfccl_host_start,
 };

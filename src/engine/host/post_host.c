@@ -2,9 +2,10 @@
  * post_host.c - posting on a host communicator: what fails a call at once
  * (a broken communicator, a peer that broke before it, bad arguments), the
  * place every call takes in the communicator's order, and the hand-over to
- * the daemon thread.
+ * the daemon thread; prepared collectives' records, planned once.
  */
 #include <stdlib.h>
+#include <string.h>
 #include "internal.h"
 #include "log.h"
 
@@ -67,6 +68,30 @@ static dfccl_status_t coll_post_rejected(dfccl_comm_t *comm, const dfccl_coll_ar
     return status;
 }
 
+/* Hands a planned record to the scheduler: its place in the order, the
+ * identity its peers check, the counters. */
+static void host_submit(dfccl_comm_t *comm, dfccl_coll_t *coll, const dfccl_coll_args_t *args)
+{
+    dfccl_coll_enter(comm, coll, args);
+    /* what the peer receiving from us checks before any data moves */
+    coll->ident.seq1 = coll->seq + 1;
+    dfccl_host_publish(comm, coll->seq, &coll->ident);
+    coll->checked = comm->size == 1;
+    dfccl_stats_add_posted(args->type);
+    dfccl_stats_add_algorithm(coll->plan_name != NULL ? DFCCL_STATS_PLAN_FILE : coll->algo);
+    dfccl_queue_push(&comm->context->submit, coll);
+}
+
+/* A planned record that has not run, and how many bytes it spans. */
+static dfccl_status_t host_plan(dfccl_comm_t *comm, const dfccl_coll_args_t *args, size_t total,
+                                dfccl_coll_t **coll_p)
+{
+    dfccl_status_t status = dfccl_coll_new(comm, args, total, 1, coll_p);
+
+    if (status == DFCCL_OK) dfccl_ident_make(&(*coll_p)->ident, args, comm->size, DFCCL_OK);
+    return status;
+}
+
 dfccl_status_t dfccl_host_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args)
 {
     dfccl_coll_t *coll;
@@ -79,15 +104,42 @@ dfccl_status_t dfccl_host_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args
     if (status != DFCCL_OK)
         return (unsigned)args->type < DFCCL_COLL_TYPE_COUNT ? coll_post_rejected(comm, args, status)
                                                             : status;
-    status = dfccl_coll_new(comm, args, total, 1, &coll);
+    status = host_plan(comm, args, total, &coll);
     if (status != DFCCL_OK) return status;
-    dfccl_coll_enter(comm, coll, args);
-    /* what the peer receiving from us checks before any data moves */
-    dfccl_ident_make(&coll->ident, args, comm->size, DFCCL_OK);
-    coll->ident.seq1 = coll->seq + 1;
-    dfccl_host_publish(comm, coll->seq, &coll->ident);
-    coll->checked = comm->size == 1;
-    dfccl_stats_add_posted(args->type);
-    dfccl_queue_push(&comm->context->submit, coll);
+    host_submit(comm, coll, args);
+    return DFCCL_OK;
+}
+
+/* Prepared collectives (prepared.c): the plan is built once; each start
+ * copies the record that never ran, so that a run begins from a clean
+ * saved context while the plan, the algorithm and the identity are
+ * reused. */
+dfccl_status_t dfccl_host_prepare(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
+                                  dfccl_coll_t **tmpl_p, size_t *bytes_p)
+{
+    dfccl_status_t status;
+    size_t total;
+
+    status = dfccl_coll_check_args(comm, args, &total);
+    if (status != DFCCL_OK) return status;
+    status = host_plan(comm, args, total, tmpl_p);
+    if (status == DFCCL_OK)
+        *bytes_p = sizeof(dfccl_coll_t) + (*tmpl_p)->exec.nsteps * sizeof(dfccl_step_t);
+    return status;
+}
+
+dfccl_status_t dfccl_host_start(dfccl_comm_t *comm, const dfccl_coll_t *tmpl, size_t bytes,
+                                const dfccl_coll_args_t *args)
+{
+    dfccl_status_t status = dfccl_comm_post_check(comm);
+    dfccl_coll_t *coll;
+
+    if (status != DFCCL_OK) return status;
+    if ((coll = malloc(bytes)) == NULL) return DFCCL_ERR_NO_MEMORY;
+    memcpy(coll, tmpl, bytes);
+    coll->exec.steps = coll->steps;
+    coll->user = args->user;
+    coll->priority = args->priority;
+    host_submit(comm, coll, args);
     return DFCCL_OK;
 }

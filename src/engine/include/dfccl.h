@@ -12,6 +12,7 @@
  *   dfccl_comm_create_test()    on the host or the GPU backend: the engine
  *                               runs the set-up over the bootstrap callbacks
  *   dfccl_coll_post()           submit; returns at once
+ *   dfccl_coll_prepare()        check and plan once; dfccl_coll_start() runs
  *   dfccl_context_poll()        drain completions {user cookie, status}
  */
 #ifndef DFCCL_H
@@ -236,6 +237,26 @@ typedef struct dfccl_coll_args {
  * the same order on every rank (as MPI requires); across communicators any
  * order is allowed. Returns at once. */
 dfccl_status_t dfccl_coll_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args);
+
+/*
+ * Prepared collectives: prepare once, start many times (MPI's persistent
+ * collectives; frameworks that run the same collective every step).
+ * dfccl_coll_prepare checks args (as dfccl_coll_post would), copies them
+ * (and counts) and, on host communicators, builds the plan; it is local,
+ * moves nothing and takes no place in the communicator's order.
+ * dfccl_coll_start submits one run, which completes like a posted call
+ * with `user` as its cookie; a start takes its place in the order exactly
+ * as a post does, so prepared and posted calls mix in any order the ranks
+ * agree on. The buffers are the prepared ones (the caller refills them
+ * before a start). A run must complete before the next start, and before
+ * dfccl_coll_prepared_free, which gives back what prepare built; the
+ * communicator's memory stays until then.
+ */
+typedef struct dfccl_prepared dfccl_prepared_t;
+dfccl_status_t dfccl_coll_prepare(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
+                                  dfccl_prepared_t **prepared_p);
+dfccl_status_t dfccl_coll_start(dfccl_prepared_t *prepared, void *user);
+void dfccl_coll_prepared_free(dfccl_prepared_t *prepared);
 
 /*
  * A call that the caller carries outside the engine (its fallback) on a

@@ -1,7 +1,8 @@
 /*
  * coll_dfccl.h - Open MPI collective component that hands Allreduce,
- * Allgather and Reduce_scatter(_block), blocking and nonblocking, to the
- * dfccl engine, and everything it does not carry to the component below it.
+ * Allgather and Reduce_scatter(_block), blocking, nonblocking and
+ * persistent, to the dfccl engine, and everything it does not carry to the
+ * component below it.
  */
 #ifndef MCA_COLL_DFCCL_H
 #define MCA_COLL_DFCCL_H
@@ -91,6 +92,15 @@ typedef struct {
     const char                     *hint;   /* appended to "rank R never joined ..." */
 } mca_coll_dfccl_bootstrap_t;
 
+/* The collectives dfccl carries: X(name) for each, as Open MPI's coll
+ * module names its function (coll_<name>); the persistent forms apart,
+ * since a component below us may not offer them. */
+#define MCA_COLL_DFCCL_CARRIED(X)                                                   \
+    X(allreduce) X(allgather) X(reduce_scatter) X(reduce_scatter_block)             \
+    X(iallreduce) X(iallgather) X(ireduce_scatter) X(ireduce_scatter_block)
+#define MCA_COLL_DFCCL_CARRIED_INIT(X)                                              \
+    X(allreduce_init) X(allgather_init) X(reduce_scatter_init) X(reduce_scatter_block_init)
+
 typedef struct mca_coll_dfccl_module_t {
     mca_coll_base_module_t super;
     ompi_communicator_t   *comm;
@@ -110,22 +120,12 @@ typedef struct mca_coll_dfccl_module_t {
     mca_coll_dfccl_bootstrap_t    gpu_boot;
 
     /* the functions of the components below us, for everything we do not carry */
-    mca_coll_base_module_allreduce_fn_t                previous_allreduce;
-    mca_coll_base_module_t                            *previous_allreduce_module;
-    mca_coll_base_module_allgather_fn_t                previous_allgather;
-    mca_coll_base_module_t                            *previous_allgather_module;
-    mca_coll_base_module_reduce_scatter_fn_t           previous_reduce_scatter;
-    mca_coll_base_module_t                            *previous_reduce_scatter_module;
-    mca_coll_base_module_reduce_scatter_block_fn_t     previous_reduce_scatter_block;
-    mca_coll_base_module_t                            *previous_reduce_scatter_block_module;
-    mca_coll_base_module_iallreduce_fn_t               previous_iallreduce;
-    mca_coll_base_module_t                            *previous_iallreduce_module;
-    mca_coll_base_module_iallgather_fn_t               previous_iallgather;
-    mca_coll_base_module_t                            *previous_iallgather_module;
-    mca_coll_base_module_ireduce_scatter_fn_t          previous_ireduce_scatter;
-    mca_coll_base_module_t                            *previous_ireduce_scatter_module;
-    mca_coll_base_module_ireduce_scatter_block_fn_t    previous_ireduce_scatter_block;
-    mca_coll_base_module_t                            *previous_ireduce_scatter_block_module;
+#define MCA_COLL_DFCCL_PREVIOUS(api)                    \
+    mca_coll_base_module_##api##_fn_t previous_##api;   \
+    mca_coll_base_module_t           *previous_##api##_module;
+    MCA_COLL_DFCCL_CARRIED(MCA_COLL_DFCCL_PREVIOUS)
+    MCA_COLL_DFCCL_CARRIED_INIT(MCA_COLL_DFCCL_PREVIOUS)
+#undef MCA_COLL_DFCCL_PREVIOUS
 } mca_coll_dfccl_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_dfccl_module_t);
@@ -165,11 +165,22 @@ typedef struct mca_coll_dfccl_request_t {
     void                *stage_user_out;  /* the caller's receive buffer */
     const void          *stage_out;       /* where the path leaves the result */
     size_t               stage_out_bytes;
-    /* packing (allgather of a non-contiguous layout): the blocks arrive
-     * packed at stage_out and are unpacked into the caller's buffer */
+    const void          *stage_in_src;    /* what each start copies in ... */
+    void                *stage_in_dst;    /* ... to here */
+    size_t               stage_in_bytes;
+    /* packing (allgather of a non-contiguous layout): this rank's block is
+     * packed at each start, the blocks arrive packed at stage_out and are
+     * unpacked into the caller's buffer */
     ompi_datatype_t     *pack_dtype;      /* retained; NULL: not packed */
     int                  pack_count;      /* elements per rank's block */
     int                  pack_blocks;     /* ranks */
+    int                  pack_rank;
+    const void          *pack_send;       /* MPI_IN_PLACE or the send buffer */
+    int                  pack_send_count;
+    ompi_datatype_t     *pack_send_dtype; /* retained; NULL in place */
+    /* persistent collectives (coll_dfccl_persist.c): the call prepared at
+     * init, which each MPI_Start submits */
+    struct mca_coll_dfccl_persist_t *persist;   /* NULL: not persistent */
 } mca_coll_dfccl_request_t;
 
 /* What an allgather of a non-contiguous layout needs to be carried as bytes
@@ -217,6 +228,23 @@ bool mca_coll_dfccl_is_device_memory(const void *buf);
 /* requests */
 mca_coll_dfccl_request_t *mca_coll_dfccl_request_get(ompi_communicator_t *comm);
 void mca_coll_dfccl_request_release(mca_coll_dfccl_request_t *req);
+/* Submits args (args->user: req) on the communicator's host engine or GPU
+ * side, a prepared call (host engine) when prepared is not NULL; counts it
+ * in flight. OMPI_SUCCESS, or nothing was posted: OMPI_ERR_NOT_SUPPORTED
+ * when the GPU side declined the call (the stock path may take it), else
+ * an MPI error. The engine's reference on req is the caller's to take. */
+int  mca_coll_dfccl_submit(struct mca_coll_dfccl_module_t *m, bool on_gpu, dfccl_coll_args_t *args,
+                           dfccl_prepared_t *prepared, mca_coll_dfccl_request_t *req);
+/* Scheduling priority of a communicator's calls: its info key
+ * "dfccl_priority", else coll_dfccl_default_priority */
+int  mca_coll_dfccl_priority_of(ompi_communicator_t *comm);
+/* persistent collectives (coll_dfccl_persist.c): prepares a call routed to
+ * the engine and returns its inactive persistent request; persist_drop
+ * frees what it prepared (request release) */
+int  mca_coll_dfccl_persist_init(struct mca_coll_dfccl_module_t *m, bool on_gpu, bool stage,
+                                 const mca_coll_dfccl_pack_t *pack, dfccl_coll_args_t *args,
+                                 ompi_request_t **request);
+void mca_coll_dfccl_persist_drop(mca_coll_dfccl_request_t *req);
 /* types: an engine status as an MPI error */
 int  mca_coll_dfccl_request_error(dfccl_status_t status);
 
@@ -226,6 +254,13 @@ int  mca_coll_dfccl_request_error(dfccl_status_t status);
  * stage_drop gives the memory back (request release) */
 int  mca_coll_dfccl_stage_in(mca_coll_dfccl_request_t *req, dfccl_coll_args_t *args, int rank,
                              int size, bool on_device);
+/* the two halves of stage_in (and of pack_in): the memory and the
+ * pointers, once; the copy (or the packing) of the input, at each start */
+int  mca_coll_dfccl_stage_setup(mca_coll_dfccl_request_t *req, dfccl_coll_args_t *args, int rank,
+                                int size, bool on_device);
+int  mca_coll_dfccl_pack_setup(mca_coll_dfccl_request_t *req, dfccl_coll_args_t *args,
+                               const mca_coll_dfccl_pack_t *pack, int rank, int size);
+int  mca_coll_dfccl_stage_copy_in(mca_coll_dfccl_request_t *req);
 int  mca_coll_dfccl_stage_out(mca_coll_dfccl_request_t *req);
 void mca_coll_dfccl_stage_drop(mca_coll_dfccl_request_t *req);
 /* packs this rank's block into host memory and points args at it; the
@@ -285,6 +320,24 @@ int mca_coll_dfccl_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcoun
                                          ompi_datatype_t *dtype, struct ompi_op_t *op,
                                          ompi_communicator_t *comm, ompi_request_t **request,
                                          mca_coll_base_module_t *module);
+
+int mca_coll_dfccl_allreduce_init(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
+                                  struct ompi_op_t *op, ompi_communicator_t *comm,
+                                  struct ompi_info_t *info, ompi_request_t **request,
+                                  mca_coll_base_module_t *module);
+int mca_coll_dfccl_allgather_init(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
+                                  int rcount, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
+                                  struct ompi_info_t *info, ompi_request_t **request,
+                                  mca_coll_base_module_t *module);
+int mca_coll_dfccl_reduce_scatter_init(const void *sbuf, void *rbuf, const int *rcounts,
+                                       ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                       ompi_communicator_t *comm, struct ompi_info_t *info,
+                                       ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_dfccl_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rcount,
+                                             ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                             ompi_communicator_t *comm, struct ompi_info_t *info,
+                                             ompi_request_t **request,
+                                             mca_coll_base_module_t *module);
 
 END_C_DECLS
 

@@ -78,22 +78,6 @@ static void dfccl_wait_blocking(mca_coll_dfccl_request_t *req, bool on_host)
     }
 }
 
-/* Scheduling priority: the communicator's info key "dfccl_priority"
- * (MPI_Comm_set_info / MPI_Comm_dup_with_info), else the MCA default. It
- * should be equal on all ranks: it orders collectives in the engine, which
- * then converges faster; a mismatch costs time, never correctness. */
-static int dfccl_priority_of(ompi_communicator_t *comm)
-{
-    char value[32];
-    int flag = 0;
-
-    if (comm->super.s_info != NULL &&
-        opal_info_get(comm->super.s_info, "dfccl_priority", sizeof(value) - 1, value, &flag) ==
-            OPAL_SUCCESS && flag)
-        return atoi(value);
-    return mca_coll_dfccl_component.default_priority;
-}
-
 /*
  * A call that takes the stock path on a communicator whose calls the host
  * engine carries (host_buffers=engine): the ranks first agree that all of
@@ -122,13 +106,13 @@ static int dfccl_fallback_agree(mca_coll_dfccl_module_t *m, dfccl_coll_type_t ty
 }
 
 /* Posts to the engine (host or GPU side, per route); blocking calls
- * (request == NULL) wait for completion. */
+ * (request == NULL) wait for completion; persistent ones (persistent)
+ * prepare the call, which each MPI_Start submits. */
 static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_route_t route, dfccl_coll_args_t *args,
-                     ompi_request_t **request)
+                     ompi_request_t **request, bool persistent)
 {
     mca_coll_dfccl_request_t *req;
     dfccl_context_t *ctx = NULL;
-    dfccl_status_t status;
     int rc;
 
     if (route.path == DFCCL_ROUTE_STOCK) return DFCCL_FALLBACK;
@@ -139,6 +123,9 @@ static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_route_t route, dfccl_coll
      * than fall back alone */
     if (route.path == DFCCL_ROUTE_GPU && mca_coll_dfccl_context_get(&ctx) != OMPI_SUCCESS)
         return OMPI_ERR_OUT_OF_RESOURCE;
+    if (persistent)
+        return mca_coll_dfccl_persist_init(m, route.path == DFCCL_ROUTE_GPU, route.stage, route.pack,
+                                           args, request);
     req = mca_coll_dfccl_request_get(m->comm);
     if (req == NULL) return OMPI_ERR_OUT_OF_RESOURCE;   /* never fall back alone */
     if (route.stage || route.pack != NULL) {
@@ -154,36 +141,12 @@ static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_route_t route, dfccl_coll
         }
     }
     args->user = req;
-    args->priority = dfccl_priority_of(m->comm);
-    opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, 1);
-    req->on_host = route.path == DFCCL_ROUTE_HOST;
-    if (route.path == DFCCL_ROUTE_GPU) {
-        bool posted;
-        rc = mca_coll_dfccl_gpu_submit(m, ctx, args, req, &posted);
-        if (!posted) {
-            opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, -1);
-            mca_coll_dfccl_request_release(req);
-            mca_coll_dfccl_request_release(req);
-            return rc == OMPI_ERR_NOT_SUPPORTED ? DFCCL_FALLBACK : rc;
-        }
-    } else {
-        opal_atomic_add_fetch_32(&mca_coll_dfccl_component.host_in_flight, 1);
-        status = dfccl_coll_post(m->engine_comm, args);
-        if (status != DFCCL_OK) {
-            opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, -1);
-            opal_atomic_add_fetch_32(&mca_coll_dfccl_component.host_in_flight, -1);
-            /* a communicator that broke was said once, where it broke */
-            if (status == DFCCL_ERR_BROKEN || status == DFCCL_ERR_PEER_FAILED)
-                DFCCL_VERBOSE(1, "%s on comm %s fails at once: %s",
-                              dfccl_coll_type_name(args->type), m->comm->c_name,
-                              dfccl_status_string(status));
-            else
-                DFCCL_ERROR("%s on comm %s not posted: %s", dfccl_coll_type_name(args->type),
-                            m->comm->c_name, dfccl_status_string(status));
-            mca_coll_dfccl_request_release(req);
-            mca_coll_dfccl_request_release(req);
-            return mca_coll_dfccl_request_error(status);
-        }
+    args->priority = mca_coll_dfccl_priority_of(m->comm);
+    rc = mca_coll_dfccl_submit(m, route.path == DFCCL_ROUTE_GPU, args, NULL, req);
+    if (rc != OMPI_SUCCESS) {
+        mca_coll_dfccl_request_release(req);
+        mca_coll_dfccl_request_release(req);
+        return rc;
     }
     DFCCL_VERBOSE(2, "%s%s on comm %s posted to the engine%s%s", request ? "i" : "",
                   dfccl_coll_type_name(args->type), m->comm->c_name,
@@ -223,7 +186,7 @@ int mca_coll_dfccl_allreduce(const void *sbuf, void *rbuf, int count, ompi_datat
     int rc;
 
     if (dfccl_prepare_allreduce(m, sbuf, rbuf, count, dtype, op, &args, &route)) {
-        rc = dfccl_run(m, route, &args, NULL);
+        rc = dfccl_run(m, route, &args, NULL, false);
         if (rc != DFCCL_FALLBACK) return rc;
     }
     rc = dfccl_fallback_agree(m, DFCCL_COLL_ALLREDUCE, count, dtype, 1);
@@ -241,7 +204,7 @@ int mca_coll_dfccl_iallreduce(const void *sbuf, void *rbuf, int count, ompi_data
     int rc;
 
     if (dfccl_prepare_allreduce(m, sbuf, rbuf, count, dtype, op, &args, &route)) {
-        rc = dfccl_run(m, route, &args, request);
+        rc = dfccl_run(m, route, &args, request, false);
         if (rc != DFCCL_FALLBACK) return rc;
     }
     rc = dfccl_fallback_agree(m, DFCCL_COLL_ALLREDUCE, count, dtype, 1);
@@ -307,7 +270,7 @@ int mca_coll_dfccl_allgather(const void *sbuf, int scount, ompi_datatype_t *sdty
 
     if (dfccl_prepare_allgather(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, &args, &route,
                                 &pack)) {
-        rc = dfccl_run(m, route, &args, NULL);
+        rc = dfccl_run(m, route, &args, NULL, false);
         if (rc != DFCCL_FALLBACK) return rc;
     }
     rc = dfccl_fallback_agree(m, DFCCL_COLL_ALLGATHER, rcount, rdtype, 1);
@@ -328,7 +291,7 @@ int mca_coll_dfccl_iallgather(const void *sbuf, int scount, ompi_datatype_t *sdt
 
     if (dfccl_prepare_allgather(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, &args, &route,
                                 &pack)) {
-        rc = dfccl_run(m, route, &args, request);
+        rc = dfccl_run(m, route, &args, request, false);
         if (rc != DFCCL_FALLBACK) return rc;
     }
     rc = dfccl_fallback_agree(m, DFCCL_COLL_ALLGATHER, rcount, rdtype, 1);
@@ -375,7 +338,7 @@ static int dfccl_reduce_scatter_any(const void *sbuf, void *rbuf, const int *rco
     if (counts == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
     if (dfccl_prepare_reduce_scatter(m, sbuf, rbuf, rcounts, rcount, dtype, op, size, counts, &args,
                                      &route))
-        rc = dfccl_run(m, route, &args, request);
+        rc = dfccl_run(m, route, &args, request, false);
     free(counts);
     if (rc == DFCCL_FALLBACK) {
         int total = 0;
@@ -448,4 +411,110 @@ int mca_coll_dfccl_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcoun
     if (rcount >= 0 && !fallback) return rc;
     return m->previous_ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
                                              m->previous_ireduce_scatter_block_module);
+}
+
+/*
+ * Persistent forms (MPIX_*_init): routed as the nonblocking forms, prepared
+ * once (coll_dfccl_persist.c). One the engine does not carry goes to the
+ * component below us at init; unlike the other forms the ranks do not
+ * first agree on that (an init must not wait for other ranks), so a call
+ * routed differently on some rank is not diagnosed here (docs/design.md).
+ */
+static int dfccl_no_init(const char *what, ompi_communicator_t *comm)
+{
+    DFCCL_ERROR("%s on comm %s: not carried by dfccl, and no component below it offers the"
+                " persistent form (is libnbc excluded?)", what, comm->c_name);
+    return MPI_ERR_UNSUPPORTED_OPERATION;
+}
+
+int mca_coll_dfccl_allreduce_init(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
+                                  struct ompi_op_t *op, ompi_communicator_t *comm,
+                                  struct ompi_info_t *info, ompi_request_t **request,
+                                  mca_coll_base_module_t *module)
+{
+    mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
+    dfccl_coll_args_t args;
+    dfccl_route_t route;
+    int rc;
+
+    if (dfccl_prepare_allreduce(m, sbuf, rbuf, count, dtype, op, &args, &route)) {
+        rc = dfccl_run(m, route, &args, request, true);
+        if (rc != DFCCL_FALLBACK) return rc;
+    }
+    if (m->previous_allreduce_init == NULL) return dfccl_no_init("MPIX_Allreduce_init", comm);
+    return m->previous_allreduce_init(sbuf, rbuf, count, dtype, op, comm, info, request,
+                                      m->previous_allreduce_init_module);
+}
+
+int mca_coll_dfccl_allgather_init(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
+                                  int rcount, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
+                                  struct ompi_info_t *info, ompi_request_t **request,
+                                  mca_coll_base_module_t *module)
+{
+    mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
+    mca_coll_dfccl_pack_t pack;
+    dfccl_coll_args_t args;
+    dfccl_route_t route;
+    int rc;
+
+    if (dfccl_prepare_allgather(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, &args, &route,
+                                &pack)) {
+        rc = dfccl_run(m, route, &args, request, true);
+        if (rc != DFCCL_FALLBACK) return rc;
+    }
+    if (m->previous_allgather_init == NULL) return dfccl_no_init("MPIX_Allgather_init", comm);
+    return m->previous_allgather_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, info,
+                                      request, m->previous_allgather_init_module);
+}
+
+/* Both reduce-scatter forms: counts as for the other forms (NULL rcounts:
+ * the block form). */
+static int dfccl_reduce_scatter_init_any(mca_coll_dfccl_module_t *m, const void *sbuf, void *rbuf,
+                                         const int *rcounts, int rcount, ompi_datatype_t *dtype,
+                                         struct ompi_op_t *op, ompi_request_t **request)
+{
+    int size = ompi_comm_size(m->comm), rc = DFCCL_FALLBACK;
+    size_t *counts = malloc(sizeof(size_t) * (size_t)size);
+    dfccl_coll_args_t args;
+    dfccl_route_t route;
+
+    if (counts == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
+    if ((rcounts != NULL || rcount >= 0) &&
+        dfccl_prepare_reduce_scatter(m, sbuf, rbuf, rcounts, rcount, dtype, op, size, counts,
+                                     &args, &route))
+        rc = dfccl_run(m, route, &args, request, true);   /* counts are copied */
+    free(counts);
+    return rc;
+}
+
+int mca_coll_dfccl_reduce_scatter_init(const void *sbuf, void *rbuf, const int *rcounts,
+                                       ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                       ompi_communicator_t *comm, struct ompi_info_t *info,
+                                       ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
+    int rc = dfccl_reduce_scatter_init_any(m, sbuf, rbuf, rcounts, 0, dtype, op, request);
+
+    if (rc != DFCCL_FALLBACK) return rc;
+    if (m->previous_reduce_scatter_init == NULL)
+        return dfccl_no_init("MPIX_Reduce_scatter_init", comm);
+    return m->previous_reduce_scatter_init(sbuf, rbuf, rcounts, dtype, op, comm, info, request,
+                                           m->previous_reduce_scatter_init_module);
+}
+
+int mca_coll_dfccl_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rcount,
+                                             ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                             ompi_communicator_t *comm, struct ompi_info_t *info,
+                                             ompi_request_t **request,
+                                             mca_coll_base_module_t *module)
+{
+    mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
+    int rc = dfccl_reduce_scatter_init_any(m, sbuf, rbuf, NULL, rcount, dtype, op, request);
+
+    if (rc != DFCCL_FALLBACK) return rc;
+    if (m->previous_reduce_scatter_block_init == NULL)
+        return dfccl_no_init("MPIX_Reduce_scatter_block_init", comm);
+    return m->previous_reduce_scatter_block_init(sbuf, rbuf, rcount, dtype, op, comm, info,
+                                                 request,
+                                                 m->previous_reduce_scatter_block_init_module);
 }

@@ -22,15 +22,9 @@ static void dfccl_module_construct(mca_coll_dfccl_module_t *m)
     m->gpu_comm = NULL;
     m->gpu_state = MCA_COLL_DFCCL_ENGINE_UNSET;
     m->gpu_setup = NULL;
-#define DFCCL_CLEAR_PREV(api) m->previous_##api = NULL; m->previous_##api##_module = NULL
-    DFCCL_CLEAR_PREV(allreduce);
-    DFCCL_CLEAR_PREV(allgather);
-    DFCCL_CLEAR_PREV(reduce_scatter);
-    DFCCL_CLEAR_PREV(reduce_scatter_block);
-    DFCCL_CLEAR_PREV(iallreduce);
-    DFCCL_CLEAR_PREV(iallgather);
-    DFCCL_CLEAR_PREV(ireduce_scatter);
-    DFCCL_CLEAR_PREV(ireduce_scatter_block);
+#define DFCCL_CLEAR_PREV(api) m->previous_##api = NULL; m->previous_##api##_module = NULL;
+    MCA_COLL_DFCCL_CARRIED(DFCCL_CLEAR_PREV)
+    MCA_COLL_DFCCL_CARRIED_INIT(DFCCL_CLEAR_PREV)
 #undef DFCCL_CLEAR_PREV
 }
 
@@ -41,15 +35,9 @@ static void dfccl_module_destruct(mca_coll_dfccl_module_t *m)
     m->engine_comm = NULL;
     mca_coll_dfccl_gpu_module_fini(m);
 #define DFCCL_RELEASE_PREV(api) \
-    if (m->previous_##api##_module != NULL) OBJ_RELEASE(m->previous_##api##_module)
-    DFCCL_RELEASE_PREV(allreduce);
-    DFCCL_RELEASE_PREV(allgather);
-    DFCCL_RELEASE_PREV(reduce_scatter);
-    DFCCL_RELEASE_PREV(reduce_scatter_block);
-    DFCCL_RELEASE_PREV(iallreduce);
-    DFCCL_RELEASE_PREV(iallgather);
-    DFCCL_RELEASE_PREV(ireduce_scatter);
-    DFCCL_RELEASE_PREV(ireduce_scatter_block);
+    if (m->previous_##api##_module != NULL) OBJ_RELEASE(m->previous_##api##_module);
+    MCA_COLL_DFCCL_CARRIED(DFCCL_RELEASE_PREV)
+    MCA_COLL_DFCCL_CARRIED_INIT(DFCCL_RELEASE_PREV)
 #undef DFCCL_RELEASE_PREV
 }
 
@@ -62,25 +50,26 @@ static int dfccl_module_enable(mca_coll_base_module_t *module, ompi_communicator
     mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
 
 #define DFCCL_SAVE_PREV(api)                                                         \
-    do {                                                                             \
-        if (comm->c_coll->coll_##api == NULL || comm->c_coll->coll_##api##_module == NULL) { \
-            DFCCL_VERBOSE(1, "no component below provides " #api " on comm %s",       \
-                          comm->c_name);                                             \
-            return OMPI_ERROR;                                                        \
-        }                                                                            \
+    if (comm->c_coll->coll_##api == NULL || comm->c_coll->coll_##api##_module == NULL) { \
+        DFCCL_VERBOSE(1, "no component below provides " #api " on comm %s",           \
+                      comm->c_name);                                                 \
+        return OMPI_ERROR;                                                            \
+    }                                                                                \
+    m->previous_##api = comm->c_coll->coll_##api;                                    \
+    m->previous_##api##_module = comm->c_coll->coll_##api##_module;                  \
+    OBJ_RETAIN(m->previous_##api##_module);
+    MCA_COLL_DFCCL_CARRIED(DFCCL_SAVE_PREV)
+#undef DFCCL_SAVE_PREV
+    /* the persistent forms: without them below us, a call we do not carry
+     * fails with a message (mca_coll_dfccl_*_init) */
+#define DFCCL_SAVE_PREV_INIT(api)                                                    \
+    if (comm->c_coll->coll_##api != NULL && comm->c_coll->coll_##api##_module != NULL) { \
         m->previous_##api = comm->c_coll->coll_##api;                                \
         m->previous_##api##_module = comm->c_coll->coll_##api##_module;              \
         OBJ_RETAIN(m->previous_##api##_module);                                      \
-    } while (0)
-    DFCCL_SAVE_PREV(allreduce);
-    DFCCL_SAVE_PREV(allgather);
-    DFCCL_SAVE_PREV(reduce_scatter);
-    DFCCL_SAVE_PREV(reduce_scatter_block);
-    DFCCL_SAVE_PREV(iallreduce);
-    DFCCL_SAVE_PREV(iallgather);
-    DFCCL_SAVE_PREV(ireduce_scatter);
-    DFCCL_SAVE_PREV(ireduce_scatter_block);
-#undef DFCCL_SAVE_PREV
+    }
+    MCA_COLL_DFCCL_CARRIED_INIT(DFCCL_SAVE_PREV_INIT)
+#undef DFCCL_SAVE_PREV_INIT
     m->comm = comm;
     mca_coll_dfccl_bootstrap_init(&m->engine_boot, m, DFCCL_TAG_ENGINE_SETUP, "engine", "");
     mca_coll_dfccl_bootstrap_init(&m->gpu_boot, m, DFCCL_TAG_GPU_SETUP, "GPU",
@@ -149,14 +138,10 @@ mca_coll_base_module_t *mca_coll_dfccl_comm_query(ompi_communicator_t *comm, int
     m = OBJ_NEW(mca_coll_dfccl_module_t);
     if (m == NULL) return NULL;
     m->super.coll_module_enable = dfccl_module_enable;
-    m->super.coll_allreduce = mca_coll_dfccl_allreduce;
-    m->super.coll_iallreduce = mca_coll_dfccl_iallreduce;
-    m->super.coll_allgather = mca_coll_dfccl_allgather;
-    m->super.coll_iallgather = mca_coll_dfccl_iallgather;
-    m->super.coll_reduce_scatter = mca_coll_dfccl_reduce_scatter;
-    m->super.coll_ireduce_scatter = mca_coll_dfccl_ireduce_scatter;
-    m->super.coll_reduce_scatter_block = mca_coll_dfccl_reduce_scatter_block;
-    m->super.coll_ireduce_scatter_block = mca_coll_dfccl_ireduce_scatter_block;
+#define DFCCL_OFFER(api) m->super.coll_##api = mca_coll_dfccl_##api;
+    MCA_COLL_DFCCL_CARRIED(DFCCL_OFFER)
+    MCA_COLL_DFCCL_CARRIED_INIT(DFCCL_OFFER)
+#undef DFCCL_OFFER
     *priority = c->priority;
     return &m->super;
 }

@@ -1,9 +1,12 @@
 /*
- * coll_dfccl_request.c - MPI requests for collectives the engine runs. They
- * come from a free list and go back when both the engine (completion seen)
- * and the caller (MPI_Wait/MPI_Request_free, or the blocking call) are done.
+ * coll_dfccl_request.c - MPI requests for collectives the engine runs, and
+ * their submission. They come from a free list and go back when both the
+ * engine (completion seen) and the caller (MPI_Wait/MPI_Request_free, or
+ * the blocking call) are done.
  */
+#include <stdlib.h>
 #include "coll_dfccl.h"
+#include "opal/util/info.h"
 
 static void dfccl_request_construct(mca_coll_dfccl_request_t *req)
 {
@@ -11,6 +14,8 @@ static void dfccl_request_construct(mca_coll_dfccl_request_t *req)
     req->refs = 0;
     req->stage_buf = NULL;
     req->pack_dtype = NULL;
+    req->pack_send_dtype = NULL;
+    req->persist = NULL;
 }
 
 OBJ_CLASS_INSTANCE(mca_coll_dfccl_request_t, ompi_coll_base_nbc_request_t, dfccl_request_construct,
@@ -54,6 +59,8 @@ mca_coll_dfccl_request_t *mca_coll_dfccl_request_get(ompi_communicator_t *comm)
     req->comm = comm;
     req->stage_buf = NULL;
     req->pack_dtype = NULL;
+    req->pack_send_dtype = NULL;
+    req->persist = NULL;
     OBJ_RETAIN(comm);   /* MPI_Comm_free may come before completion */
     return req;
 }
@@ -62,8 +69,55 @@ void mca_coll_dfccl_request_release(mca_coll_dfccl_request_t *req)
 {
     if (OPAL_THREAD_ADD_FETCH32(&req->refs, -1) != 0) return;
     mca_coll_dfccl_stage_drop(req);   /* the engine is done with it too */
+    mca_coll_dfccl_persist_drop(req);
     OBJ_RELEASE(req->comm);
     req->comm = NULL;
     OMPI_REQUEST_FINI(&req->super.super);
     opal_free_list_return(&mca_coll_dfccl_component.requests, (opal_free_list_item_t *)req);
+}
+/* Scheduling priority: the communicator's info key "dfccl_priority"
+ * (MPI_Comm_set_info / MPI_Comm_dup_with_info), else the MCA default. It
+ * should be equal on all ranks: it orders collectives in the engine, which
+ * then converges faster; a mismatch costs time, never correctness. */
+int mca_coll_dfccl_priority_of(ompi_communicator_t *comm)
+{
+    char value[32];
+    int flag = 0;
+
+    if (comm->super.s_info != NULL &&
+        opal_info_get(comm->super.s_info, "dfccl_priority", sizeof(value) - 1, value, &flag) ==
+            OPAL_SUCCESS && flag)
+        return atoi(value);
+    return mca_coll_dfccl_component.default_priority;
+}
+
+
+int mca_coll_dfccl_submit(mca_coll_dfccl_module_t *m, bool on_gpu, dfccl_coll_args_t *args,
+                          dfccl_prepared_t *prepared, mca_coll_dfccl_request_t *req)
+{
+    dfccl_status_t status;
+
+    opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, 1);
+    req->on_host = !on_gpu;
+    if (on_gpu) {
+        bool posted;
+        int rc = mca_coll_dfccl_gpu_submit(m, mca_coll_dfccl_component.context, args, req, &posted);
+        if (posted) return OMPI_SUCCESS;
+        opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, -1);
+        return rc == OMPI_SUCCESS ? OMPI_ERROR : rc;
+    }
+    opal_atomic_add_fetch_32(&mca_coll_dfccl_component.host_in_flight, 1);
+    status = prepared != NULL ? dfccl_coll_start(prepared, args->user)
+                              : dfccl_coll_post(m->engine_comm, args);
+    if (status == DFCCL_OK) return OMPI_SUCCESS;
+    opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, -1);
+    opal_atomic_add_fetch_32(&mca_coll_dfccl_component.host_in_flight, -1);
+    /* a communicator that broke was said once, where it broke */
+    if (status == DFCCL_ERR_BROKEN || status == DFCCL_ERR_PEER_FAILED)
+        DFCCL_VERBOSE(1, "%s on comm %s fails at once: %s", dfccl_coll_type_name(args->type),
+                      m->comm->c_name, dfccl_status_string(status));
+    else
+        DFCCL_ERROR("%s on comm %s not posted: %s", dfccl_coll_type_name(args->type),
+                    m->comm->c_name, dfccl_status_string(status));
+    return mca_coll_dfccl_request_error(status);
 }

@@ -20,8 +20,8 @@ static size_t dfccl_stage_align(size_t bytes)
     return (bytes + DFCCL_STAGE_ALIGN - 1) & ~(size_t)(DFCCL_STAGE_ALIGN - 1);
 }
 
-int mca_coll_dfccl_stage_in(mca_coll_dfccl_request_t *req, dfccl_coll_args_t *args, int rank,
-                            int size, bool on_device)
+int mca_coll_dfccl_stage_setup(mca_coll_dfccl_request_t *req, dfccl_coll_args_t *args, int rank,
+                               int size, bool on_device)
 {
     dfccl_context_t *ctx = mca_coll_dfccl_component.context;
     size_t esize = dfccl_dtype_size(args->dtype), in_bytes, out_bytes, block, out_at = 0;
@@ -73,17 +73,25 @@ int mca_coll_dfccl_stage_in(mca_coll_dfccl_request_t *req, dfccl_coll_args_t *ar
     }
     req->stage_buf = stage;
     req->stage_on_device = on_device;
-    status = dfccl_gpu_copy(ctx, stage + in_at, in, in_bytes);
-    if (status != DFCCL_OK) {
-        mca_coll_dfccl_stage_drop(req);
-        return mca_coll_dfccl_request_error(status);
-    }
+    req->stage_in_src = in;
+    req->stage_in_dst = stage + in_at;
+    req->stage_in_bytes = in_bytes;
     req->stage_user_out = args->recvbuf;
     req->stage_out = stage + out_at;   /* in-place reduce-scatter: our block comes first */
     req->stage_out_bytes = result_bytes;
     if (!in_place) args->sendbuf = stage;
     args->recvbuf = stage + out_at;
     return OMPI_SUCCESS;
+}
+
+int mca_coll_dfccl_stage_in(mca_coll_dfccl_request_t *req, dfccl_coll_args_t *args, int rank,
+                            int size, bool on_device)
+{
+    int rc = mca_coll_dfccl_stage_setup(req, args, rank, size, on_device);
+
+    if (rc == OMPI_SUCCESS && (rc = mca_coll_dfccl_stage_copy_in(req)) != OMPI_SUCCESS)
+        mca_coll_dfccl_stage_drop(req);
+    return rc;
 }
 
 /*
@@ -94,38 +102,75 @@ int mca_coll_dfccl_stage_in(mca_coll_dfccl_request_t *req, dfccl_coll_args_t *ar
  * memory, the engine gathers the packed blocks, and each is unpacked into
  * the caller's buffer before the request completes.
  */
-int mca_coll_dfccl_pack_in(mca_coll_dfccl_request_t *req, dfccl_coll_args_t *args,
-                           const mca_coll_dfccl_pack_t *pack, int rank, int size)
+int mca_coll_dfccl_pack_setup(mca_coll_dfccl_request_t *req, dfccl_coll_args_t *args,
+                              const mca_coll_dfccl_pack_t *pack, int rank, int size)
 {
     size_t block = args->count, out_at = dfccl_stage_align(block);
-    ptrdiff_t lb, extent;
     char *stage = malloc(out_at + block * (size_t)size + 1);
-    int position = 0, rc;
 
     if (stage == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
-    ompi_datatype_get_extent(pack->rdtype, &lb, &extent);
-    if (pack->sbuf == MPI_IN_PLACE)
-        rc = MPI_Pack((char *)pack->rbuf + (ptrdiff_t)rank * pack->rcount * extent, pack->rcount,
-                      pack->rdtype, stage, (int)block, &position, MPI_COMM_SELF);
-    else
-        rc = MPI_Pack(pack->sbuf, pack->scount, pack->sdtype, stage, (int)block, &position,
-                      MPI_COMM_SELF);
-    if (rc != MPI_SUCCESS || (size_t)position != block) {
-        free(stage);
-        return rc != MPI_SUCCESS ? rc : MPI_ERR_TRUNCATE;
-    }
     req->stage_buf = stage;
     req->stage_on_device = false;
     req->stage_user_out = pack->rbuf;
     req->stage_out = stage + out_at;
     req->stage_out_bytes = block;
+    req->stage_in_dst = stage;
+    req->stage_in_bytes = block;
     OBJ_RETAIN(pack->rdtype);
     req->pack_dtype = pack->rdtype;
     req->pack_count = pack->rcount;
     req->pack_blocks = size;
+    req->pack_rank = rank;
+    req->pack_send = pack->sbuf;
+    req->pack_send_count = pack->scount;
+    req->pack_send_dtype = NULL;
+    if (pack->sbuf != MPI_IN_PLACE) {
+        OBJ_RETAIN(pack->sdtype);
+        req->pack_send_dtype = pack->sdtype;
+    }
     args->sendbuf = stage;
     args->recvbuf = stage + out_at;
     return OMPI_SUCCESS;
+}
+
+/* MPI_Pack of this rank's block: from the send buffer, or in place from
+ * its block of the receive buffer. */
+static int dfccl_pack_copy_in(mca_coll_dfccl_request_t *req)
+{
+    ptrdiff_t lb, extent;
+    int position = 0, rc;
+
+    if (req->pack_send == MPI_IN_PLACE) {
+        ompi_datatype_get_extent(req->pack_dtype, &lb, &extent);
+        rc = MPI_Pack((char *)req->stage_user_out + (ptrdiff_t)req->pack_rank * req->pack_count *
+                          extent,
+                      req->pack_count, req->pack_dtype, req->stage_in_dst,
+                      (int)req->stage_in_bytes, &position, MPI_COMM_SELF);
+    } else {
+        rc = MPI_Pack(req->pack_send, req->pack_send_count, req->pack_send_dtype,
+                      req->stage_in_dst, (int)req->stage_in_bytes, &position, MPI_COMM_SELF);
+    }
+    if (rc != MPI_SUCCESS) return rc;
+    return (size_t)position == req->stage_in_bytes ? MPI_SUCCESS : MPI_ERR_TRUNCATE;
+}
+
+int mca_coll_dfccl_stage_copy_in(mca_coll_dfccl_request_t *req)
+{
+    if (req->stage_buf == NULL) return OMPI_SUCCESS;
+    if (req->pack_dtype != NULL) return dfccl_pack_copy_in(req);
+    return mca_coll_dfccl_request_error(dfccl_gpu_copy(mca_coll_dfccl_component.context,
+                                                       req->stage_in_dst, req->stage_in_src,
+                                                       req->stage_in_bytes));
+}
+
+int mca_coll_dfccl_pack_in(mca_coll_dfccl_request_t *req, dfccl_coll_args_t *args,
+                           const mca_coll_dfccl_pack_t *pack, int rank, int size)
+{
+    int rc = mca_coll_dfccl_pack_setup(req, args, pack, rank, size);
+
+    if (rc == OMPI_SUCCESS && (rc = mca_coll_dfccl_stage_copy_in(req)) != OMPI_SUCCESS)
+        mca_coll_dfccl_stage_drop(req);
+    return rc;
 }
 
 static int dfccl_unpack_out(mca_coll_dfccl_request_t *req)
@@ -157,6 +202,10 @@ void mca_coll_dfccl_stage_drop(mca_coll_dfccl_request_t *req)
     if (req->pack_dtype != NULL) {
         OBJ_RELEASE(req->pack_dtype);
         req->pack_dtype = NULL;
+    }
+    if (req->pack_send_dtype != NULL) {
+        OBJ_RELEASE(req->pack_send_dtype);
+        req->pack_send_dtype = NULL;
     }
     if (req->stage_buf == NULL) return;
     if (req->stage_on_device)

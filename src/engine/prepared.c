@@ -1,0 +1,76 @@
+/*
+ * prepared.c - a collective prepared once and started many times (the
+ * engine's side of MPI's persistent collectives and of the native API's
+ * prepare/run): its arguments are checked and copied, and where the
+ * backend can (backend_ops.h) its plan is built, once; each start only
+ * takes the next place in the communicator's order and submits.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+#include "log.h"
+
+struct dfccl_prepared {
+    dfccl_comm_t     *comm;     /* holds a reference */
+    dfccl_coll_args_t args;     /* counts point at our copy */
+    size_t           *counts;
+    dfccl_coll_t     *tmpl;     /* the backend's record, or NULL: each start posts args */
+    size_t            tmpl_bytes;
+};
+
+dfccl_status_t dfccl_coll_prepare(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
+                                  dfccl_prepared_t **prepared_p)
+{
+    dfccl_prepared_t *p;
+    dfccl_status_t status = DFCCL_OK;
+    size_t total;
+
+    if (comm == NULL || args == NULL || prepared_p == NULL) return DFCCL_ERR_INVALID_PARAM;
+    if (comm->setup_status != DFCCL_OK)
+        return comm->setup_status == DFCCL_INPROGRESS ? DFCCL_ERR_INVALID_PARAM
+                                                      : comm->setup_status;
+    status = dfccl_coll_check_args(comm, args, &total);
+    if (status != DFCCL_OK) return status;
+    if ((p = calloc(1, sizeof(*p))) == NULL) return DFCCL_ERR_NO_MEMORY;
+    p->args = *args;
+    if (args->type == DFCCL_COLL_REDUCE_SCATTER) {
+        p->counts = malloc(sizeof(size_t) * (size_t)comm->size);
+        if (p->counts == NULL) {
+            free(p);
+            return DFCCL_ERR_NO_MEMORY;
+        }
+        memcpy(p->counts, args->counts, sizeof(size_t) * (size_t)comm->size);
+        p->args.counts = p->counts;
+    }
+    if (comm->ops->prepare != NULL)
+        status = comm->ops->prepare(comm, &p->args, &p->tmpl, &p->tmpl_bytes);
+    if (status != DFCCL_OK) {
+        free(p->counts);
+        free(p);
+        return status;
+    }
+    __atomic_add_fetch(&comm->refs, 1, __ATOMIC_ACQ_REL);
+    p->comm = comm;
+    *prepared_p = p;
+    return DFCCL_OK;
+}
+
+dfccl_status_t dfccl_coll_start(dfccl_prepared_t *p, void *user)
+{
+    dfccl_coll_args_t args;
+
+    if (p == NULL) return DFCCL_ERR_INVALID_PARAM;
+    args = p->args;
+    args.user = user;
+    if (p->tmpl == NULL) return p->comm->ops->post(p->comm, &args);
+    return p->comm->ops->start(p->comm, p->tmpl, p->tmpl_bytes, &args);
+}
+
+void dfccl_coll_prepared_free(dfccl_prepared_t *p)
+{
+    if (p == NULL) return;
+    free(p->tmpl);
+    free(p->counts);
+    dfccl_comm_release(p->comm);
+    free(p);
+}
