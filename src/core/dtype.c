@@ -9,6 +9,7 @@ static const struct { const char *name; size_t size; } dtypes[DFCCL_DTYPE_COUNT]
     [DFCCL_INT64]  = { "int64", 8 },  [DFCCL_UINT64] = { "uint64", 8 },
     [DFCCL_FLOAT]  = { "float", 4 },  [DFCCL_DOUBLE] = { "double", 8 },
     [DFCCL_BOOL]   = { "bool", 1 },   [DFCCL_BYTE]   = { "byte", 1 },
+    [DFCCL_FLOAT16] = { "float16", 2 }, [DFCCL_BFLOAT16] = { "bfloat16", 2 },
 };
 
 static const char *const op_names[DFCCL_OP_COUNT + 1] = {

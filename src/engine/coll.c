@@ -157,6 +157,7 @@ dfccl_status_t dfccl_coll_new(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
     coll->type        = args->type;
     coll->priority    = args->priority;
     coll->user        = args->user;
+    coll->callback    = args->callback;
     coll->total_count = total;
     if (!with_plan) {
         *coll_p = coll;
@@ -182,4 +183,15 @@ dfccl_status_t dfccl_coll_new(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
     coll->exec.send_fifo   = comm->host->send_fifos;
     *coll_p = coll;
     return DFCCL_OK;
+}
+
+void dfccl_coll_complete(dfccl_context_t *ctx, const dfccl_coll_t *coll, dfccl_status_t status)
+{
+    if (coll->callback != NULL) {
+        coll->callback(coll->user, status);
+        return;
+    }
+    if (dfccl_cqueue_push(&ctx->complete, coll->user, status) != DFCCL_OK)
+        dfccl_error("completion of %s #%llu lost: out of memory", dfccl_coll_type_name(coll->type),
+                    (unsigned long long)coll->seq);
 }

@@ -34,6 +34,7 @@ typedef struct dfccl_coll {
     int                priority;
     size_t             total_count; /* elements handled by this rank's plan */
     void              *user;
+    void             (*callback)(void *user, dfccl_status_t status);   /* NULL: queued */
     dfccl_exec_t       exec;        /* plan interpretation and saved context */
     uint64_t           last_visit_ns; /* end of its last turn; 0 until first runnable */
     uint64_t           blocked_ns;    /* watchdog: time blocked since its last progress */
@@ -101,6 +102,9 @@ dfccl_status_t dfccl_coll_new(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
 /* Gives coll the communicator's next sequence number and a reference on
  * it (before the hand-over: once submitted, coll may complete and go). */
 void dfccl_coll_enter(dfccl_comm_t *comm, dfccl_coll_t *coll, const dfccl_coll_args_t *args);
+/* Hands a finished collective's status to its caller: the callback, or the
+ * completion queue. */
+void dfccl_coll_complete(dfccl_context_t *ctx, const dfccl_coll_t *coll, dfccl_status_t status);
 /* host/post_host.c: the host backend's post; DFCCL_OK, or why a post on this
  * host communicator fails at once (it broke here, or a peer broke before
  * this collective). */

@@ -177,8 +177,14 @@ __device__ static void gpu_move_overlapping(char *dst, const char *src, size_t b
 #define GPU_VEC_FLOAT(DT, T, U)                                                               \
     GPU_VEC_REDUCE(DT, T, U, SUM, DFCCL_R_SUM) GPU_VEC_REDUCE(DT, T, U, PROD, DFCCL_R_PROD)   \
     GPU_VEC_REDUCE(DT, T, U, MIN, DFCCL_R_MIN) GPU_VEC_REDUCE(DT, T, U, MAX, DFCCL_R_MAX)
+/* 16-bit floats through reduce.h's portable conversions (float arithmetic,
+ * one rounding per operation, as on the host) */
+#define GPU_VEC_HALF(DT, T, U)                                                                \
+    GPU_VEC_REDUCE(DT, T, U, SUM, DFCCL_R_HSUM) GPU_VEC_REDUCE(DT, T, U, PROD, DFCCL_R_HPROD) \
+    GPU_VEC_REDUCE(DT, T, U, MIN, DFCCL_R_HMIN) GPU_VEC_REDUCE(DT, T, U, MAX, DFCCL_R_HMAX)
 DFCCL_FOREACH_INT_TYPE(GPU_VEC_INT)
 DFCCL_FOREACH_FLOAT_TYPE(GPU_VEC_FLOAT)
+DFCCL_FOREACH_HALF_TYPE(GPU_VEC_HALF)
 GPU_VEC_REDUCE(DFCCL_BOOL, uint8_t, uint8_t, LAND, DFCCL_R_LAND)
 GPU_VEC_REDUCE(DFCCL_BOOL, uint8_t, uint8_t, LOR, DFCCL_R_LOR)
 GPU_VEC_REDUCE(DFCCL_BOOL, uint8_t, uint8_t, LXOR, DFCCL_R_LXOR)
@@ -202,6 +208,7 @@ __device__ static __noinline__ int NAME(PT in, PT src, QT dst, QT out, size_t n,
     switch (dtype) {                                                                       \
     DFCCL_FOREACH_INT_TYPE(GPU_INT_CASES_##PREFIX)                                         \
     DFCCL_FOREACH_FLOAT_TYPE(GPU_FLOAT_CASES_##PREFIX)                                     \
+    DFCCL_FOREACH_HALF_TYPE(GPU_FLOAT_CASES_##PREFIX)                                      \
     case DFCCL_BOOL:                                                                       \
         switch (op) {                                                                      \
         GPU_CASE_##PREFIX(DFCCL_BOOL, LAND) GPU_CASE_##PREFIX(DFCCL_BOOL, LOR)            \

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "reduce.h"
 #include "sim_ranks.h"
 
 #define SIM_SLOT_BYTES 4096
@@ -186,7 +187,7 @@ static int64_t sim_value(dfccl_op_t op, int rank, size_t i, int is_signed)
 static int dtype_signed(dfccl_dtype_t t)
 {
     return t == DFCCL_INT8 || t == DFCCL_INT16 || t == DFCCL_INT32 || t == DFCCL_INT64 ||
-           t == DFCCL_FLOAT || t == DFCCL_DOUBLE;
+           t == DFCCL_FLOAT || t == DFCCL_DOUBLE || t == DFCCL_FLOAT16 || t == DFCCL_BFLOAT16;
 }
 
 static void sim_store(void *buf, size_t i, dfccl_dtype_t t, int64_t v)
@@ -199,6 +200,8 @@ static void sim_store(void *buf, size_t i, dfccl_dtype_t t, int64_t v)
     case DFCCL_INT64: case DFCCL_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
     case DFCCL_FLOAT: ((float *)buf)[i] = (float)v; break;
     case DFCCL_DOUBLE: ((double *)buf)[i] = (double)v; break;
+    case DFCCL_FLOAT16: ((uint16_t *)buf)[i] = dfccl_fp16_from_float((float)v); break;
+    case DFCCL_BFLOAT16: ((uint16_t *)buf)[i] = dfccl_bf16_from_float((float)v); break;
     default: break;
     }
 }

@@ -39,7 +39,7 @@ const char *value_elem_name(dfccl_dtype_t elem)
 {
     static const char *const names[DFCCL_DTYPE_COUNT] = {
         "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
-        "uint64", "float", "double", "bool", "byte"
+        "uint64", "float", "double", "bool", "byte", "float16", "bfloat16"
     };
     return elem < DFCCL_DTYPE_COUNT ? names[elem] : "?";
 }

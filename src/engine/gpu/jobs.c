@@ -36,9 +36,7 @@ static void gpu_job_complete(dfccl_gpu_t *g, gpu_job_t *job, dfccl_status_t stat
         /* its ring went through a link to another node */
         if (coll->comm->gpu->net != NULL) dfccl_stats_add_net();
     }
-    if (dfccl_cqueue_push(&g->fixed.ctx->complete, coll->user, status) != DFCCL_OK)
-        dfccl_error("completion of %s #%llu lost: out of memory", dfccl_coll_type_name(coll->type),
-                    (unsigned long long)coll->seq);
+    dfccl_coll_complete(g->fixed.ctx, coll, status);
     dfccl_comm_release(coll->comm);
     free(coll);
     job->coll = NULL;

@@ -83,9 +83,7 @@ static void sched_finish(dfccl_context_t *ctx, dfccl_coll_t **link, dfccl_status
     dfccl_stats_add_completed(coll->type, status);
     if (coll->crosses && status == DFCCL_OK) dfccl_stats_add_net();
     dfccl_stats_add_bytes(coll->exec.sent_bytes);
-    if (dfccl_cqueue_push(&ctx->complete, coll->user, status) != DFCCL_OK)
-        dfccl_error("completion of %s #%llu lost: out of memory", dfccl_coll_type_name(coll->type),
-                    (unsigned long long)coll->seq);
+    dfccl_coll_complete(ctx, coll, status);
     dfccl_comm_release(coll->comm);
     free(coll);
 }

@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 #define DFCCL_VERSION_MAJOR 0
-#define DFCCL_VERSION_MINOR 1
+#define DFCCL_VERSION_MINOR 2
 
 typedef enum {
     DFCCL_OK                = 0,
@@ -52,6 +52,8 @@ typedef enum {
     DFCCL_FLOAT, DFCCL_DOUBLE,
     DFCCL_BOOL,     /* C _Bool: one byte holding 0 or 1 */
     DFCCL_BYTE,     /* opaque bytes: copies and bitwise ops only */
+    DFCCL_FLOAT16,  /* IEEE binary16 (CUDA's __half): sum, prod, min, max */
+    DFCCL_BFLOAT16, /* bfloat16 (CUDA's __nv_bfloat16): sum, prod, min, max */
     DFCCL_DTYPE_COUNT
 } dfccl_dtype_t;
 
@@ -187,6 +189,23 @@ dfccl_status_t dfccl_comm_create_test(dfccl_comm_t *comm);
 dfccl_status_t dfccl_comm_create(dfccl_context_t *context,
                                  const dfccl_comm_params_t *params,
                                  dfccl_comm_t **comm_p);
+/*
+ * Communicators without MPI (as NCCL's unique id): one process makes an id
+ * (dfccl_unique_id_create) and serves its rendezvous from a thread until
+ * the communicator's set-up is over, so it must live that long; the
+ * application passes the id's bytes to every rank by any means; each rank
+ * then calls dfccl_comm_create_by_id with the same size and its own rank
+ * (collective, blocking until the set-up ends, bounded by the timeout).
+ * The rendezvous listens on DFCCL_BOOTSTRAP_ADDR when set, else on the
+ * address this host's name resolves to. An id serves one communicator.
+ */
+#define DFCCL_UNIQUE_ID_BYTES 128
+typedef struct { char internal[DFCCL_UNIQUE_ID_BYTES]; } dfccl_unique_id_t;
+dfccl_status_t dfccl_unique_id_create(dfccl_unique_id_t *id);
+dfccl_status_t dfccl_comm_create_by_id(dfccl_context_t *context, const dfccl_unique_id_t *id,
+                                       int size, int rank, dfccl_backend_t backend,
+                                       dfccl_comm_t **comm_p);
+
 /* Local; the communicator's memory goes once its last collective has ended.
  * A set-up still under way is abandoned. */
 void dfccl_comm_destroy(dfccl_comm_t *comm);
@@ -231,6 +250,12 @@ typedef struct dfccl_coll_args {
     dfccl_op_t        op;        /* DFCCL_OP_NONE for ALLGATHER */
     int               priority;  /* higher runs first when collectives compete */
     void             *user;      /* returned in the completion */
+    /* NULL: the completion is queued for dfccl_context_poll. Else called
+     * instead, once, on the engine thread that completes the collective
+     * (the daemon, a caller in dfccl_context_drive or dfccl_context_poll,
+     * or the GPU side's poller): it must return quickly and must not call
+     * dfccl functions. Leave it zero (designated initializers) otherwise. */
+    void            (*callback)(void *user, dfccl_status_t status);
 } dfccl_coll_args_t;
 
 /* Submits a collective. Collectives on one communicator must be posted in

@@ -181,7 +181,7 @@ int mca_coll_dfccl_allreduce(const void *sbuf, void *rbuf, int count, ompi_datat
                              mca_coll_base_module_t *module)
 {
     mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
-    dfccl_coll_args_t args;
+    dfccl_coll_args_t args = { 0 };
     dfccl_route_t route;
     int rc;
 
@@ -199,7 +199,7 @@ int mca_coll_dfccl_iallreduce(const void *sbuf, void *rbuf, int count, ompi_data
                               mca_coll_base_module_t *module)
 {
     mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
-    dfccl_coll_args_t args;
+    dfccl_coll_args_t args = { 0 };
     dfccl_route_t route;
     int rc;
 
@@ -264,7 +264,7 @@ int mca_coll_dfccl_allgather(const void *sbuf, int scount, ompi_datatype_t *sdty
 {
     mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
     mca_coll_dfccl_pack_t pack;
-    dfccl_coll_args_t args;
+    dfccl_coll_args_t args = { 0 };
     dfccl_route_t route;
     int rc;
 
@@ -285,7 +285,7 @@ int mca_coll_dfccl_iallgather(const void *sbuf, int scount, ompi_datatype_t *sdt
 {
     mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
     mca_coll_dfccl_pack_t pack;
-    dfccl_coll_args_t args;
+    dfccl_coll_args_t args = { 0 };
     dfccl_route_t route;
     int rc;
 
@@ -331,7 +331,7 @@ static int dfccl_reduce_scatter_any(const void *sbuf, void *rbuf, const int *rco
 {
     int size = ompi_comm_size(comm), rc = DFCCL_FALLBACK;
     size_t *counts = malloc(sizeof(size_t) * (size_t)size);
-    dfccl_coll_args_t args;
+    dfccl_coll_args_t args = { 0 };
     dfccl_route_t route;
 
     *fallback = false;   /* an error is returned, never a lone fallback */
@@ -433,7 +433,7 @@ int mca_coll_dfccl_allreduce_init(const void *sbuf, void *rbuf, int count, ompi_
                                   mca_coll_base_module_t *module)
 {
     mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
-    dfccl_coll_args_t args;
+    dfccl_coll_args_t args = { 0 };
     dfccl_route_t route;
     int rc;
 
@@ -453,7 +453,7 @@ int mca_coll_dfccl_allgather_init(const void *sbuf, int scount, ompi_datatype_t 
 {
     mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
     mca_coll_dfccl_pack_t pack;
-    dfccl_coll_args_t args;
+    dfccl_coll_args_t args = { 0 };
     dfccl_route_t route;
     int rc;
 
@@ -475,7 +475,7 @@ static int dfccl_reduce_scatter_init_any(mca_coll_dfccl_module_t *m, const void 
 {
     int size = ompi_comm_size(m->comm), rc = DFCCL_FALLBACK;
     size_t *counts = malloc(sizeof(size_t) * (size_t)size);
-    dfccl_coll_args_t args;
+    dfccl_coll_args_t args = { 0 };
     dfccl_route_t route;
 
     if (counts == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
