@@ -1,10 +1,12 @@
 #!/bin/sh
-# mpi4py_check.sh [NP]  (NP: ranks, default 4)
+# mpi4py_check.sh [NP [SCRIPT]]  (NP: ranks, default 4; SCRIPT: a Python
+# program relative to the source tree, default test/python/mpi4py_check.py)
 #
 # make check's wrapper of mpi4py_check.py: MPI semantics through coll/dfccl,
 # checked from Python with mpi4py and NumPy (Debian's python3-mpi4py and
 # python3-numpy under /usr/bin/python3). Skipped (77) when that interpreter
-# cannot import both.
+# cannot import both. Also runs other mpi4py programs that print the same
+# verdict (contrib/train_example.py).
 #
 # The job runs through test/mpi/run_mpi_test.sh, which reads the same
 # environment as for the other MPI tests (MPIRUN, DFCCL_COMPONENT_DIR,
@@ -43,14 +45,13 @@ case $np in
         exit 2 ;;
 esac
 
-if ! "$python" -c 'import mpi4py, numpy' > /dev/null 2>&1; then
-    echo "SKIP: mpi4py_check: $python cannot import mpi4py and numpy (python3-mpi4py, python3-numpy)"
-    exit 77
-fi
-
 here=$(cd "$(dirname "$0")" && pwd) || exit 2
 srcdir=$(cd "$here/../.." && pwd) || exit 2
-script=$here/mpi4py_check.py
+script=$srcdir/${2:-test/python/mpi4py_check.py}
+if ! "$python" -c 'import mpi4py, numpy' > /dev/null 2>&1; then
+    echo "SKIP: $(basename "$script" .py): $python cannot import mpi4py and numpy (python3-mpi4py, python3-numpy)"
+    exit 77
+fi
 runner=$srcdir/test/mpi/run_mpi_test.sh
 for f in "$script" "$runner"; do
     if [ ! -f "$f" ]; then
@@ -98,6 +99,6 @@ fi
 DFCCL_TEST_TIMEOUT=${DFCCL_TEST_TIMEOUT:-300}
 export DFCCL_TEST_MCA DFCCL_TEST_REQUIRE_ENGINE DFCCL_TEST_TIMEOUT
 
-echo "mpi4py_check.sh: np $np, route $route, require engine '${DFCCL_TEST_REQUIRE_ENGINE}'"
+echo "mpi4py_check.sh: $(basename "$script") np $np, route $route, require engine '${DFCCL_TEST_REQUIRE_ENGINE}'"
 # run_mpi_test.sh names the verdict after the program, less its .py
 exec "$runner" "$np" "$script"
