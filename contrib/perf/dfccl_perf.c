@@ -77,7 +77,7 @@ static int one_call(const bench_t *b, MPI_Request *req)
                                        e.input_bytes) != 0;
     if (b->persistent != NULL)
         req = b->persistent;
-    errors += (b->persistent != NULL ? MPI_Start(req) : perf_call_start(&b->call, req)) !=
+    errors += (b->persistent != NULL ? MPI_Start(req) : perf_call_start(&b->call, req, false)) !=
               MPI_SUCCESS;
     if (req)
         errors += MPI_Wait(req, MPI_STATUS_IGNORE) != MPI_SUCCESS;
@@ -368,7 +368,7 @@ int main(int argc, char **argv)
             MPI_Request persistent = MPI_REQUEST_NULL;
             bench.persistent = NULL;
             if (o.persistent) {
-                if (perf_call_init(call, &persistent) == MPI_SUCCESS)
+                if (perf_call_start(call, &persistent, true) == MPI_SUCCESS)
                     bench.persistent = &persistent;
                 else
                     row->errors = 1;

@@ -63,52 +63,33 @@ perf_extent_t perf_call_extent(const perf_call_t *call)
     return e;
 }
 
-int perf_call_start(const perf_call_t *call, MPI_Request *request)
+int perf_call_start(const perf_call_t *call, MPI_Request *request, bool init)
 {
     const void *send = call->in_place ? MPI_IN_PLACE : call->send;
     MPI_Datatype dt = call->type->mpi;
     MPI_Op op = call->op->mpi;
+    MPI_Comm comm = call->comm;
+    void *recv = call->recv;
     int n = (int)call->rank_count;
     switch (call->coll) {
     case PERF_ALLREDUCE:
-        return request ? MPI_Iallreduce(send, call->recv, n, dt, op, call->comm, request)
-                       : MPI_Allreduce(send, call->recv, n, dt, op, call->comm);
+        return init      ? MPIX_Allreduce_init(send, recv, n, dt, op, comm, MPI_INFO_NULL, request)
+               : request ? MPI_Iallreduce(send, recv, n, dt, op, comm, request)
+                         : MPI_Allreduce(send, recv, n, dt, op, comm);
     case PERF_ALLGATHER:
-        return request ? MPI_Iallgather(send, n, dt, call->recv, n, dt, call->comm, request)
-                       : MPI_Allgather(send, n, dt, call->recv, n, dt, call->comm);
+        return init ? MPIX_Allgather_init(send, n, dt, recv, n, dt, comm, MPI_INFO_NULL, request)
+               : request ? MPI_Iallgather(send, n, dt, recv, n, dt, comm, request)
+                         : MPI_Allgather(send, n, dt, recv, n, dt, comm);
     case PERF_REDUCE_SCATTER:
-        return request ? MPI_Ireduce_scatter(send, call->recv, call->recv_counts, dt, op,
-                                             call->comm, request)
-                       : MPI_Reduce_scatter(send, call->recv, call->recv_counts, dt, op,
-                                            call->comm);
+        return init ? MPIX_Reduce_scatter_init(send, recv, call->recv_counts, dt, op, comm,
+                                               MPI_INFO_NULL, request)
+               : request ? MPI_Ireduce_scatter(send, recv, call->recv_counts, dt, op, comm, request)
+                         : MPI_Reduce_scatter(send, recv, call->recv_counts, dt, op, comm);
     case PERF_REDUCE_SCATTER_BLOCK:
-        return request ? MPI_Ireduce_scatter_block(send, call->recv, n, dt, op, call->comm,
-                                                   request)
-                       : MPI_Reduce_scatter_block(send, call->recv, n, dt, op, call->comm);
-    default:
-        return MPI_ERR_ARG;
-    }
-}
-
-int perf_call_init(const perf_call_t *call, MPI_Request *request)
-{
-    const void *send = call->in_place ? MPI_IN_PLACE : call->send;
-    MPI_Datatype dt = call->type->mpi;
-    MPI_Op op = call->op->mpi;
-    int n = (int)call->rank_count;
-    switch (call->coll) {
-    case PERF_ALLREDUCE:
-        return MPIX_Allreduce_init(send, call->recv, n, dt, op, call->comm, MPI_INFO_NULL,
-                                   request);
-    case PERF_ALLGATHER:
-        return MPIX_Allgather_init(send, n, dt, call->recv, n, dt, call->comm, MPI_INFO_NULL,
-                                   request);
-    case PERF_REDUCE_SCATTER:
-        return MPIX_Reduce_scatter_init(send, call->recv, call->recv_counts, dt, op, call->comm,
-                                        MPI_INFO_NULL, request);
-    case PERF_REDUCE_SCATTER_BLOCK:
-        return MPIX_Reduce_scatter_block_init(send, call->recv, n, dt, op, call->comm,
-                                              MPI_INFO_NULL, request);
+        return init ? MPIX_Reduce_scatter_block_init(send, recv, n, dt, op, comm, MPI_INFO_NULL,
+                                                     request)
+               : request ? MPI_Ireduce_scatter_block(send, recv, n, dt, op, comm, request)
+                         : MPI_Reduce_scatter_block(send, recv, n, dt, op, comm);
     default:
         return MPI_ERR_ARG;
     }

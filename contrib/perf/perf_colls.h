@@ -56,10 +56,10 @@ double perf_coll_busbw_factor(perf_coll_id_t coll, int nranks);
  */
 bool perf_call_shape(perf_call_t *call, size_t bytes);
 perf_extent_t perf_call_extent(const perf_call_t *call);
-/* Starts one call: blocking when request is NULL, the I-form otherwise. */
-int perf_call_start(const perf_call_t *call, MPI_Request *request);
-/* The persistent form (Open MPI's MPIX_*_init): an inactive request. */
-int perf_call_init(const perf_call_t *call, MPI_Request *request);
+/* Starts one call: blocking when request is NULL, the I-form otherwise; with
+ * init, makes the persistent form's inactive request instead (Open MPI's
+ * MPIX_*_init), which MPI_Start runs. */
+int perf_call_start(const perf_call_t *call, MPI_Request *request, bool init);
 /* Writes this rank's inputs (where in-place puts them: the receive buffer). */
 void perf_call_fill(const perf_call_t *call);
 /* Counts the elements of this rank's result that differ from the reference. */

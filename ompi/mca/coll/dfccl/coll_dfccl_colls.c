@@ -176,19 +176,28 @@ static bool dfccl_prepare_allreduce(const mca_coll_dfccl_module_t *m, const void
     return true;
 }
 
+/* An allreduce through the engine in any of the three forms, or
+ * DFCCL_FALLBACK when the engine does not carry it. */
+static int dfccl_try_allreduce(mca_coll_dfccl_module_t *m, const void *sbuf, void *rbuf, int count,
+                               ompi_datatype_t *dtype, struct ompi_op_t *op,
+                               ompi_request_t **request, bool persistent)
+{
+    dfccl_coll_args_t args = { 0 };
+    dfccl_route_t route;
+
+    if (!dfccl_prepare_allreduce(m, sbuf, rbuf, count, dtype, op, &args, &route))
+        return DFCCL_FALLBACK;
+    return dfccl_run(m, route, &args, request, persistent);
+}
+
 int mca_coll_dfccl_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
                              struct ompi_op_t *op, ompi_communicator_t *comm,
                              mca_coll_base_module_t *module)
 {
     mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
-    dfccl_coll_args_t args = { 0 };
-    dfccl_route_t route;
-    int rc;
+    int rc = dfccl_try_allreduce(m, sbuf, rbuf, count, dtype, op, NULL, false);
 
-    if (dfccl_prepare_allreduce(m, sbuf, rbuf, count, dtype, op, &args, &route)) {
-        rc = dfccl_run(m, route, &args, NULL, false);
-        if (rc != DFCCL_FALLBACK) return rc;
-    }
+    if (rc != DFCCL_FALLBACK) return rc;
     rc = dfccl_fallback_agree(m, DFCCL_COLL_ALLREDUCE, count, dtype, 1);
     if (rc != OMPI_SUCCESS) return rc;
     return m->previous_allreduce(sbuf, rbuf, count, dtype, op, comm, m->previous_allreduce_module);
@@ -199,14 +208,9 @@ int mca_coll_dfccl_iallreduce(const void *sbuf, void *rbuf, int count, ompi_data
                               mca_coll_base_module_t *module)
 {
     mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
-    dfccl_coll_args_t args = { 0 };
-    dfccl_route_t route;
-    int rc;
+    int rc = dfccl_try_allreduce(m, sbuf, rbuf, count, dtype, op, request, false);
 
-    if (dfccl_prepare_allreduce(m, sbuf, rbuf, count, dtype, op, &args, &route)) {
-        rc = dfccl_run(m, route, &args, request, false);
-        if (rc != DFCCL_FALLBACK) return rc;
-    }
+    if (rc != DFCCL_FALLBACK) return rc;
     rc = dfccl_fallback_agree(m, DFCCL_COLL_ALLREDUCE, count, dtype, 1);
     if (rc != OMPI_SUCCESS) return rc;
     return m->previous_iallreduce(sbuf, rbuf, count, dtype, op, comm, request,
@@ -258,21 +262,30 @@ static bool dfccl_prepare_allgather(const mca_coll_dfccl_module_t *m, const void
     return true;
 }
 
+/* An allgather through the engine in any of the three forms, or
+ * DFCCL_FALLBACK when the engine does not carry it. */
+static int dfccl_try_allgather(mca_coll_dfccl_module_t *m, const void *sbuf, int scount,
+                               ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                               ompi_datatype_t *rdtype, ompi_request_t **request, bool persistent)
+{
+    mca_coll_dfccl_pack_t pack;
+    dfccl_coll_args_t args = { 0 };
+    dfccl_route_t route;
+
+    if (!dfccl_prepare_allgather(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, &args, &route,
+                                 &pack))
+        return DFCCL_FALLBACK;
+    return dfccl_run(m, route, &args, request, persistent);
+}
+
 int mca_coll_dfccl_allgather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
                              int rcount, ompi_datatype_t *rdtype, ompi_communicator_t *comm,
                              mca_coll_base_module_t *module)
 {
     mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
-    mca_coll_dfccl_pack_t pack;
-    dfccl_coll_args_t args = { 0 };
-    dfccl_route_t route;
-    int rc;
+    int rc = dfccl_try_allgather(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, NULL, false);
 
-    if (dfccl_prepare_allgather(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, &args, &route,
-                                &pack)) {
-        rc = dfccl_run(m, route, &args, NULL, false);
-        if (rc != DFCCL_FALLBACK) return rc;
-    }
+    if (rc != DFCCL_FALLBACK) return rc;
     rc = dfccl_fallback_agree(m, DFCCL_COLL_ALLGATHER, rcount, rdtype, 1);
     if (rc != OMPI_SUCCESS) return rc;
     return m->previous_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
@@ -284,16 +297,9 @@ int mca_coll_dfccl_iallgather(const void *sbuf, int scount, ompi_datatype_t *sdt
                               ompi_request_t **request, mca_coll_base_module_t *module)
 {
     mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
-    mca_coll_dfccl_pack_t pack;
-    dfccl_coll_args_t args = { 0 };
-    dfccl_route_t route;
-    int rc;
+    int rc = dfccl_try_allgather(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, request, false);
 
-    if (dfccl_prepare_allgather(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, &args, &route,
-                                &pack)) {
-        rc = dfccl_run(m, route, &args, request, false);
-        if (rc != DFCCL_FALLBACK) return rc;
-    }
+    if (rc != DFCCL_FALLBACK) return rc;
     rc = dfccl_fallback_agree(m, DFCCL_COLL_ALLGATHER, rcount, rdtype, 1);
     if (rc != OMPI_SUCCESS) return rc;
     return m->previous_iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
@@ -433,14 +439,9 @@ int mca_coll_dfccl_allreduce_init(const void *sbuf, void *rbuf, int count, ompi_
                                   mca_coll_base_module_t *module)
 {
     mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
-    dfccl_coll_args_t args = { 0 };
-    dfccl_route_t route;
-    int rc;
+    int rc = dfccl_try_allreduce(m, sbuf, rbuf, count, dtype, op, request, true);
 
-    if (dfccl_prepare_allreduce(m, sbuf, rbuf, count, dtype, op, &args, &route)) {
-        rc = dfccl_run(m, route, &args, request, true);
-        if (rc != DFCCL_FALLBACK) return rc;
-    }
+    if (rc != DFCCL_FALLBACK) return rc;
     if (m->previous_allreduce_init == NULL) return dfccl_no_init("MPIX_Allreduce_init", comm);
     return m->previous_allreduce_init(sbuf, rbuf, count, dtype, op, comm, info, request,
                                       m->previous_allreduce_init_module);
@@ -452,16 +453,9 @@ int mca_coll_dfccl_allgather_init(const void *sbuf, int scount, ompi_datatype_t 
                                   mca_coll_base_module_t *module)
 {
     mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
-    mca_coll_dfccl_pack_t pack;
-    dfccl_coll_args_t args = { 0 };
-    dfccl_route_t route;
-    int rc;
+    int rc = dfccl_try_allgather(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, request, true);
 
-    if (dfccl_prepare_allgather(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, &args, &route,
-                                &pack)) {
-        rc = dfccl_run(m, route, &args, request, true);
-        if (rc != DFCCL_FALLBACK) return rc;
-    }
+    if (rc != DFCCL_FALLBACK) return rc;
     if (m->previous_allgather_init == NULL) return dfccl_no_init("MPIX_Allgather_init", comm);
     return m->previous_allgather_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, info,
                                       request, m->previous_allgather_init_module);
