@@ -66,7 +66,9 @@ dfccl_status_t dfccl_context_create(const dfccl_config_t *config, dfccl_context_
 void dfccl_context_destroy(dfccl_context_t *ctx)
 {
     if (ctx == NULL) return;
+    dfccl_streams_stop(ctx);
     dfccl_gpu_destroy(ctx);
+    dfccl_streams_free(ctx);
     dfccl_queue_stop(&ctx->submit);
     pthread_join(ctx->daemon, NULL);
     dfccl_net_close(ctx->net);   /* after the daemon: nobody pumps any more */

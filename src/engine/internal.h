@@ -87,6 +87,7 @@ struct dfccl_context {
     pthread_mutex_t  net_lock;      /* creation of the network side */
     dfccl_net_t     *net;           /* NULL until a communicator spans nodes (atomic) */
     struct dfccl_gpu *gpu;          /* NULL until the first GPU communicator */
+    struct dfccl_streams *streams;  /* NULL until the first stream-ordered collective */
     dfccl_plan_set_t plans;         /* plan_dir's plan files */
 };
 
@@ -125,8 +126,15 @@ void *dfccl_daemon_main(void *arg);
  * and GPU communicators that span nodes share it); *net stays set. */
 dfccl_status_t dfccl_context_net(dfccl_context_t *ctx, dfccl_net_t **net);
 /* gpu/: the GPU backend's host side (gpu/none.c without CUDA) */
-dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *args);
+dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *args,
+                                int sync_legacy);
 dfccl_status_t dfccl_gpu_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args);
+/* ... a collective its stream already ordered (gpu/stream.c) */
+dfccl_status_t dfccl_gpu_post_ordered(dfccl_comm_t *comm, const dfccl_coll_args_t *args);
+/* gpu/stream.c: the thread that posts stream-ordered collectives, stopped
+ * (what was enqueued posted or failed) before the GPU side goes */
+void dfccl_streams_stop(dfccl_context_t *context);
+void dfccl_streams_free(dfccl_context_t *context);   /* after the GPU side went */
 void dfccl_gpu_comm_release(dfccl_comm_t *comm);
 void dfccl_gpu_destroy(dfccl_context_t *context);
 void dfccl_gpu_poll(dfccl_context_t *context);   /* completions, without the proxy */

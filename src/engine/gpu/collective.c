@@ -66,7 +66,8 @@ static void gpu_legacy_wait_failed(dfccl_gpu_t *g)
     pthread_mutex_unlock(&g->sq.lock);
 }
 
-dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *args)
+dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *args,
+                                int sync_legacy)
 {
     dfccl_comm_t *comm = coll->comm;
     dfccl_gpu_comm_t *gc = comm->gpu;
@@ -169,7 +170,7 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
      * the early send does not take was measured slower, because admission
      * does not start a held task at once (gpu_express) and the scheduler's
      * attempt reads the release in a trip of its own. */
-    int hold = cfg->gpu_sync_legacy_stream && gpu_ll_early_takes(d, comm->size);
+    int hold = sync_legacy && gpu_ll_early_takes(d, comm->size);
     int entered = hold ? gpu_job_enqueue(g, job, 1, &ticket) : 0;
     if (entered > 0) {
         int slot = (int)(ticket % DFCCL_GPU_SQ_DEPTH);
@@ -193,7 +194,7 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
         pthread_mutex_unlock(&g->sq.lock);
         return DFCCL_OK;
     }
-    if (entered == 0 && cfg->gpu_sync_legacy_stream && !gpu_legacy_wait(g, comm)) {
+    if (entered == 0 && sync_legacy && !gpu_legacy_wait(g, comm)) {
         gpu_job_free(job);
         return DFCCL_ERR_SYSTEM;
     }
@@ -205,8 +206,10 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
 }
 
 /* The GPU backend's post (backend_ops.h): the collective's record, its place
- * in the communicator's order, and its submission. */
-dfccl_status_t dfccl_gpu_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args)
+ * in the communicator's order, and its submission; a stream-ordered one
+ * (stream.c) skips the wait for the legacy default stream, since its stream
+ * already ordered it (and that stream may be the one waiting for it). */
+static dfccl_status_t gpu_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args, int ordered)
 {
     dfccl_coll_t *coll;
     dfccl_status_t status;
@@ -218,7 +221,8 @@ dfccl_status_t dfccl_gpu_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args)
     if (status != DFCCL_OK) return status;
     dfccl_coll_enter(comm, coll, args);
     if (comm->broken) status = DFCCL_ERR_TIMEOUT;   /* see the earlier failure's diagnosis */
-    else status = dfccl_gpu_submit(coll, args);
+    else status = dfccl_gpu_submit(coll, args,
+                                   !ordered && comm->context->config.gpu_sync_legacy_stream);
     if (status != DFCCL_OK) {
         dfccl_comm_release(comm);
         free(coll);
@@ -226,4 +230,14 @@ dfccl_status_t dfccl_gpu_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args)
     }
     dfccl_stats_add_posted(args->type);
     return DFCCL_OK;
+}
+
+dfccl_status_t dfccl_gpu_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args)
+{
+    return gpu_post(comm, args, 0);
+}
+
+dfccl_status_t dfccl_gpu_post_ordered(dfccl_comm_t *comm, const dfccl_coll_args_t *args)
+{
+    return gpu_post(comm, args, 1);
 }

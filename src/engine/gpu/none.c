@@ -86,3 +86,15 @@ dfccl_status_t dfccl_gpu_copy(dfccl_context_t *context, void *dst, const void *s
     (void)src;
     return bytes == 0 ? DFCCL_OK : DFCCL_ERR_UNSUPPORTED;
 }
+
+dfccl_status_t dfccl_coll_post_stream(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
+                                      void *stream)
+{
+    (void)comm;
+    (void)args;
+    (void)stream;
+    return DFCCL_ERR_UNSUPPORTED;
+}
+
+void dfccl_streams_stop(dfccl_context_t *context) { (void)context; }
+void dfccl_streams_free(dfccl_context_t *context) { (void)context; }

@@ -284,6 +284,21 @@ dfccl_status_t dfccl_coll_start(dfccl_prepared_t *prepared, void *user);
 void dfccl_coll_prepared_free(dfccl_prepared_t *prepared);
 
 /*
+ * Stream-ordered collectives (GPU communicators; stream is a cudaStream_t):
+ * the collective starts once the work queued on `stream` before this call
+ * is done, and work queued on `stream` after it waits until it completed;
+ * the call returns at once, without waiting for the stream. Its completion
+ * is also delivered as a posted call's (queue or callback). The engine posts
+ * it from a thread of its own when the stream reaches it: collectives of
+ * one communicator in the order they were enqueued, those of others
+ * independently. Needs stream memory operations (cuStreamWaitValue32);
+ * DFCCL_ERR_UNSUPPORTED without them, on host communicators, and in builds
+ * without CUDA. At most 4096 enqueued and not yet complete.
+ */
+dfccl_status_t dfccl_coll_post_stream(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
+                                      void *stream);
+
+/*
  * A call that the caller carries outside the engine (its fallback) on a
  * communicator whose other calls the engine carries: it takes its place in
  * the communicator's order, and returns DFCCL_OK once every rank has
