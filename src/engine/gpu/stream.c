@@ -18,6 +18,7 @@
  * collective never waits behind another communicator's.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -28,7 +29,6 @@
 #include "state.h"
 
 #define STREAM_GATES 4096u          /* enqueued and not yet completed, at most */
-#define STREAM_POLL_NS 20000        /* the thread's look at pending events */
 #define CU_STREAM_WAIT_VALUE_GEQ 0x0
 
 typedef int (*stream_wait_value_fn_t)(cudaStream_t stream, unsigned long long addr,
@@ -99,7 +99,7 @@ static void stream_op_post(stream_op_t *op)
 static void *stream_thread_main(void *arg)
 {
     struct dfccl_streams *s = arg;
-    struct timespec nap = { 0, STREAM_POLL_NS };
+    struct timespec nap = { 0, (long)s->ctx->config.gpu_stream_poll_ns };
     uint64_t stop_ns = 0;   /* when the context began to go, with ops still waiting */
 
     cudaSetDevice(s->device);
@@ -160,7 +160,8 @@ static void *stream_thread_main(void *arg)
         }
         if (s->head != NULL) {
             pthread_mutex_unlock(&s->lock);
-            nanosleep(&nap, NULL);
+            if (nap.tv_nsec > 0) nanosleep(&nap, NULL);
+            else sched_yield();
             pthread_mutex_lock(&s->lock);
         }
     }
