@@ -17,8 +17,9 @@
  * and the engine's posted counters must rise by one per call. --memory
  * device hands MPI device buffers (coll_case.c copies them to and fro).
  * --persistent R makes each call a persistent request (MPIX_*_init) that
- * the round starts R times, in a new order with new input each time, and
- * frees at its end: prepared calls must complete under disorder too.
+ * the round starts R times, in a new order with new input each time (every
+ * second time all at once, MPI_Startall), and frees at its end: prepared
+ * calls must complete under disorder too.
  *
  * Errors come back as return codes (MPI_ERRORS_RETURN) and are printed.
  * After a round with an error anywhere the run stops: further rounds would
@@ -251,10 +252,21 @@ static int run_round(const options_t *o, int round, const slot_t *slots, int cou
     for (int run = 0; run < runs; run++) {
         test_rng_shuffle(&mine, start_order, (size_t)active);
         test_rng_shuffle(&mine, wait_order, (size_t)active);
+        /* odd runs of persistent requests start them all in one MPI_Startall */
+        bool all_at_once = o->persistent > 0 && run % 2 == 1;
+        MPI_Request batch[MAX_COMMS];
+        int batch_k[MAX_COMMS], nbatch = 0;
         for (int i = 0; i < active; i++) {
             int k = start_order[i];
             if (o->persistent > 0 && run > 0)
                 coll_case_reseed(&cases[k], cases[k].seed * 2654435761u + (uint32_t)run);
+            if (all_at_once) {
+                if (requests[k] != MPI_REQUEST_NULL) {
+                    batch[nbatch] = requests[k];
+                    batch_k[nbatch++] = k;
+                }
+                continue;
+            }
             int rc = MPI_SUCCESS;
             if (o->persistent == 0) rc = coll_case_start(&cases[k], &requests[k]);
             else if (requests[k] != MPI_REQUEST_NULL) rc = MPI_Start(&requests[k]);
@@ -267,6 +279,18 @@ static int run_round(const options_t *o, int round, const slot_t *slots, int cou
                 errors++;
                 if (o->persistent > 0) MPI_Request_free(&requests[k]);
                 requests[k] = MPI_REQUEST_NULL;
+            }
+        }
+        int rc = nbatch > 0 ? MPI_Startall(nbatch, batch) : MPI_SUCCESS;
+        if (rc != MPI_SUCCESS) {
+            coll_case_error_text(rc, text, sizeof text);
+            snprintf(what, sizeof what, "round %d run %d MPI_Startall of %d", round, run, nbatch);
+            report(what, text);
+            errors++;
+            for (int b = 0; b < nbatch; b++) {   /* which ones started is unknown: wait for none */
+                passed[batch_k[b]] = false;
+                MPI_Request_free(&requests[batch_k[b]]);
+                requests[batch_k[b]] = MPI_REQUEST_NULL;
             }
         }
         for (int i = 0; i < active; i++) {
