@@ -111,6 +111,10 @@ void dfccl_coll_complete(dfccl_context_t *ctx, const dfccl_coll_t *coll, dfccl_s
  * this collective). */
 dfccl_status_t dfccl_host_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args);
 dfccl_status_t dfccl_comm_post_check(dfccl_comm_t *comm);
+/* host/plan_cache.c: a planned record for a call, copied from a recent
+ * identical call's where there is one (else built, and kept) */
+dfccl_status_t dfccl_plan_cache_take(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
+                                     size_t total, dfccl_coll_t **coll_p);
 /* ... and its prepared collectives (backend_ops.h) */
 dfccl_status_t dfccl_host_prepare(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
                                   dfccl_coll_t **tmpl_p, size_t *bytes_p);

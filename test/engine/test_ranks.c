@@ -75,9 +75,9 @@ static int body_collectives(int rank, int size, sim_world_t *world, void *arg)
         sim_fill_input(ag_in, n, DFCCL_INT32, DFCCL_OP_NONE, rank, (size_t)rank * n);
         sim_fill_input(rs_in, total, DFCCL_INT64, DFCCL_OP_MAX, rank, 0);
         dfccl_coll_args_t a[3] = {
-            { DFCCL_COLL_ALLREDUCE, ar_in, ar_out, n, NULL, DFCCL_DOUBLE, DFCCL_OP_SUM, 0, NULL },
-            { DFCCL_COLL_ALLGATHER, ag_in, ag_out, n, NULL, DFCCL_INT32, DFCCL_OP_NONE, 0, NULL },
-            { DFCCL_COLL_REDUCE_SCATTER, rs_in, rs_out, 0, rs_counts, DFCCL_INT64, DFCCL_OP_MAX, 0, NULL },
+            { DFCCL_COLL_ALLREDUCE, ar_in, ar_out, n, NULL, DFCCL_DOUBLE, DFCCL_OP_SUM, 0, NULL, NULL },
+            { DFCCL_COLL_ALLGATHER, ag_in, ag_out, n, NULL, DFCCL_INT32, DFCCL_OP_NONE, 0, NULL, NULL },
+            { DFCCL_COLL_REDUCE_SCATTER, rs_in, rs_out, 0, rs_counts, DFCCL_INT64, DFCCL_OP_MAX, 0, NULL, NULL },
         };
         /* one collective per communicator, all in flight at once */
         for (int c = 0; c < 3; c++) CHECK(dfccl_coll_post(comm[c], &a[c]) == DFCCL_OK, "post");
@@ -126,7 +126,7 @@ static int body_timeout(int rank, int size, sim_world_t *world, void *arg)
     dfccl_comm_params_t p = sim_comm_params(world, rank, 7, DFCCL_BACKEND_HOST);
     CHECK(dfccl_comm_create(ctx, &p, &comm) == DFCCL_OK, "comm");
     if (rank == 0) {
-        dfccl_coll_args_t a = { DFCCL_COLL_ALLREDUCE, in, out, 64, NULL, DFCCL_FLOAT, DFCCL_OP_SUM, 0, NULL };
+        dfccl_coll_args_t a = { DFCCL_COLL_ALLREDUCE, in, out, 64, NULL, DFCCL_FLOAT, DFCCL_OP_SUM, 0, NULL, NULL };
         memset(in, 0, sizeof(in));
         CHECK(dfccl_coll_post(comm, &a) == DFCCL_OK, "post");
         CHECK(wait_completions(ctx, 1, &last) == 0 && last == DFCCL_ERR_TIMEOUT,
@@ -208,7 +208,7 @@ static int body_disorder(int rank, int size, sim_world_t *world, void *arg)
     for (int k = 0; k < DISORDER_COMMS; k++) {
         int c = (k + rank) % DISORDER_COMMS;   /* each rank its own order */
         dfccl_coll_args_t a = { DFCCL_COLL_ALLREDUCE, in, out[c], DISORDER_COUNT, NULL,
-                                DFCCL_FLOAT, DFCCL_OP_SUM, 0, NULL };
+                                DFCCL_FLOAT, DFCCL_OP_SUM, 0, NULL, NULL };
         CHECK(dfccl_coll_post(comm[c], &a) == DFCCL_OK, "post");
     }
     if (drives) {

@@ -81,7 +81,8 @@ static dfccl_status_t host_begin(dfccl_comm_t *comm, void *hello_out)
     comm->board = &comm->board_local;
     dfccl_board_init(comm->board);
     comm->host = h;
-    hello.status = h == NULL ? DFCCL_ERR_NO_MEMORY : DFCCL_OK;
+    hello.status = h == NULL ? DFCCL_ERR_NO_MEMORY
+                             : dfccl_plan_cache_create(h, comm->context->config.plan_cache);
     hello.pid = (int32_t)getpid();
     hello.numa = (int32_t)dfccl_locality_numa();
     hello.nslots = comm->context->config.fifo_slots;
@@ -276,6 +277,7 @@ static void host_release(dfccl_comm_t *comm)
         if (h->peer_segs != NULL)
             for (int i = 0; i < comm->size; i++) dfccl_shm_release(&h->peer_segs[i]);
         dfccl_host_topology_free(h);
+        dfccl_plan_cache_free(h);
         free(h);
     }
     comm->host = NULL;

@@ -40,7 +40,12 @@ typedef struct dfccl_host {
     const dfccl_plan_file_t **plans;
     int              nplans;
     uint32_t         plan_steps;
+    struct dfccl_plan_cache *plan_cache;   /* recent calls' plans (plan_cache.c); NULL: off */
 } dfccl_host_t;
+
+/* plan_cache.c: entries 0 leaves the cache off; freed with the communicator */
+dfccl_status_t dfccl_plan_cache_create(dfccl_host_t *h, unsigned entries);
+void dfccl_plan_cache_free(dfccl_host_t *h);
 
 /* A label equal on the ranks of one node (host name and boot id); the host
  * name goes to host (for messages). */

@@ -86,7 +86,7 @@ static void host_submit(dfccl_comm_t *comm, dfccl_coll_t *coll, const dfccl_coll
 static dfccl_status_t host_plan(dfccl_comm_t *comm, const dfccl_coll_args_t *args, size_t total,
                                 dfccl_coll_t **coll_p)
 {
-    dfccl_status_t status = dfccl_coll_new(comm, args, total, 1, coll_p);
+    dfccl_status_t status = dfccl_plan_cache_take(comm, args, total, coll_p);
 
     if (status == DFCCL_OK) dfccl_ident_make(&(*coll_p)->ident, args, comm->size, DFCCL_OK);
     return status;
