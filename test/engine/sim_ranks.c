@@ -243,3 +243,18 @@ void sim_expected(void *out, dfccl_dtype_t dtype, dfccl_op_t op, int size, size_
     if (size > 1 && op == DFCCL_OP_LXOR) acc = nonzero & 1;
     sim_store(out, 0, dtype, acc);
 }
+
+int sim_gpu_usable(void)
+{
+    pid_t pid = fork();
+    int status = 0;
+
+    if (pid == 0) {   /* asked in a child: the parent forks the ranks without CUDA state */
+        char why[256];
+        int ok = dfccl_gpu_available(why, sizeof(why));
+        if (!ok) printf("SKIP: %s\n", why);
+        _exit(ok ? 0 : 1);
+    }
+    if (pid < 0 || waitpid(pid, &status, 0) < 0) return 0;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}

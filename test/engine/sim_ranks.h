@@ -46,4 +46,8 @@ void sim_fill_input(void *buf, size_t count, dfccl_dtype_t dtype, dfccl_op_t op,
 /* Expected result of reducing element `index` over size ranks. */
 void sim_expected(void *out, dfccl_dtype_t dtype, dfccl_op_t op, int size, size_t index);
 
+/* 1 when a CUDA device is usable (asked in a forked child); else 0 after a
+ * "SKIP: why" line. */
+int sim_gpu_usable(void);
+
 #endif

@@ -365,26 +365,11 @@ static int body_bench(int rank, int size, sim_world_t *world, void *arg)
 
 /* Asks a forked child whether a CUDA device is usable: the parent must not
  * touch CUDA before forking the ranks. */
-static int gpu_usable(void)
-{
-    pid_t pid = fork();
-    int status = 0;
-
-    if (pid == 0) {
-        char why[256];
-        int ok = dfccl_gpu_available(why, sizeof(why));
-        if (!ok) printf("SKIP: %s\n", why);
-        _exit(ok ? 0 : 1);
-    }
-    if (pid < 0 || waitpid(pid, &status, 0) < 0) return 0;
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
 int main(int argc, char **argv)
 {
     int sizes[] = { 2, 4, 8 }, failed = 0, max_ranks = argc > 1 ? atoi(argv[1]) : 8;
 
-    if (!gpu_usable()) return 77;
+    if (!sim_gpu_usable()) return 77;
     if (argc > 2 && strcmp(argv[2], "bench") == 0) {
         for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
             if (sizes[i] <= max_ranks) failed += sim_run(sizes[i], 300, body_bench, NULL) != 0;

@@ -149,26 +149,11 @@ static int body(int rank, int size, sim_world_t *world, void *arg)
     return 0;
 }
 
-static int gpu_usable(void)
-{
-    pid_t pid = fork();
-    int status = 0;
-
-    if (pid == 0) {
-        char why[256];
-        int ok = dfccl_gpu_available(why, sizeof(why));
-        if (!ok) printf("SKIP: %s\n", why);
-        _exit(ok ? 0 : 1);
-    }
-    if (pid < 0 || waitpid(pid, &status, 0) < 0) return 0;
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
 int main(int argc, char **argv)
 {
     int max_ranks = argc > 1 ? atoi(argv[1]) : 4, failed = 0;
 
-    if (!gpu_usable()) return 77;
+    if (!sim_gpu_usable()) return 77;
     bench_mode = argc > 2 && strcmp(argv[2], "bench") == 0;
     for (int n = 2; n <= max_ranks; n *= 2) {
         int f = sim_run(n, 300, body, NULL);
