@@ -175,7 +175,18 @@ __device__ static int gpu_should_quit(const dfccl_gpu_env_t *env, const dfccl_gp
     }
     if (ctrl.x > blk->admitted) return 0;
     /* a block may have stamped after our clock was read */
-    return now > last && now - last > (active ? env->stuck_quit_ns : env->idle_quit_ns);
+    if (!(now > last && now - last > (active ? env->stuck_quit_ns : env->idle_quit_ns))) return 0;
+    /* An application stream waits for a stream-ordered collective: the
+     * kernel stays, since a launch issued after that wait may be queued
+     * behind it by CUDA (stream.c). Announce, then look (the host writes
+     * hold, then looks at quitting). */
+    env->ctrl->quitting = env->launch_id;
+    __threadfence_system();
+    if (env->ctrl->hold != 0) {
+        env->ctrl->quitting = 0;
+        return 0;
+    }
+    return 1;
 }
 
 /* Thread 0: decide what the block does next. */

@@ -87,6 +87,14 @@ static char *gpu_ipc_map(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc, int p, const dfcc
     }
     if (e == NULL) {
         if (victim == NULL) return NULL;
+        /* a new mapping is used from the next launch on, but the running
+         * kernel stays while an application stream waits for a
+         * stream-ordered collective (stream.c): the ring takes this one */
+        if (g->proxy.launched && __atomic_load_n(&g->fixed.ctrl->hold, __ATOMIC_ACQUIRE) != 0) {
+            dfccl_debug("a buffer of rank %d is not mapped while stream-ordered collectives"
+                        " hold the kernel: the direct collective uses the ring", p);
+            return NULL;
+        }
         memcpy(&mh, h, sizeof(mh));
         err = cudaIpcOpenMemHandle(&base, mh, cudaIpcMemLazyEnablePeerAccess);
         if (err != cudaSuccess) {

@@ -193,7 +193,12 @@ typedef struct __attribute__((aligned(16))) dfccl_gpu_ctrl {
                                     at shutdown, the current launch when the host needs
                                     the kernel out (new mappings for a direct collective) */
     volatile uint64_t left;      /* written by the kernel: the launch that is leaving */
-    char              pad[40];
+    volatile uint64_t hold;      /* host: stream-ordered collectives whose streams wait
+                                    (stream.c); while not 0 the kernel stays */
+    volatile uint64_t quitting;  /* kernel: the launch about to leave, written before it
+                                    reads hold again (with the host's write of hold and read
+                                    of this word, one of the two sides sees the other) */
+    char              pad[24];
 } dfccl_gpu_ctrl_t;
 
 /* One rank's view of a communicator, in device memory; built by the host at

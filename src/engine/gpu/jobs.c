@@ -72,10 +72,16 @@ static void gpu_job_submit(dfccl_gpu_t *g, gpu_job_t *job)
 /* A launch touches only memory mapped before it began (as with the direct
  * path's mappings; compute-sanitizer checks against that): a collective on a
  * communicator connected while the kernel runs waits for the next launch,
- * which asking the running kernel to leave brings at once. Lock held. */
+ * which asking the running kernel to leave brings at once. Not while an
+ * application stream waits for a stream-ordered collective: the kernel
+ * must stay then (stream.c), and the communicator's memory, allocated
+ * before the collective entered, is mapped for the device already. Lock
+ * held. */
 static int gpu_job_may_enter(dfccl_gpu_t *g, const gpu_job_t *job)
 {
-    if (!g->sq.kernel_running || g->env.launch_id >= job->coll->comm->gpu->first_launch) return 1;
+    if (!g->sq.kernel_running || g->env.launch_id >= job->coll->comm->gpu->first_launch ||
+        __atomic_load_n(&g->fixed.ctrl->hold, __ATOMIC_ACQUIRE) != 0)
+        return 1;
     gpu_kernel_yield(g);
     return 0;
 }

@@ -58,6 +58,7 @@ static void gpu_launch(dfccl_gpu_t *g)
         return;
     }
     g->proxy.launched = 1;
+    __atomic_store_n(&g->proxy.issued, g->env.launch_id, __ATOMIC_RELEASE);
 }
 
 /* Whether the proxy asks the driver now if the kernel has ended: at once
@@ -108,6 +109,9 @@ void *gpu_proxy_main(void *arg)
         pthread_mutex_lock(&g->sq.lock);
         int stop = g->sq.stop;
         uint64_t in_flight = g->sq.in_flight, fresh = g->sq.next_ticket > g->proxy.launch_ticket;
+        /* an application stream waits for a stream-ordered collective: a
+         * kernel runs from before that wait until it ends (stream.c) */
+        int held = __atomic_load_n(&g->fixed.ctrl->hold, __ATOMIC_ACQUIRE) != 0;
         int dead = __atomic_load_n(&g->dead.list, __ATOMIC_ACQUIRE) != NULL;
         pthread_mutex_unlock(&g->sq.lock);
         if (!g->proxy.launched) {
@@ -123,11 +127,12 @@ void *gpu_proxy_main(void *arg)
                 pthread_mutex_lock(&g->sq.lock);
                 gpu_fail_all(g, DFCCL_ERR_SYSTEM);
                 pthread_mutex_unlock(&g->sq.lock);
-            } else if (in_flight > 0) {
+            } else if (in_flight > 0 || held) {
                 uint64_t now = dfccl_now_ns();
                 /* relaunch_now: set by this thread, or by a submitter
                  * releasing a held collective (collective.c) */
-                if (__atomic_exchange_n(&g->proxy.relaunch_now, 0, __ATOMIC_ACQ_REL) || fresh) {
+                if (__atomic_exchange_n(&g->proxy.relaunch_now, 0, __ATOMIC_ACQ_REL) || fresh ||
+                    held) {
                     gpu_launch(g);
                 } else if (now - g->proxy.exit_ns >= g->proxy.backoff_ns) {
                     gpu_launch(g);
@@ -137,12 +142,12 @@ void *gpu_proxy_main(void *arg)
                 }
             }
         }
-        if (in_flight > 0 || stop || net_busy) {
+        if (in_flight > 0 || stop || net_busy || held) {
             idle_since = 0;
         } else if (idle_since == 0) {
             idle_since = dfccl_now_ns();
         }
-        if (in_flight == 0 && !stop && !net_busy &&
+        if (in_flight == 0 && !stop && !net_busy && !held &&
             dfccl_now_ns() - idle_since > GPU_PROXY_LINGER_NS) {
             pthread_mutex_lock(&g->sq.lock);
             if (g->sq.in_flight == 0 && !g->sq.stop &&

@@ -140,6 +140,8 @@ typedef struct dfccl_gpu {
         uint64_t              exit_checked_ns;   /* gpu_exit_check_due */
         int                   relaunch_now; /* launch without the backoff (atomic: submitters
                                                releasing a held collective set it too) */
+        uint64_t              issued;       /* atomic: the launch whose cudaLaunchKernel
+                                               returned (stream.c waits for it) */
     } proxy;
     /* The direct path's bookkeeping (direct.c): the proxy thread's alone. */
     struct {

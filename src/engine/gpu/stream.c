@@ -12,6 +12,13 @@
  *     stream wait until a word of mapped host memory (the op's gate)
  *     reaches the op's value; the collective's completion writes it, and
  *     the stream goes on without any host thread waiting on it.
+ * That wait is an order CUDA cannot see, and CUDA shares a few hardware
+ * queues among all streams: a daemon launch issued after the wait may be
+ * queued behind it, and the wait is for a collective only that launch
+ * would run. So a kernel is launched before the wait is issued and stays
+ * until the collective has completed (the hold: ctrl->hold, read by the
+ * kernel before it leaves when idle or stuck); while held, nothing asks it
+ * to leave (new mappings: the ring; new communicators: enter at once).
  * Collectives of one communicator are posted in the order they were
  * enqueued (the order MPI and NCCL give calls on one communicator), those
  * of different communicators as their events complete: one stream's
@@ -37,6 +44,7 @@ typedef int (*stream_wait_value_fn_t)(cudaStream_t stream, unsigned long long ad
 typedef struct stream_op {
     struct stream_op *next;
     struct dfccl_streams *owner;
+    dfccl_gpu_t      *gpu;          /* holds its kernel until the op completes */
     dfccl_comm_t     *comm;         /* a reference, until posted */
     dfccl_coll_args_t args;         /* the caller's; counts point at ours */
     size_t           *counts;
@@ -59,8 +67,50 @@ struct dfccl_streams {
     dfccl_context_t  *ctx;
 };
 
-/* The collective completed (engine thread): release the stream, then hand
- * the completion on as a posted call's would be. */
+/* A daemon kernel runs, issued before the caller's next stream operation,
+ * and stays until stream_unhold. The hold is written before the kernel's
+ * state is read; the kernel announces that it leaves before it reads the
+ * hold: either it sees the hold, or we see it leaving and wait for the
+ * next launch. Bounded by the context's timeout. */
+static dfccl_status_t stream_hold(dfccl_gpu_t *g, double timeout_sec)
+{
+    uint64_t start = dfccl_now_ns();
+
+    __atomic_add_fetch(&g->fixed.ctrl->hold, 1, __ATOMIC_SEQ_CST);
+    for (;;) {
+        uint64_t id;
+        int running, broken;
+
+        pthread_mutex_lock(&g->sq.lock);
+        running = g->sq.kernel_running;
+        broken = g->sq.broken;
+        id = g->env.launch_id;
+        pthread_mutex_unlock(&g->sq.lock);
+        if (!broken && running && __atomic_load_n(&g->proxy.issued, __ATOMIC_ACQUIRE) == id &&
+            g->fixed.ctrl->quitting != id && g->fixed.ctrl->left != id)
+            return DFCCL_OK;
+        if (broken || dfccl_now_ns() - start > (uint64_t)(timeout_sec * 1e9)) {
+            __atomic_sub_fetch(&g->fixed.ctrl->hold, 1, __ATOMIC_SEQ_CST);
+            dfccl_error("a stream-ordered collective cannot be enqueued: %s",
+                        broken ? "GPU collectives have failed"
+                               : "the daemon kernel was not launched within the timeout");
+            return broken ? DFCCL_ERR_SYSTEM : DFCCL_ERR_TIMEOUT;
+        }
+        __atomic_store_n(&g->proxy.relaunch_now, 1, __ATOMIC_RELEASE);
+        pthread_mutex_lock(&g->sq.lock);
+        pthread_cond_signal(&g->sq.wake);
+        pthread_mutex_unlock(&g->sq.lock);
+        sched_yield();
+    }
+}
+
+static void stream_unhold(dfccl_gpu_t *g)
+{
+    __atomic_sub_fetch(&g->fixed.ctrl->hold, 1, __ATOMIC_SEQ_CST);
+}
+
+/* The collective completed (engine thread): release the stream and the
+ * kernel, then hand the completion on as a posted call's would be. */
 static void stream_op_done(void *user, dfccl_status_t status)
 {
     stream_op_t *op = user;
@@ -68,6 +118,7 @@ static void stream_op_done(void *user, dfccl_status_t status)
 
     __atomic_store_n(&s->gates[op->gate], op->value, __ATOMIC_RELEASE);
     __atomic_store_n(&s->busy[op->gate], 0, __ATOMIC_RELEASE);
+    stream_unhold(op->gpu);
     if (op->args.callback != NULL) op->args.callback(op->args.user, status);
     else if (dfccl_cqueue_push(&s->ctx->complete, op->args.user, status) != DFCCL_OK)
         dfccl_error("completion of a stream-ordered %s lost: out of memory",
@@ -249,6 +300,7 @@ dfccl_status_t dfccl_coll_post_stream(dfccl_comm_t *comm, const dfccl_coll_args_
     if ((status = streams_get(comm->context, &s)) != DFCCL_OK) return status;
     if ((op = calloc(1, sizeof(*op))) == NULL) return DFCCL_ERR_NO_MEMORY;
     op->owner = s;
+    op->gpu = comm->context->gpu;
     op->args = *args;
     if (args->type == DFCCL_COLL_REDUCE_SCATTER) {
         if ((op->counts = malloc(sizeof(size_t) * (size_t)comm->size)) == NULL) {
@@ -258,6 +310,11 @@ dfccl_status_t dfccl_coll_post_stream(dfccl_comm_t *comm, const dfccl_coll_args_
         memcpy(op->counts, args->counts, sizeof(size_t) * (size_t)comm->size);
         op->args.counts = op->counts;
     }
+    if ((status = stream_hold(op->gpu, comm->context->config.timeout_sec)) != DFCCL_OK) {
+        free(op->counts);
+        free(op);
+        return status;
+    }
     pthread_mutex_lock(&s->lock);
     ticket = s->next_ticket;
     op->gate = (uint32_t)(ticket % STREAM_GATES);
@@ -266,6 +323,7 @@ dfccl_status_t dfccl_coll_post_stream(dfccl_comm_t *comm, const dfccl_coll_args_
         pthread_mutex_unlock(&s->lock);
         dfccl_error("more than %u stream-ordered collectives enqueued and not complete",
                     STREAM_GATES);
+        stream_unhold(op->gpu);
         free(op->counts);
         free(op);
         return DFCCL_ERR_NO_MEMORY;
@@ -279,6 +337,7 @@ dfccl_status_t dfccl_coll_post_stream(dfccl_comm_t *comm, const dfccl_coll_args_
                     (unsigned long long)comm->key, dfccl_coll_type_name(args->type),
                     e != cudaSuccess ? gpu_err(e) : "cuStreamWaitValue32 failed");
         if (op->ready != NULL) cudaEventDestroy(op->ready);
+        stream_unhold(op->gpu);
         free(op->counts);
         free(op);
         return DFCCL_ERR_SYSTEM;
