@@ -11,7 +11,9 @@
  * sends every rank the whole in rank order. The service ends when every
  * rank has closed its connection (the set-up is over), or fails every rank
  * as soon as one leaves early, so that nobody waits for an exchange that
- * cannot complete; the engine's set-up timeout bounds the rest.
+ * cannot complete; the engine's set-up timeout bounds the rest. The
+ * service's own waits are bounded too (a connection that says nothing, a
+ * rank that never joins or stalls in an exchange): its thread always ends.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -81,12 +83,15 @@ static int boot_write_all(int fd, const void *buf, size_t n)
     return 0;
 }
 
+/* 0; -1 when the peer closed or failed; -2 when its receive timeout
+ * (SO_RCVTIMEO) passed first */
 static int boot_read_all(int fd, void *buf, size_t n)
 {
     char *p = buf;
     while (n > 0) {
         ssize_t r = recv(fd, p, n, 0);
         if (r < 0 && errno == EINTR) continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return -2;
         if (r <= 0) return -1;
         p += r;
         n -= (size_t)r;
@@ -99,7 +104,18 @@ static int boot_read_all(int fd, void *buf, size_t n)
 typedef struct {
     int      listen_fd;
     uint64_t token;
+    double   timeout_sec;   /* the engine's default set-up timeout */
 } boot_service_t;
+
+/* A connecting rank sends its hello at once; a connection that has not
+ * within this bound is not one of ours and must not hold up the joins. */
+#define BOOT_HELLO_SEC 2
+
+static void boot_set_recv_timeout(int fd, double sec)
+{
+    struct timeval tv = { (time_t)sec, (suseconds_t)((sec - (double)(time_t)sec) * 1e6) };
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
 
 /* One exchange: a part from every rank (each announces its length, which
  * must agree), then the whole to every rank. 0, or -1 when a rank left or
@@ -110,7 +126,8 @@ static int boot_serve_round(int *fds, int size, char **whole, size_t *cap)
 
     for (int r = 0; r < size; r++) {
         uint64_t b;
-        if (boot_read_all(fds[r], &b, sizeof(b)) != 0) return r == 0 ? 1 : -1;
+        int got = boot_read_all(fds[r], &b, sizeof(b));
+        if (got != 0) return r == 0 && got == -1 ? 1 : -1;   /* rank 0 closed: over */
         if (r > 0 && b != bytes) return -1;
         bytes = b;
         if (r == 0 && (size_t)size * bytes > *cap) {
@@ -133,15 +150,44 @@ static void *boot_service_main(void *arg)
     char *whole = NULL;
     size_t cap = 0;
 
-    /* joins: until every rank of the size the first one announced is in */
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    /* joins: until every rank of the size the first one announced is in,
+     * within the set-up timeout */
     while (size == 0 || joined < size) {
+        struct pollfd pfd = { s->listen_fd, POLLIN, 0 };
+        struct timespec now;
         boot_hello_t h;
-        int fd = accept(s->listen_fd, NULL, NULL);
-        if (fd < 0) {
-            if (errno == EINTR) continue;
+        double left;
+        int fd, got;
+
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        left = s->timeout_sec - (double)(now.tv_sec - t0.tv_sec) -
+               (double)(now.tv_nsec - t0.tv_nsec) / 1e9;
+        if (left <= 0) {
+            if (size == 0)
+                dfccl_error("bootstrap rendezvous: no rank joined within %.0f s; the service"
+                            " ends", s->timeout_sec);
+            else
+                dfccl_error("bootstrap rendezvous: %d of %d ranks joined within %.0f s; the"
+                            " set-up of those that did fails", joined, size, s->timeout_sec);
+            rc = -1;
             break;
         }
-        if (boot_read_all(fd, &h, sizeof(h)) != 0 || h.magic != BOOT_MAGIC ||
+        if (poll(&pfd, 1, (int)(left * 1000) + 1) <= 0) continue;   /* EINTR, or time is up */
+        fd = accept(s->listen_fd, NULL, NULL);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED) continue;
+            break;
+        }
+        boot_set_recv_timeout(fd, BOOT_HELLO_SEC);
+        if ((got = boot_read_all(fd, &h, sizeof(h))) == -2) {
+            dfccl_error("bootstrap rendezvous: dropped a connection that sent nothing within %d s",
+                        BOOT_HELLO_SEC);
+            close(fd);
+            continue;
+        }
+        if (got != 0 || h.magic != BOOT_MAGIC ||
             h.token != s->token || h.size <= 0 || (size != 0 && h.size != size) ||
             h.rank < 0 || h.rank >= h.size || (fds != NULL && fds[h.rank] >= 0)) {
             dfccl_error("bootstrap rendezvous: refused a connection (not of this id, or a rank"
@@ -154,15 +200,18 @@ static void *boot_service_main(void *arg)
             if ((fds = malloc(sizeof(int) * (size_t)size)) == NULL) break;
             for (int r = 0; r < size; r++) fds[r] = -1;
         }
+        boot_set_recv_timeout(fd, s->timeout_sec);   /* a rank stalled in an exchange */
         fds[h.rank] = fd;
         joined++;
     }
     close(s->listen_fd);
     /* exchanges, until rank 0 closes between them (the set-up is over) */
-    while (fds != NULL && joined == size && (rc = boot_serve_round(fds, size, &whole, &cap)) == 0)
+    while (rc == 0 && fds != NULL && joined == size &&
+           (rc = boot_serve_round(fds, size, &whole, &cap)) == 0)
         ;
-    if (rc < 0) dfccl_error("bootstrap rendezvous: a rank left during an exchange; every rank's"
-                            " set-up fails");
+    if (rc < 0 && joined == size)
+        dfccl_error("bootstrap rendezvous: a rank left or stalled during an exchange; every"
+                    " rank's set-up fails");
     for (int r = 0; fds != NULL && r < size; r++)
         if (fds[r] >= 0) close(fds[r]);
     free(fds);
@@ -227,6 +276,11 @@ dfccl_status_t dfccl_unique_id_create(dfccl_unique_id_t *id)
     }
     s->listen_fd = fd;
     s->token = b.token;
+    {
+        dfccl_config_t cfg;
+        dfccl_config_init(&cfg);
+        s->timeout_sec = cfg.timeout_sec;
+    }
     if (pthread_create(&thread, NULL, boot_service_main, s) != 0) {
         close(fd);
         free(s);
