@@ -5,6 +5,7 @@
  * the kernel's descriptor, and only for the algorithms that follow one).
  */
 #include <stdlib.h>
+#include <string.h>
 #include "internal.h"
 #include "log.h"
 
@@ -183,6 +184,19 @@ dfccl_status_t dfccl_coll_new(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
     coll->exec.send_fifo   = comm->host->send_fifos;
     *coll_p = coll;
     return DFCCL_OK;
+}
+
+dfccl_coll_t *dfccl_coll_from_template(const dfccl_coll_t *tmpl, size_t bytes,
+                                       const dfccl_coll_args_t *args)
+{
+    dfccl_coll_t *coll = malloc(bytes);
+
+    if (coll == NULL) return NULL;
+    memcpy(coll, tmpl, bytes);
+    coll->exec.steps = coll->steps;
+    coll->user       = args->user;
+    coll->priority   = args->priority;
+    return coll;
 }
 
 void dfccl_coll_complete(dfccl_context_t *ctx, const dfccl_coll_t *coll, dfccl_status_t status)

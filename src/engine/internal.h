@@ -100,6 +100,12 @@ dfccl_status_t dfccl_coll_check_args(const dfccl_comm_t *comm, const dfccl_coll_
                                      size_t *total);
 dfccl_status_t dfccl_coll_new(dfccl_comm_t *comm, const dfccl_coll_args_t *args, size_t total,
                               int with_plan, dfccl_coll_t **coll_p);
+/* A record to run, copied from one that never runs (bytes: the record and
+ * its steps; its plan then points at the copy's own steps), with this
+ * call's completion owner and priority; NULL when out of memory. The
+ * plan cache also gives it this call's buffers and callback. */
+dfccl_coll_t *dfccl_coll_from_template(const dfccl_coll_t *tmpl, size_t bytes,
+                                       const dfccl_coll_args_t *args);
 /* Gives coll the communicator's next sequence number and a reference on
  * it (before the hand-over: once submitted, coll may complete and go). */
 void dfccl_coll_enter(dfccl_comm_t *comm, dfccl_coll_t *coll, const dfccl_coll_args_t *args);

@@ -42,15 +42,12 @@ static int cache_matches(const struct dfccl_plan_cache_entry *e, const dfccl_col
     return 1;
 }
 
-/* The copy's own fields: what the call gave, and the pointer into itself. */
+/* The copy's own buffers and callback (dfccl_coll_from_template did the rest). */
 static void cache_personalise(dfccl_coll_t *coll, const dfccl_coll_args_t *a)
 {
-    coll->exec.steps   = coll->steps;
     coll->exec.sendbuf = a->sendbuf == DFCCL_IN_PLACE ? NULL : (char *)a->sendbuf;
     coll->exec.recvbuf = (char *)a->recvbuf;
-    coll->user         = a->user;
     coll->callback     = a->callback;
-    coll->priority     = a->priority;
 }
 
 dfccl_status_t dfccl_plan_cache_take(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
@@ -67,11 +64,8 @@ dfccl_status_t dfccl_plan_cache_take(dfccl_comm_t *comm, const dfccl_coll_args_t
         for (unsigned i = 0; i < c->n; i++) {
             struct dfccl_plan_cache_entry *e = &c->e[i];
             if (!cache_matches(e, args, comm->size)) continue;
-            coll = malloc(e->bytes);
-            if (coll != NULL) {
-                memcpy(coll, e->tmpl, e->bytes);
-                e->used = ++c->clock;
-            }
+            coll = dfccl_coll_from_template(e->tmpl, e->bytes, args);
+            if (coll != NULL) e->used = ++c->clock;
             pthread_mutex_unlock(&c->lock);
             if (coll == NULL) return DFCCL_ERR_NO_MEMORY;
             cache_personalise(coll, args);

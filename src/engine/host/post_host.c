@@ -135,11 +135,7 @@ dfccl_status_t dfccl_host_start(dfccl_comm_t *comm, const dfccl_coll_t *tmpl, si
     dfccl_coll_t *coll;
 
     if (status != DFCCL_OK) return status;
-    if ((coll = malloc(bytes)) == NULL) return DFCCL_ERR_NO_MEMORY;
-    memcpy(coll, tmpl, bytes);
-    coll->exec.steps = coll->steps;
-    coll->user = args->user;
-    coll->priority = args->priority;
+    if ((coll = dfccl_coll_from_template(tmpl, bytes, args)) == NULL) return DFCCL_ERR_NO_MEMORY;
     host_submit(comm, coll, args);
     return DFCCL_OK;
 }
