@@ -187,7 +187,7 @@ void gpu_direct_service(dfccl_gpu_t *g)
         uint64_t tag = __atomic_load_n(&g->fixed.direct_req[s].tag, __ATOMIC_ACQUIRE);
         gpu_job_t *job;
         dfccl_gpu_comm_t *gc = NULL;
-        int me = 0, n = 0, opened, gone;
+        int me = 0, n = 0, opened, gone, yielded;
         if (tag == 0 || tag == g->direct.served[s]) continue;
         pthread_mutex_lock(&g->sq.lock);
         job = g->sq.slot_job[s];
@@ -204,21 +204,27 @@ void gpu_direct_service(dfccl_gpu_t *g)
         g->direct.served[s] = tag;
         opened = gpu_direct_answer(g, job, gc, me, n, &g->fixed.direct_req[s],
                                    &g->fixed.direct_reply[s]);
+        yielded = 0;
         pthread_mutex_lock(&g->sq.lock);
         job->pinned = 0;
         gone = job->finished;
+        /* not while stream-ordered collectives hold the kernel (stream.c
+         * takes its hold under this lock): a hold that began after the
+         * mapping was opened keeps the kernel running, and the answer goes
+         * out at once */
+        if (!gone && opened && g->fixed.direct_reply[s].ok && g->proxy.launched &&
+            __atomic_load_n(&g->fixed.ctrl->hold, __ATOMIC_ACQUIRE) == 0) {
+            if (g->direct.held[s] == 0) g->direct.nheld++;
+            g->direct.held[s] = tag;   /* replaces a stale one of a failed collective */
+            gpu_kernel_yield(g);
+            yielded = 1;
+        }
         pthread_mutex_unlock(&g->sq.lock);
         if (gone) {
             gpu_job_free(job);
             continue;
         }
-        if (opened && g->fixed.direct_reply[s].ok && g->proxy.launched) {
-            if (g->direct.held[s] == 0) g->direct.nheld++;
-            g->direct.held[s] = tag;   /* replaces a stale one of a failed collective */
-            gpu_kernel_yield(g);
-        } else {
-            gpu_direct_publish(g, s, tag);
-        }
+        if (!yielded) gpu_direct_publish(g, s, tag);
     }
 }
 

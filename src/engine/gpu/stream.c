@@ -72,22 +72,28 @@ struct dfccl_streams {
  * and stays until stream_unhold. The hold is written before the kernel's
  * state is read; the kernel announces that it leaves before it reads the
  * hold: either it sees the hold, or we see it leaving and wait for the
- * next launch. Bounded by the context's timeout. */
+ * next launch. The host asks the kernel to leave (ctrl->stop) only under
+ * sq.lock and not while held; the hold is taken under that lock, so a
+ * request made before it is seen here. Bounded by the context's timeout. */
 static dfccl_status_t stream_hold(dfccl_gpu_t *g, double timeout_sec)
 {
     uint64_t start = dfccl_now_ns();
 
+    pthread_mutex_lock(&g->sq.lock);
     __atomic_add_fetch(&g->fixed.ctrl->hold, 1, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&g->sq.lock);
     for (;;) {
         uint64_t id;
-        int running, broken;
+        int running, broken, asked;
 
         pthread_mutex_lock(&g->sq.lock);
         running = g->sq.kernel_running;
         broken = g->sq.broken;
         id = g->env.launch_id;
+        asked = g->fixed.ctrl->stop >= id;
         pthread_mutex_unlock(&g->sq.lock);
-        if (!broken && running && __atomic_load_n(&g->proxy.issued, __ATOMIC_ACQUIRE) == id &&
+        if (!broken && running && !asked &&
+            __atomic_load_n(&g->proxy.issued, __ATOMIC_ACQUIRE) == id &&
             g->fixed.ctrl->quitting != id && g->fixed.ctrl->left != id)
             return DFCCL_OK;
         if (broken || dfccl_now_ns() - start > (uint64_t)(timeout_sec * 1e9)) {
