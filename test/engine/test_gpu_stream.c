@@ -70,7 +70,6 @@ static int stream_wait(dfccl_context_t *ctx, cudaStream_t st, int rank, const ch
     return 0;
 }
 
-
 /* Takes n completions off the queue (each stream-ordered call also
  * completes there), within 60 s; the number that succeeded, or -1. */
 static int drain(dfccl_context_t *ctx, int n)
@@ -176,9 +175,10 @@ static int body(int rank, int size, sim_world_t *world, void *arg)
             CHECK(dfccl_coll_post_stream(comm[c], &a, s[c]) == DFCCL_OK, "disorder post");
             calls++;
         }
-        for (int c = 0; c < 2; c++)
-            CHECK(stream_wait(ctx, s[c], rank, c ? "disorder (comm 1)" : "disorder (comm 0)", i, &taken),
-                  "disorder round %d", i);
+        for (int c = 0; c < 2; c++) {
+            const char *what = c ? "disorder (comm 1)" : "disorder (comm 0)";
+            CHECK(stream_wait(ctx, s[c], rank, what, i, &taken), "disorder round %d", i);
+        }
     }
     CHECK(drain(ctx, calls) == calls, "%d completions, all successful", calls);
     for (int c = 0; c < 2; c++) {

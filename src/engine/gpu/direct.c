@@ -90,7 +90,7 @@ static char *gpu_ipc_map(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc, int p, const dfcc
         /* a new mapping is used from the next launch on, but the running
          * kernel stays while an application stream waits for a
          * stream-ordered collective (stream.c): the ring takes this one */
-        if (g->proxy.launched && __atomic_load_n(&g->fixed.ctrl->hold, __ATOMIC_ACQUIRE) != 0) {
+        if (g->proxy.launched && gpu_kernel_held(g)) {
             dfccl_debug("a buffer of rank %d is not mapped while stream-ordered collectives"
                         " hold the kernel: the direct collective uses the ring", p);
             return NULL;
@@ -213,7 +213,7 @@ void gpu_direct_service(dfccl_gpu_t *g)
          * mapping was opened keeps the kernel running, and the answer goes
          * out at once */
         if (!gone && opened && g->fixed.direct_reply[s].ok && g->proxy.launched &&
-            __atomic_load_n(&g->fixed.ctrl->hold, __ATOMIC_ACQUIRE) == 0) {
+            !gpu_kernel_held(g)) {
             if (g->direct.held[s] == 0) g->direct.nheld++;
             g->direct.held[s] = tag;   /* replaces a stale one of a failed collective */
             gpu_kernel_yield(g);

@@ -80,7 +80,7 @@ static void gpu_job_submit(dfccl_gpu_t *g, gpu_job_t *job)
 static int gpu_job_may_enter(dfccl_gpu_t *g, const gpu_job_t *job)
 {
     if (!g->sq.kernel_running || g->env.launch_id >= job->coll->comm->gpu->first_launch ||
-        __atomic_load_n(&g->fixed.ctrl->hold, __ATOMIC_ACQUIRE) != 0)
+        gpu_kernel_held(g))
         return 1;
     gpu_kernel_yield(g);
     return 0;

@@ -111,7 +111,7 @@ void *gpu_proxy_main(void *arg)
         uint64_t in_flight = g->sq.in_flight, fresh = g->sq.next_ticket > g->proxy.launch_ticket;
         /* an application stream waits for a stream-ordered collective: a
          * kernel runs from before that wait until it ends (stream.c) */
-        int held = __atomic_load_n(&g->fixed.ctrl->hold, __ATOMIC_ACQUIRE) != 0;
+        int held = gpu_kernel_held(g);
         int dead = __atomic_load_n(&g->dead.list, __ATOMIC_ACQUIRE) != NULL;
         pthread_mutex_unlock(&g->sq.lock);
         if (!g->proxy.launched) {

@@ -201,6 +201,13 @@ static inline void gpu_kernel_yield(dfccl_gpu_t *g)
         ;
 }
 
+/* Stream-ordered collectives hold the kernel (stream.c): an application
+ * stream waits for one, and the kernel must not be asked to leave. */
+static inline int gpu_kernel_held(dfccl_gpu_t *g)
+{
+    return __atomic_load_n(&g->fixed.ctrl->hold, __ATOMIC_ACQUIRE) != 0;
+}
+
 static inline const char *gpu_err(cudaError_t e)
 {
     return cudaGetErrorString(e);

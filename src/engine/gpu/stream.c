@@ -68,6 +68,11 @@ struct dfccl_streams {
     dfccl_context_t  *ctx;
 };
 
+static void stream_unhold(dfccl_gpu_t *g)
+{
+    __atomic_sub_fetch(&g->fixed.ctrl->hold, 1, __ATOMIC_SEQ_CST);
+}
+
 /* A daemon kernel runs, issued before the caller's next stream operation,
  * and stays until stream_unhold. The hold is written before the kernel's
  * state is read; the kernel announces that it leaves before it reads the
@@ -97,7 +102,7 @@ static dfccl_status_t stream_hold(dfccl_gpu_t *g, double timeout_sec)
             g->fixed.ctrl->quitting != id && g->fixed.ctrl->left != id)
             return DFCCL_OK;
         if (broken || dfccl_now_ns() - start > (uint64_t)(timeout_sec * 1e9)) {
-            __atomic_sub_fetch(&g->fixed.ctrl->hold, 1, __ATOMIC_SEQ_CST);
+            stream_unhold(g);
             dfccl_error("a stream-ordered collective cannot be enqueued: %s",
                         broken ? "GPU collectives have failed"
                                : "the daemon kernel was not launched within the timeout");
@@ -109,11 +114,6 @@ static dfccl_status_t stream_hold(dfccl_gpu_t *g, double timeout_sec)
         pthread_mutex_unlock(&g->sq.lock);
         sched_yield();
     }
-}
-
-static void stream_unhold(dfccl_gpu_t *g)
-{
-    __atomic_sub_fetch(&g->fixed.ctrl->hold, 1, __ATOMIC_SEQ_CST);
 }
 
 /* The collective completed (engine thread): release the stream and the
