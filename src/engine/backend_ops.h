@@ -38,6 +38,10 @@ typedef struct dfccl_backend_ops {
     void           (*release)(dfccl_comm_t *comm);
     /* Checks and submits one collective; the communicator is set up. */
     dfccl_status_t (*post)(dfccl_comm_t *comm, const dfccl_coll_args_t *args);
+    /* Optional (dfccl_coll_run): as post, but may run the collective to
+     * its end on the caller's thread (DFCCL_OK; nothing is queued) instead
+     * of posting it (DFCCL_INPROGRESS). NULL: every run is a post. */
+    dfccl_status_t (*run)(dfccl_comm_t *comm, const dfccl_coll_args_t *args);
     /* Optional (prepared.c): prepare checks a collective's arguments and
      * builds the record every start copies (*tmpl_p, `bytes` long, freed
      * with free()); start submits one run of it, args giving the run's

@@ -90,6 +90,19 @@ dfccl_status_t dfccl_coll_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args
     return comm->ops->post(comm, args);
 }
 
+dfccl_status_t dfccl_coll_run(dfccl_comm_t *comm, const dfccl_coll_args_t *args)
+{
+    dfccl_status_t status;
+
+    if (comm == NULL || args == NULL) return DFCCL_ERR_INVALID_PARAM;
+    if (comm->setup_status != DFCCL_OK)
+        return comm->setup_status == DFCCL_INPROGRESS ? DFCCL_ERR_INVALID_PARAM
+                                                      : comm->setup_status;
+    if (comm->ops->run != NULL) return comm->ops->run(comm, args);
+    status = comm->ops->post(comm, args);
+    return status == DFCCL_OK ? DFCCL_INPROGRESS : status;
+}
+
 int dfccl_context_poll(dfccl_context_t *ctx, dfccl_completion_t *out, int max)
 {
     dfccl_gpu_poll(ctx);

@@ -47,6 +47,8 @@ typedef struct dfccl_coll {
     dfccl_algo_t       algo;
     const char        *plan_name;   /* the plan file it runs, or NULL (built-in algo) */
     int                crosses;     /* its plan uses a link to another node */
+    int                oneshot;     /* runs the one-shot (oneshot.h), not a plan */
+    dfccl_oneshot_run_t shot;       /* ... and its saved context */
     dfccl_step_t       steps[];     /* the plan */
 } dfccl_coll_t;
 
@@ -116,6 +118,11 @@ void dfccl_coll_complete(dfccl_context_t *ctx, const dfccl_coll_t *coll, dfccl_s
  * host communicator fails at once (it broke here, or a peer broke before
  * this collective). */
 dfccl_status_t dfccl_host_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args);
+/* A record's place in the communicator's order, the identity its peers
+ * check, the counters: all of a post but the hand-over. */
+void dfccl_host_enter(dfccl_comm_t *comm, dfccl_coll_t *coll, const dfccl_coll_args_t *args);
+/* host/run_now.c: the host backend's run (backend_ops.h). */
+dfccl_status_t dfccl_host_run(dfccl_comm_t *comm, const dfccl_coll_args_t *args);
 dfccl_status_t dfccl_comm_post_check(dfccl_comm_t *comm);
 /* host/plan_cache.c: a planned record for a call, copied from a recent
  * identical call's where there is one (else built, and kept) */
@@ -159,6 +166,10 @@ int dfccl_watch_peer_broke(const dfccl_comm_t *comm, uint64_t seq, char *line, s
  * read); DFCCL_INPROGRESS while it has not posted the collective;
  * DFCCL_ERR_MISMATCH (said, and the communicator broken) when it differs. */
 dfccl_status_t dfccl_watch_ident(dfccl_coll_t *coll);
+/* Says that peer made another call (what: how it differs) and breaks the
+ * communicator; returns DFCCL_ERR_MISMATCH. */
+dfccl_status_t dfccl_watch_mismatch(dfccl_coll_t *coll, int peer, const dfccl_ident_t *theirs,
+                                    const char *what);
 /* For a blocked collective: a peer that broke before it, or whose process is
  * gone, fails it (said, and the communicator broken); else DFCCL_OK. */
 dfccl_status_t dfccl_watch_peers(dfccl_coll_t *coll);
@@ -176,5 +187,10 @@ void dfccl_stats_add_bytes(uint64_t bytes);
 void dfccl_stats_add_comm(void);
 void dfccl_stats_add_net(void);
 void dfccl_stats_add_algorithm(unsigned algo);
+/* Holder of the host scheduler's lock only: a collective that ended, and
+ * one that was posted, ran and ended under the lock (run_now.c). */
+void dfccl_stats_add_finished(dfccl_coll_type_t type, dfccl_status_t status, uint64_t bytes);
+void dfccl_stats_add_ran(dfccl_coll_type_t type, unsigned algo, dfccl_status_t status,
+                         uint64_t bytes);
 
 #endif

@@ -73,7 +73,7 @@ dfccl_status_t dfccl_watch_ident(dfccl_coll_t *coll)
     dfccl_comm_t *comm = coll->comm;
     const dfccl_exec_t *x = &coll->exec;
     dfccl_ident_t theirs;
-    char mine_s[160], theirs_s[160], what[120], why[512];
+    char what[120];
     int prev = -1, got = -1;
 
     for (uint32_t i = 0; i < x->nsteps; i++) {
@@ -88,15 +88,22 @@ dfccl_status_t dfccl_watch_ident(dfccl_coll_t *coll)
         if (got > 0 && dfccl_ident_differs(&coll->ident, &theirs, what, sizeof(what))) break;
         got = -1;
     }
-    if (got < 0) {   /* all match, or were reused long ago: nothing left to compare */
-        coll->checked = 1;
-        return DFCCL_OK;
-    }
     coll->checked = 1;
+    /* all match, or were reused long ago: nothing left to compare */
+    if (got < 0) return DFCCL_OK;
+    return dfccl_watch_mismatch(coll, prev, &theirs, what);
+}
+
+dfccl_status_t dfccl_watch_mismatch(dfccl_coll_t *coll, int peer, const dfccl_ident_t *theirs,
+                                    const char *what)
+{
+    const dfccl_comm_t *comm = coll->comm;
+    char mine_s[160], theirs_s[160], why[512];
+
     dfccl_ident_describe(&coll->ident, mine_s, sizeof(mine_s));
-    dfccl_ident_describe(&theirs, theirs_s, sizeof(theirs_s));
+    dfccl_ident_describe(theirs, theirs_s, sizeof(theirs_s));
     snprintf(why, sizeof(why), "rank %d called %s where rank %d called %s: %s", comm->rank, mine_s,
-             prev, theirs_s, what);
+             peer, theirs_s, what);
     dfccl_error("rank %d of comm %#llx (size %d): calls do not match: %s", comm->rank,
                 (unsigned long long)comm->key, comm->size, why);
     watch_break(coll, DFCCL_ERR_MISMATCH, why);
@@ -194,8 +201,32 @@ static void watch_print_peers(const dfccl_coll_t *coll, const char *prefix)
     }
 }
 
+/* The watchdog's diagnosis of a one-shot (oneshot.h): no FIFO, no steps. */
+static void watch_timeout_oneshot(dfccl_coll_t *coll, double idle_sec)
+{
+    const dfccl_comm_t *comm = coll->comm;
+    char where[200], why[DFCCL_BOARD_WHY];
+
+    dfccl_oneshot_describe(coll, where, sizeof(where));
+    dfccl_error("rank %d of comm %#llx (size %d): %s #%llu (%zu x %s, op %s, priority %d) made"
+                " no progress for %.1f s in its %s%s", comm->rank, (unsigned long long)comm->key,
+                comm->size, dfccl_coll_type_name(coll->type), (unsigned long long)coll->seq,
+                coll->total_count, dfccl_dtype_name(coll->exec.dtype),
+                dfccl_op_name(coll->exec.op), coll->priority, idle_sec, where,
+                comm->size > 1 ? "; its peers:" : "");
+    watch_print_peers(coll, "   ");
+    snprintf(why, sizeof(why), "%s #%llu made no progress for %.1f s (waiting for data from rank"
+             " %d)", dfccl_coll_type_name(coll->type), (unsigned long long)coll->seq, idle_sec,
+             coll->exec.wait_peer);
+    watch_break(coll, DFCCL_ERR_TIMEOUT, why);
+}
+
 void dfccl_watch_timeout(dfccl_coll_t *coll, double idle_sec)
 {
+    if (coll->oneshot) {
+        watch_timeout_oneshot(coll, idle_sec);
+        return;
+    }
     const dfccl_exec_t *x = &coll->exec;
     const dfccl_comm_t *comm = coll->comm;
     const dfccl_step_t *s = &x->steps[x->step < x->nsteps ? x->step : 0];
@@ -233,6 +264,18 @@ void dfccl_watch_dump(const dfccl_coll_t *active)
         const dfccl_exec_t *x = &c->exec;
         if (c->marker) continue;
         dfccl_ident_describe(&c->ident, what, sizeof(what));
+        if (c->oneshot) {
+            char where[200];
+            dfccl_oneshot_describe(c, where, sizeof(where));
+            dfccl_error("pending: rank %d of comm %#llx (size %d): %s, priority %d, %s: %s,"
+                        " blocked %.3f s", c->comm->rank, (unsigned long long)c->comm->key,
+                        c->comm->size, what, c->priority,
+                        c->seq == c->comm->next_run_seq ? "running" : "behind an older one", where,
+                        (double)c->blocked_ns / 1e9);
+            if (c->seq == c->comm->next_run_seq) watch_print_peers(c, "   ");
+            n++;
+            continue;
+        }
         dfccl_error("pending: rank %d of comm %#llx (size %d): %s, priority %d, %s: round %llu"
                     " of %llu, step %u of %u, %s rank %d, blocked %.3f s", c->comm->rank,
                     (unsigned long long)c->comm->key, c->comm->size, what, c->priority,

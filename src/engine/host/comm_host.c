@@ -66,6 +66,20 @@ static void host_fifo_init(dfccl_fifo_t *fifo, void *base, const dfccl_config_t 
     fifo->lens       = NULL;
 }
 
+/* Where a rank's segment holds what: the board, the one-shot's slots
+ * (oneshot.h; none unless the communicator lies within one node), then
+ * the incoming FIFOs. The same on every rank. */
+static size_t host_oneshot_offset(void)
+{
+    return DFCCL_BOARD_BYTES;
+}
+
+static size_t host_fifos_offset(const dfccl_comm_t *comm)
+{
+    return DFCCL_BOARD_BYTES + dfccl_oneshot_area_bytes(&comm->context->config, comm->size,
+                                                        comm->host->topo.nnodes);
+}
+
 static size_t host_hello_bytes(const dfccl_comm_t *comm)
 {
     (void)comm;
@@ -165,7 +179,7 @@ static dfccl_status_t host_connect(dfccl_comm_t *comm, const void *hellos)
         comm->peer_boards[0] = comm->board;   /* one rank: its own board alone */
         return DFCCL_OK;
     }
-    status = dfccl_shm_create(&comm->recv_seg, DFCCL_BOARD_BYTES +
+    status = dfccl_shm_create(&comm->recv_seg, host_fifos_offset(comm) +
                                                (size_t)h->nlocal_in * host_fifo_bytes(&comm->context->config));
     if (status != DFCCL_OK) return status;
     comm->board = (dfccl_board_t *)comm->recv_seg.addr;
@@ -214,16 +228,33 @@ static dfccl_status_t host_map_peer(dfccl_comm_t *comm, dfccl_host_t *h, int r, 
 {
     const dfccl_config_t *cfg = &comm->context->config;
     int slot = h->send_conn[r] >= 0 ? dfccl_host_fifo_index(h, r, comm->rank) : -1;
-    size_t bytes = DFCCL_BOARD_BYTES + (slot >= 0 ? (size_t)(slot + 1) * host_fifo_bytes(cfg) : 0);
+    size_t bytes = host_fifos_offset(comm) + (slot >= 0 ? (size_t)(slot + 1) * host_fifo_bytes(cfg) : 0);
     dfccl_status_t status = dfccl_shm_attach(&h->peer_segs[r], name, bytes);
 
     if (status != DFCCL_OK) return status;
     comm->peer_boards[r] = (dfccl_board_t *)h->peer_segs[r].addr;
     if (slot >= 0)
         host_fifo_init(&h->send_fifos[h->send_conn[r]],
-                       (char *)h->peer_segs[r].addr + DFCCL_BOARD_BYTES +
+                       (char *)h->peer_segs[r].addr + host_fifos_offset(comm) +
                            (size_t)slot * host_fifo_bytes(cfg), cfg, r);
     return DFCCL_OK;
+}
+
+/* The one-shot's slots, ours and every node peer's, in the mapped segments. */
+static dfccl_status_t host_attach_oneshot(dfccl_comm_t *comm, dfccl_host_t *h)
+{
+    char **peers;
+    dfccl_status_t status;
+
+    if (dfccl_oneshot_area_bytes(&comm->context->config, comm->size, h->topo.nnodes) == 0)
+        return DFCCL_OK;
+    if ((peers = malloc(sizeof(char *) * (size_t)comm->size)) == NULL) return DFCCL_ERR_NO_MEMORY;
+    for (int r = 0; r < comm->size; r++)
+        peers[r] = r == comm->rank ? NULL : (char *)h->peer_segs[r].addr + host_oneshot_offset();
+    status = dfccl_oneshot_attach(h, &comm->context->config, comm->size, comm->rank,
+                                  (char *)comm->recv_seg.addr + host_oneshot_offset(), peers);
+    free(peers);
+    return status;
 }
 
 static dfccl_status_t host_connect_addresses(dfccl_comm_t *comm, const void *addresses)
@@ -242,7 +273,7 @@ static dfccl_status_t host_connect_addresses(dfccl_comm_t *comm, const void *add
     for (int i = 0; i < h->nrecv; i++) {
         int r = h->recv_peers[i];
         if (h->node[r] != h->node[comm->rank]) continue;
-        host_fifo_init(&h->recv_fifos[i], (char *)comm->recv_seg.addr + DFCCL_BOARD_BYTES +
+        host_fifo_init(&h->recv_fifos[i], (char *)comm->recv_seg.addr + host_fifos_offset(comm) +
                                               (size_t)k++ * host_fifo_bytes(cfg), cfg, r);
     }
     comm->peer_boards[comm->rank] = comm->board;
@@ -257,6 +288,7 @@ static dfccl_status_t host_connect_addresses(dfccl_comm_t *comm, const void *add
             status = dfccl_host_net_link(comm, h, r, &np);
         }
     }
+    if (status == DFCCL_OK) status = host_attach_oneshot(comm, h);
     return status;
 }
 
@@ -278,6 +310,7 @@ static void host_release(dfccl_comm_t *comm)
             for (int i = 0; i < comm->size; i++) dfccl_shm_release(&h->peer_segs[i]);
         dfccl_host_topology_free(h);
         dfccl_plan_cache_free(h);
+        dfccl_oneshot_free(h);
         free(h);
     }
     comm->host = NULL;
@@ -297,6 +330,7 @@ const dfccl_backend_ops_t dfccl_host_backend = {
     .finish        = host_finish,
     .release       = host_release,
     .post          = dfccl_host_post,
+    .run           = dfccl_host_run,
     .prepare       = dfccl_host_prepare,
     .start         = dfccl_host_start,
 };

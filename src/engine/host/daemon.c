@@ -8,11 +8,16 @@
 #include "internal.h"
 #include "wait_policy.h"
 
-/* 1 while a caller drives the scheduler or did so within the linger. */
-static int sched_driven(const dfccl_sched_t *s, uint64_t now)
+/* 1 while a caller drives the scheduler or did so since the daemon's last
+ * look (*seen: the turns it counted then; a clock read per turn would cost
+ * callers more). */
+static int sched_driven(dfccl_sched_t *s, uint64_t *seen)
 {
-    return __atomic_load_n(&s->drivers, __ATOMIC_ACQUIRE) > 0 ||
-           now - __atomic_load_n(&s->driven_ns, __ATOMIC_ACQUIRE) < DFCCL_WAIT_DRIVER_LINGER_NS;
+    uint64_t driven = __atomic_load_n(&s->driven, __ATOMIC_ACQUIRE);
+    int changed = driven != *seen;
+
+    *seen = driven;
+    return changed || __atomic_load_n(&s->drivers, __ATOMIC_ACQUIRE) > 0;
 }
 
 void *dfccl_daemon_main(void *arg)
@@ -20,10 +25,11 @@ void *dfccl_daemon_main(void *arg)
     dfccl_context_t *ctx = arg;
     dfccl_sched_t *s = &ctx->sched;
     dfccl_queue_t *sq = &ctx->submit;
+    uint64_t seen = __atomic_load_n(&s->driven, __ATOMIC_ACQUIRE);
 
     for (;;) {
         if (__atomic_load_n(&sq->stop, __ATOMIC_ACQUIRE)) break;
-        if (sched_driven(s, dfccl_now_ns())) {
+        if (sched_driven(s, &seen)) {
             /* a waiting caller runs the scheduler: look again after the
              * linger (submissions do not wake this nap while callers drive) */
             dfccl_queue_nap(sq, DFCCL_WAIT_DRIVER_LINGER_NS);
@@ -45,6 +51,8 @@ void *dfccl_daemon_main(void *arg)
                dfccl_now_ns() - idle_since < DFCCL_WAIT_IDLE_SPIN_NS)
             sched_yield();
         if (dfccl_watch_dump_requested()) dfccl_watch_dump(NULL);
+        /* callers that drive while it sleeps keep it back only while they do */
+        seen = __atomic_load_n(&s->driven, __ATOMIC_ACQUIRE);
         dfccl_queue_wait(sq, DFCCL_WAIT_IDLE_SLEEP_NS);
     }
     /* shutting down: nothing still queued or running will complete */
@@ -76,7 +84,7 @@ int dfccl_context_drive(dfccl_context_t *ctx, uint64_t max_ns)
     s->deadline_ns = 0;
     int left = !dfccl_sched_idle(ctx);
     pthread_mutex_unlock(&s->lock);
-    __atomic_store_n(&s->driven_ns, dfccl_now_ns(), __ATOMIC_RELEASE);
+    __atomic_add_fetch(&s->driven, 1, __ATOMIC_RELEASE);
     __atomic_sub_fetch(&s->drivers, 1, __ATOMIC_ACQ_REL);
     /* work left for the daemon, which may have gone to sleep before this
      * caller began: it must not sleep on it */

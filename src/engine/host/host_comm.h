@@ -7,6 +7,7 @@
 #define DFCCL_HOST_COMM_H
 
 #include "net.h"
+#include "oneshot.h"
 #include "plan.h"
 #include "plan_file.h"
 #include "shm.h"
@@ -41,6 +42,7 @@ typedef struct dfccl_host {
     int              nplans;
     uint32_t         plan_steps;
     struct dfccl_plan_cache *plan_cache;   /* recent calls' plans (plan_cache.c); NULL: off */
+    dfccl_oneshot_t  oneshot;      /* small calls within one node (oneshot.c) */
 } dfccl_host_t;
 
 /* plan_cache.c: entries 0 leaves the cache off; freed with the communicator */

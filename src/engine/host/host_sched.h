@@ -7,8 +7,8 @@
  * anyway (dfccl_context_drive). A caller that drives needs no hand-off to
  * another thread on its fast path: it posts, runs the plan's steps itself
  * and finds its completion without a thread wake-up. The daemon thread
- * stands back while callers drive and takes over once none has for
- * DFCCL_WAIT_DRIVER_LINGER_NS, so that a rank that stops calling MPI still
+ * stands back while callers drive and takes over once none has over a nap
+ * of DFCCL_WAIT_DRIVER_LINGER_NS, so that a rank that stops calling MPI still
  * lets its peers finish. Only one thread at a time runs the scheduler, so
  * no collective is ever run by two.
  */
@@ -30,7 +30,8 @@ typedef struct dfccl_sched {
     uint64_t              stalled_since; /* when passes began to move nothing; 0: they move */
     uint64_t              deadline_ns;   /* a driving caller's turn ends here; 0: the daemon */
     int                   drivers;       /* callers driving or about to (atomic) */
-    uint64_t              driven_ns;     /* when a caller last stopped driving (atomic) */
+    uint64_t              driven;        /* turns callers drove (atomic): the daemon looks
+                                            whether it changed over its last nap */
 } dfccl_sched_t;
 
 void dfccl_sched_init(dfccl_sched_t *s, const struct dfccl_context *ctx);
@@ -41,6 +42,10 @@ void dfccl_sched_fini(dfccl_sched_t *s);
  * over the runnable collectives. Returns 1 when anything moved. A driving
  * caller's round (s->deadline_ns set) ends after the first completion. */
 int dfccl_sched_round(struct dfccl_context *ctx);
+
+/* Takes one collective into the active list, in the global order, as if
+ * it came through the submission queue. Holder of s->lock only. */
+void dfccl_sched_admit(struct dfccl_context *ctx, struct dfccl_coll *coll);
 
 /* 1 when the scheduler has nothing to run and nothing to send: the daemon
  * may sleep on the submission queue. Holder of s->lock only. */

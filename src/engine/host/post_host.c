@@ -68,26 +68,38 @@ static dfccl_status_t coll_post_rejected(dfccl_comm_t *comm, const dfccl_coll_ar
     return status;
 }
 
-/* Hands a planned record to the scheduler: its place in the order, the
- * identity its peers check, the counters. */
-static void host_submit(dfccl_comm_t *comm, dfccl_coll_t *coll, const dfccl_coll_args_t *args)
+void dfccl_host_enter(dfccl_comm_t *comm, dfccl_coll_t *coll, const dfccl_coll_args_t *args)
 {
     dfccl_coll_enter(comm, coll, args);
     /* what the peer receiving from us checks before any data moves */
     coll->ident.seq1 = coll->seq + 1;
     dfccl_host_publish(comm, coll->seq, &coll->ident);
-    coll->checked = comm->size == 1;
+    coll->checked = comm->size == 1 || coll->oneshot;
+}
+
+/* Hands a record to the scheduler, entered and counted. */
+static void host_submit(dfccl_comm_t *comm, dfccl_coll_t *coll, const dfccl_coll_args_t *args)
+{
+    dfccl_host_enter(comm, coll, args);
     dfccl_stats_add_posted(args->type);
-    dfccl_stats_add_algorithm(coll->plan_name != NULL ? DFCCL_STATS_PLAN_FILE : coll->algo);
+    dfccl_stats_add_algorithm(coll->oneshot             ? DFCCL_STATS_ONESHOT
+                              : coll->plan_name != NULL ? DFCCL_STATS_PLAN_FILE
+                                                        : coll->algo);
     dfccl_queue_push(&comm->context->submit, coll);
 }
 
-/* A planned record that has not run, and how many bytes it spans. */
+/* A record that has not run: the one-shot's, or a planned one. */
 static dfccl_status_t host_plan(dfccl_comm_t *comm, const dfccl_coll_args_t *args, size_t total,
                                 dfccl_coll_t **coll_p)
 {
-    dfccl_status_t status = dfccl_plan_cache_take(comm, args, total, coll_p);
+    dfccl_status_t status = DFCCL_OK;
 
+    if (dfccl_oneshot_serves(comm, args, total)) {
+        if ((*coll_p = calloc(1, sizeof(dfccl_coll_t))) == NULL) return DFCCL_ERR_NO_MEMORY;
+        dfccl_oneshot_init(comm, args, total, *coll_p);
+    } else {
+        status = dfccl_plan_cache_take(comm, args, total, coll_p);
+    }
     if (status == DFCCL_OK) dfccl_ident_make(&(*coll_p)->ident, args, comm->size, DFCCL_OK);
     return status;
 }

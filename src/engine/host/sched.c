@@ -68,6 +68,12 @@ static void sched_admit(dfccl_context_t *ctx, dfccl_coll_t *first)
     }
 }
 
+void dfccl_sched_admit(dfccl_context_t *ctx, dfccl_coll_t *coll)
+{
+    coll->next = NULL;
+    sched_admit(ctx, coll);
+}
+
 static void sched_finish(dfccl_context_t *ctx, dfccl_coll_t **link, dfccl_status_t status)
 {
     dfccl_coll_t *coll = *link;
@@ -80,9 +86,8 @@ static void sched_finish(dfccl_context_t *ctx, dfccl_coll_t **link, dfccl_status
         free(coll);
         return;
     }
-    dfccl_stats_add_completed(coll->type, status);
+    dfccl_stats_add_finished(coll->type, status, coll->exec.sent_bytes);
     if (coll->crosses && status == DFCCL_OK) dfccl_stats_add_net();
-    dfccl_stats_add_bytes(coll->exec.sent_bytes);
     dfccl_coll_complete(ctx, coll, status);
     dfccl_comm_release(coll->comm);
     free(coll);
@@ -102,22 +107,38 @@ static int sched_give_way(dfccl_context_t *ctx, uint64_t now)
     return __atomic_load_n(&s->drivers, __ATOMIC_ACQUIRE) > 0;
 }
 
+/* One step of a collective's algorithm: the one-shot, or its plan through
+ * the executor; *mismatch when a peer made another call (said, and the
+ * communicator broken). */
+static dfccl_exec_result_t sched_advance(dfccl_coll_t *coll, int *mismatch)
+{
+    dfccl_status_t ident;
+
+    if (coll->oneshot) {
+        dfccl_oneshot_result_t r = dfccl_oneshot_advance(coll);
+        *mismatch = r == DFCCL_ONESHOT_MISMATCH;
+        return r == DFCCL_ONESHOT_DONE ? DFCCL_EXEC_DONE : DFCCL_EXEC_BLOCKED;
+    }
+    /* no byte moves before the sending peer is known to make the same
+     * call; waiting for its post is waiting for a peer like any other */
+    ident = coll->checked ? DFCCL_OK : dfccl_watch_ident(coll);
+    *mismatch = ident == DFCCL_ERR_MISMATCH;
+    if (ident != DFCCL_OK) return DFCCL_EXEC_BLOCKED;
+    return dfccl_exec_host_advance(&coll->exec, SCHED_SLICE_BATCH);
+}
+
 /* One turn: run while data moves; give way after budget_ns without, or
  * sooner (sched_give_way). */
 static sched_run_t sched_run(dfccl_context_t *ctx, dfccl_coll_t *coll, uint64_t budget_ns)
 {
     uint64_t blocked_since = 0, now;
-    int moved = 0;
+    int moved = 0, mismatch;
 
     for (;;) {
-        dfccl_exec_result_t r = DFCCL_EXEC_BLOCKED;
         /* slots to and from other nodes move while the executor works */
         dfccl_net_progress(__atomic_load_n(&ctx->net, __ATOMIC_ACQUIRE));
-        /* no byte moves before the sending peer is known to make the same
-         * call; waiting for its post is waiting for a peer like any other */
-        dfccl_status_t ident = coll->checked ? DFCCL_OK : dfccl_watch_ident(coll);
-        if (ident == DFCCL_ERR_MISMATCH) return RUN_MISMATCH;
-        if (ident == DFCCL_OK) r = dfccl_exec_host_advance(&coll->exec, SCHED_SLICE_BATCH);
+        dfccl_exec_result_t r = sched_advance(coll, &mismatch);
+        if (mismatch) return RUN_MISMATCH;
         if (r == DFCCL_EXEC_DONE) {
             /* hand the last slots over (and note that sends are under way) */
             dfccl_net_progress(__atomic_load_n(&ctx->net, __ATOMIC_ACQUIRE));
@@ -237,7 +258,7 @@ void dfccl_sched_init(dfccl_sched_t *s, const dfccl_context_t *ctx)
     s->stalled_since = 0;
     s->deadline_ns = 0;
     s->drivers = 0;
-    s->driven_ns = 0;
+    s->driven = 0;
 }
 
 void dfccl_sched_fini(dfccl_sched_t *s)

@@ -12,6 +12,7 @@
  *   dfccl_comm_create_test()    on the host or the GPU backend: the engine
  *                               runs the set-up over the bootstrap callbacks
  *   dfccl_coll_post()           submit; returns at once
+ *   dfccl_coll_run()            submit, or run at once for a caller that waits
  *   dfccl_coll_prepare()        check and plan once; dfccl_coll_start() runs
  *   dfccl_context_poll()        drain completions {user cookie, status}
  */
@@ -263,6 +264,17 @@ typedef struct dfccl_coll_args {
  * order is allowed. Returns at once. */
 dfccl_status_t dfccl_coll_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args);
 
+/* For a caller that would wait for the collective at once (a blocking
+ * call): posts it as dfccl_coll_post does, or, where the engine can, runs
+ * it to its end on the calling thread first. DFCCL_OK: done, with its
+ * result in the buffers; no completion is queued and no callback called.
+ * DFCCL_INPROGRESS: posted; it completes as a posted call does. Another
+ * status: the call failed (its place in the communicator's order is
+ * taken, as for a failed post). Host communicators within one node run
+ * small calls (the one-shot, knob oneshot_max_bytes) this way when no
+ * other collective of the process is pending and caller_drives is on. */
+dfccl_status_t dfccl_coll_run(dfccl_comm_t *comm, const dfccl_coll_args_t *args);
+
 /*
  * Prepared collectives: prepare once, start many times (MPI's persistent
  * collectives; frameworks that run the same collective every step).
@@ -337,8 +349,10 @@ int dfccl_context_wait(dfccl_context_t *context, uint64_t timeout_ns);
  * driving is off (the caller waits with dfccl_context_wait instead). */
 int dfccl_context_drive(dfccl_context_t *context, uint64_t max_ns);
 
-/* by_algorithm[]'s entry for collectives that ran a plan file (plan_dir). */
+/* by_algorithm[]'s entries for collectives that ran a plan file (plan_dir)
+ * and for those that ran the one-shot within one node. */
 #define DFCCL_STATS_PLAN_FILE 3
+#define DFCCL_STATS_ONESHOT   4
 
 /* Per-process counters: what the engine really carried. */
 typedef struct dfccl_stats {
@@ -349,8 +363,9 @@ typedef struct dfccl_stats {
     uint64_t comms_created;
     uint64_t net_collectives;  /* completed collectives whose plan used a link to another node */
     uint64_t net_bytes_sent;   /* payload bytes sent to other nodes (UCX) */
-    uint64_t by_algorithm[4];  /* host collectives planned: ring, hierarchical, recursive
-                                  doubling, plan file (DFCCL_STATS_PLAN_FILE) */
+    uint64_t by_algorithm[5];  /* host collectives planned: ring, hierarchical, recursive
+                                  doubling, plan file (DFCCL_STATS_PLAN_FILE), one-shot
+                                  (DFCCL_STATS_ONESHOT) */
 } dfccl_stats_t;
 
 void dfccl_stats_get(dfccl_stats_t *stats);

@@ -114,6 +114,8 @@ typedef struct mca_coll_dfccl_module_t {
                                            carried call takes it, staged where needed */
     bool                   stage_agreed;  /* ... and every rank can stage device buffers
                                              through host memory (built with CUDA) */
+    int                    priority;        /* mca_coll_dfccl_priority_of's answer ... */
+    bool                   priority_known;  /* ... once asked */
     dfccl_comm_t          *gpu_comm;
     mca_coll_dfccl_engine_state_t gpu_state;
     mca_coll_dfccl_gpu_setup_t   *gpu_setup;
@@ -222,8 +224,10 @@ bool mca_coll_dfccl_map_gather_type(ompi_datatype_t *dtype, int count, size_t *b
                                     ptrdiff_t *offset);
 void mca_coll_dfccl_types_init(void);
 
-/* memory kind: true for CUDA device memory (the driver is asked if loaded) */
-bool mca_coll_dfccl_is_device_memory(const void *buf);
+/* memory kinds of a call's buffers: true for CUDA device memory (the driver
+ * is asked if loaded); MPI_IN_PLACE and NULL are not device memory */
+void mca_coll_dfccl_memory_kinds(const void *sbuf, const void *rbuf, bool *send_dev,
+                                 bool *recv_dev);
 
 /* requests */
 mca_coll_dfccl_request_t *mca_coll_dfccl_request_get(ompi_communicator_t *comm);
@@ -235,9 +239,16 @@ void mca_coll_dfccl_request_release(mca_coll_dfccl_request_t *req);
  * an MPI error. The engine's reference on req is the caller's to take. */
 int  mca_coll_dfccl_submit(struct mca_coll_dfccl_module_t *m, bool on_gpu, dfccl_coll_args_t *args,
                            dfccl_prepared_t *prepared, mca_coll_dfccl_request_t *req);
+/* A blocking call on the host engine (args->user: req): runs it at once on
+ * this thread where the engine can (*done; the engine then keeps no
+ * reference on req), else posts it as submit does. */
+int  mca_coll_dfccl_run_host(struct mca_coll_dfccl_module_t *m, dfccl_coll_args_t *args,
+                             mca_coll_dfccl_request_t *req, bool *done);
 /* Scheduling priority of a communicator's calls: its info key
- * "dfccl_priority", else coll_dfccl_default_priority */
-int  mca_coll_dfccl_priority_of(ompi_communicator_t *comm);
+ * "dfccl_priority", else coll_dfccl_default_priority; read at the first
+ * call that asks (an info lookup per call costs more than a small
+ * collective on the host engine) */
+int  mca_coll_dfccl_priority_of(struct mca_coll_dfccl_module_t *m);
 /* persistent collectives (coll_dfccl_persist.c): prepares a call routed to
  * the engine and returns its inactive persistent request; persist_drop
  * frees what it prepared (request release) */

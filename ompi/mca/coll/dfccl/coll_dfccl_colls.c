@@ -30,10 +30,11 @@ typedef struct {
 static dfccl_route_t dfccl_route(const mca_coll_dfccl_module_t *m, const void *sbuf,
                                  const void *rbuf)
 {
-    bool send_dev = mca_coll_dfccl_is_device_memory(sbuf);
-    bool recv_dev = mca_coll_dfccl_is_device_memory(rbuf);
-    bool all_dev = (sbuf == MPI_IN_PLACE || send_dev) && recv_dev;
+    bool send_dev, recv_dev, all_dev;
     dfccl_route_t route = { DFCCL_ROUTE_STOCK, false, NULL };
+
+    mca_coll_dfccl_memory_kinds(sbuf, rbuf, &send_dev, &recv_dev);
+    all_dev = (sbuf == MPI_IN_PLACE || send_dev) && recv_dev;
 
     if (mca_coll_dfccl_component.host_buffers == MCA_COLL_DFCCL_HOST_BUFFERS_ENGINE) {
         if (m->gpu_agreed) {
@@ -113,6 +114,7 @@ static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_route_t route, dfccl_coll
 {
     mca_coll_dfccl_request_t *req;
     dfccl_context_t *ctx = NULL;
+    bool done = false;
     int rc;
 
     if (route.path == DFCCL_ROUTE_STOCK) return DFCCL_FALLBACK;
@@ -141,17 +143,25 @@ static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_route_t route, dfccl_coll
         }
     }
     args->user = req;
-    args->priority = mca_coll_dfccl_priority_of(m->comm);
-    rc = mca_coll_dfccl_submit(m, route.path == DFCCL_ROUTE_GPU, args, NULL, req);
+    args->priority = mca_coll_dfccl_priority_of(m);
+    if (request == NULL && route.path == DFCCL_ROUTE_HOST && !route.stage && route.pack == NULL)
+        rc = mca_coll_dfccl_run_host(m, args, req, &done);   /* may end here */
+    else
+        rc = mca_coll_dfccl_submit(m, route.path == DFCCL_ROUTE_GPU, args, NULL, req);
     if (rc != OMPI_SUCCESS) {
         mca_coll_dfccl_request_release(req);
         mca_coll_dfccl_request_release(req);
         return rc;
     }
-    DFCCL_VERBOSE(2, "%s%s on comm %s posted to the engine%s%s", request ? "i" : "",
+    DFCCL_VERBOSE(2, "%s%s on comm %s posted to the engine%s%s%s", request ? "i" : "",
                   dfccl_coll_type_name(args->type), m->comm->c_name,
                   route.path == DFCCL_ROUTE_GPU ? " (GPU)" : "",
-                  route.stage ? ", staged" : "");
+                  route.stage ? ", staged" : "", done ? ", ended at once" : "");
+    if (done) {   /* run on this thread: nothing was queued */
+        mca_coll_dfccl_request_release(req);
+        mca_coll_dfccl_request_release(req);
+        return OMPI_SUCCESS;
+    }
     if (request != NULL) {
         *request = &req->super.super;
         return OMPI_SUCCESS;

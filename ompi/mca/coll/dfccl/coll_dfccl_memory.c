@@ -37,12 +37,10 @@ static int count_loads(struct dl_phdr_info *info, size_t size, void *arg)
     return 1;
 }
 
-bool mca_coll_dfccl_is_device_memory(const void *buf)
+/* The driver's query, once the application loaded the driver; NULL
+ * before. */
+static dfccl_cu_pointer_get_attributes_fn driver_query(void)
 {
-    int memory_type = 0, attribute = DFCCL_CU_POINTER_ATTRIBUTE_MEMORY_TYPE;
-    void *data = &memory_type;
-
-    if (buf == NULL || buf == MPI_IN_PLACE) return false;
     if (cu_pointer_get_attributes == NULL) {
         /* Only a driver the application already loaded can have made device
          * memory (RTLD_NOLOAD: host-only programs never load it through us);
@@ -53,19 +51,37 @@ bool mca_coll_dfccl_is_device_memory(const void *buf)
         unsigned long long loads = 0;
         dl_iterate_phdr(count_loads, &loads);
         if (loads != 0 && loads == __atomic_load_n(&driver_missing_at_loads, __ATOMIC_RELAXED))
-            return false;
+            return NULL;
         void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
         if (driver == NULL) {
             __atomic_store_n(&driver_missing_at_loads, loads, __ATOMIC_RELAXED);
-            return false;
+            return NULL;
         }
         cu_pointer_get_attributes =
             (dfccl_cu_pointer_get_attributes_fn)dlsym(driver, "cuPointerGetAttributes");
-        if (cu_pointer_get_attributes == NULL) return false;
+        if (cu_pointer_get_attributes == NULL) return NULL;
         DFCCL_VERBOSE(1, "CUDA driver found: device buffers are recognised");
     }
+    return cu_pointer_get_attributes;
+}
+
+static bool memory_is_device(dfccl_cu_pointer_get_attributes_fn query, const void *buf)
+{
+    int memory_type = 0, attribute = DFCCL_CU_POINTER_ATTRIBUTE_MEMORY_TYPE;
+    void *data = &memory_type;
+
+    if (buf == NULL || buf == MPI_IN_PLACE) return false;
     /* host memory the driver does not know: memory type 0, not device */
-    return cu_pointer_get_attributes(1, &attribute, &data, (unsigned long long)(uintptr_t)buf) ==
-               DFCCL_CU_SUCCESS &&
+    return query(1, &attribute, &data, (unsigned long long)(uintptr_t)buf) == DFCCL_CU_SUCCESS &&
            memory_type == DFCCL_CU_MEMORYTYPE_DEVICE;
+}
+
+void mca_coll_dfccl_memory_kinds(const void *sbuf, const void *rbuf, bool *send_dev,
+                                 bool *recv_dev)
+{
+    /* one look for the driver per call: the look takes the loader's lock */
+    dfccl_cu_pointer_get_attributes_fn query = driver_query();
+
+    *send_dev = query != NULL && memory_is_device(query, sbuf);
+    *recv_dev = query != NULL && memory_is_device(query, rbuf);
 }

@@ -19,6 +19,8 @@ static void dfccl_module_construct(mca_coll_dfccl_module_t *m)
     m->all_local = false;
     m->gpu_agreed = false;
     m->stage_agreed = false;
+    m->priority = 0;
+    m->priority_known = false;
     m->gpu_comm = NULL;
     m->gpu_state = MCA_COLL_DFCCL_ENGINE_UNSET;
     m->gpu_setup = NULL;

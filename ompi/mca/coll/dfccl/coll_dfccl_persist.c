@@ -98,7 +98,7 @@ int mca_coll_dfccl_persist_init(mca_coll_dfccl_module_t *m, bool on_gpu, bool st
     p->module = m;
     p->on_gpu = on_gpu;
     p->args = *args;
-    p->args.priority = mca_coll_dfccl_priority_of(m->comm);
+    p->args.priority = mca_coll_dfccl_priority_of(m);
     if (args->type == DFCCL_COLL_REDUCE_SCATTER) {
         if ((p->counts = malloc(sizeof(size_t) * (size_t)size)) == NULL) {
             mca_coll_dfccl_request_release(req);

@@ -76,21 +76,29 @@ void mca_coll_dfccl_request_release(mca_coll_dfccl_request_t *req)
     opal_free_list_return(&mca_coll_dfccl_component.requests, (opal_free_list_item_t *)req);
 }
 /* Scheduling priority: the communicator's info key "dfccl_priority"
- * (MPI_Comm_set_info / MPI_Comm_dup_with_info), else the MCA default. It
+ * (MPI_Comm_dup_with_info, or MPI_Comm_set_info before its first call the
+ * engine carries), else the MCA default. It
  * should be equal on all ranks: it orders collectives in the engine, which
  * then converges faster; a mismatch costs time, never correctness. */
-int mca_coll_dfccl_priority_of(ompi_communicator_t *comm)
+int mca_coll_dfccl_priority_of(mca_coll_dfccl_module_t *m)
 {
+    ompi_communicator_t *comm = m->comm;
     char value[32];
     int flag = 0;
 
+    if (m->priority_known) return m->priority;
+    m->priority = mca_coll_dfccl_component.default_priority;
     if (comm->super.s_info != NULL &&
         opal_info_get(comm->super.s_info, "dfccl_priority", sizeof(value) - 1, value, &flag) ==
             OPAL_SUCCESS && flag)
-        return atoi(value);
-    return mca_coll_dfccl_component.default_priority;
+        m->priority = atoi(value);
+    m->priority_known = true;
+    return m->priority;
 }
 
+
+static int dfccl_submit_failed(mca_coll_dfccl_module_t *m, const dfccl_coll_args_t *args,
+                               dfccl_status_t status);
 
 int mca_coll_dfccl_submit(mca_coll_dfccl_module_t *m, bool on_gpu, dfccl_coll_args_t *args,
                           dfccl_prepared_t *prepared, mca_coll_dfccl_request_t *req)
@@ -110,6 +118,33 @@ int mca_coll_dfccl_submit(mca_coll_dfccl_module_t *m, bool on_gpu, dfccl_coll_ar
     status = prepared != NULL ? dfccl_coll_start(prepared, args->user)
                               : dfccl_coll_post(m->engine_comm, args);
     if (status == DFCCL_OK) return OMPI_SUCCESS;
+    return dfccl_submit_failed(m, args, status);
+}
+
+int mca_coll_dfccl_run_host(mca_coll_dfccl_module_t *m, dfccl_coll_args_t *args,
+                            mca_coll_dfccl_request_t *req, bool *done)
+{
+    dfccl_status_t status;
+
+    req->on_host = true;
+    status = dfccl_coll_run(m->engine_comm, args);
+    *done = status == DFCCL_OK;
+    if (status == DFCCL_OK) return OMPI_SUCCESS;
+    /* Counted in flight only once posted: four atomic additions cost a
+     * call that ends here much. Another thread's progress may poll the
+     * completion before these run; its decrements then leave the counts
+     * below zero for a moment, which makes a poll skip once, no more. */
+    opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, 1);
+    opal_atomic_add_fetch_32(&mca_coll_dfccl_component.host_in_flight, 1);
+    if (status == DFCCL_INPROGRESS) return OMPI_SUCCESS;
+    return dfccl_submit_failed(m, args, status);
+}
+
+/* Undoes the counts of a call that the engine did not post (or that failed
+ * at once) and says why. */
+static int dfccl_submit_failed(mca_coll_dfccl_module_t *m, const dfccl_coll_args_t *args,
+                               dfccl_status_t status)
+{
     opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, -1);
     opal_atomic_add_fetch_32(&mca_coll_dfccl_component.host_in_flight, -1);
     /* a communicator that broke was said once, where it broke */
