@@ -258,3 +258,64 @@ int sim_gpu_usable(void)
     if (pid < 0 || waitpid(pid, &status, 0) < 0) return 0;
     return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
+
+int sim_three_alloc(sim_three_t *t, int rank, int size, size_t n, const size_t *rs_counts,
+                    size_t total, dfccl_op_t rs_op)
+{
+    memset(t, 0, sizeof(*t));
+    t->ar_in = malloc((n + 1) * 8);
+    t->ar_out = malloc((n + 1) * 8);
+    t->ag_in = malloc((n + 1) * 4);
+    t->ag_out = malloc((n * (size_t)size + 1) * 4);
+    t->rs_in = malloc((total + 1) * 8);
+    t->rs_out = malloc((total + 1) * 8);
+    t->rs_op = rs_op;
+    if (!t->ar_in || !t->ar_out || !t->ag_in || !t->ag_out || !t->rs_in || !t->rs_out) {
+        sim_three_free(t);
+        return 1;
+    }
+    sim_fill_input(t->ar_in, n, DFCCL_DOUBLE, DFCCL_OP_SUM, rank, 0);
+    sim_fill_input(t->ag_in, n, DFCCL_INT32, DFCCL_OP_NONE, rank, (size_t)rank * n);
+    sim_fill_input(t->rs_in, total, DFCCL_INT64, rs_op, rank, 0);
+    t->args[0] = (dfccl_coll_args_t){ .type = DFCCL_COLL_ALLREDUCE, .sendbuf = t->ar_in,
+                                      .recvbuf = t->ar_out, .count = n, .dtype = DFCCL_DOUBLE,
+                                      .op = DFCCL_OP_SUM };
+    t->args[1] = (dfccl_coll_args_t){ .type = DFCCL_COLL_ALLGATHER, .sendbuf = t->ag_in,
+                                      .recvbuf = t->ag_out, .count = n, .dtype = DFCCL_INT32,
+                                      .op = DFCCL_OP_NONE };
+    t->args[2] = (dfccl_coll_args_t){ .type = DFCCL_COLL_REDUCE_SCATTER, .sendbuf = t->rs_in,
+                                      .recvbuf = t->rs_out, .counts = rs_counts,
+                                      .dtype = DFCCL_INT64, .op = rs_op };
+    return 0;
+}
+
+void sim_three_free(sim_three_t *t)
+{
+    free(t->ar_in); free(t->ar_out); free(t->ag_in); free(t->ag_out); free(t->rs_in);
+    free(t->rs_out);
+    memset(t, 0, sizeof(*t));
+}
+
+int sim_three_check(const sim_three_t *t, int rank, int size, size_t n, const size_t *rs_counts)
+{
+    size_t displ = 0;
+
+    for (int r = 0; r < rank; r++) displ += rs_counts[r];
+    for (size_t i = 0; i < n; i++) {
+        double e;
+        int32_t g;
+        sim_expected(&e, DFCCL_DOUBLE, DFCCL_OP_SUM, size, i);
+        CHECK(t->ar_out[i] == e, "allreduce n=%zu [%zu] %g != %g", n, i, t->ar_out[i], e);
+        for (int r = 0; r < size; r++) {
+            sim_fill_input(&g, 1, DFCCL_INT32, DFCCL_OP_NONE, r, (size_t)r * n + i);
+            CHECK(t->ag_out[(size_t)r * n + i] == g, "allgather n=%zu from rank %d [%zu]", n, r,
+                  i);
+        }
+    }
+    for (size_t i = 0; i < rs_counts[rank]; i++) {
+        int64_t e;
+        sim_expected(&e, DFCCL_INT64, t->rs_op, size, displ + i);
+        CHECK(t->rs_out[i] == e, "reduce_scatter n=%zu [%zu]", n, i);
+    }
+    return 0;
+}

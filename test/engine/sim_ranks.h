@@ -46,6 +46,25 @@ void sim_fill_input(void *buf, size_t count, dfccl_dtype_t dtype, dfccl_op_t op,
 /* Expected result of reducing element `index` over size ranks. */
 void sim_expected(void *out, dfccl_dtype_t dtype, dfccl_op_t op, int size, size_t index);
 
+/* The tests' three calls of n elements on rank of size ranks: a double sum
+ * allreduce, an int32 allgather of n per rank and an int64 reduce-scatter
+ * with rs_op over rs_counts (total elements), their inputs filled by
+ * sim_fill_input and their arguments in args[] (user NULL, no callback). */
+typedef struct sim_three {
+    double    *ar_in, *ar_out;
+    int32_t   *ag_in, *ag_out;
+    int64_t   *rs_in, *rs_out;
+    dfccl_op_t rs_op;
+    dfccl_coll_args_t args[3];
+} sim_three_t;
+
+/* 0, or 1 when out of memory. */
+int sim_three_alloc(sim_three_t *t, int rank, int size, size_t n, const size_t *rs_counts,
+                    size_t total, dfccl_op_t rs_op);
+void sim_three_free(sim_three_t *t);
+/* 0 when all results are right, else 1 after a line saying what is wrong. */
+int sim_three_check(const sim_three_t *t, int rank, int size, size_t n, const size_t *rs_counts);
+
 /* 1 when a CUDA device is usable (asked in a forked child); else 0 after a
  * "SKIP: why" line. */
 int sim_gpu_usable(void);

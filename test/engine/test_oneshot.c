@@ -69,50 +69,30 @@ static int body_calls(int rank, int size, sim_world_t *world, void *arg)
     CHECK(dfccl_comm_create(ctx, &p, &comm) == DFCCL_OK, "comm");
     for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++)
         for (int in_place = 0; in_place < 2; in_place++) {
-            size_t n = counts[k], rs_counts[16], total = 0, displ = 0;
+            size_t n = counts[k], rs_counts[16], total = 0;
             for (int r = 0; r < size; r++) total += rs_counts[r] = (n + (size_t)r) % (n / 4 + 2);
-            for (int r = 0; r < rank; r++) displ += rs_counts[r];
-            double *ar_in = malloc((n + 1) * 8), *ar_out = malloc((n + 1) * 8);
-            int32_t *ag_in = malloc((n + 1) * 4), *ag_out = malloc((n * size + 1) * 4);
-            int64_t *rs_in = malloc((total + 1) * 8), *rs_out = malloc((total + 1) * 8);
-            sim_fill_input(ar_in, n, DFCCL_DOUBLE, DFCCL_OP_SUM, rank, 0);
-            sim_fill_input(ag_in, n, DFCCL_INT32, DFCCL_OP_NONE, rank, (size_t)rank * n);
-            sim_fill_input(rs_in, total, DFCCL_INT64, DFCCL_OP_MIN, rank, 0);
-            if (in_place) {
-                memcpy(ar_out, ar_in, n * 8);
-                memcpy(ag_out + (size_t)rank * n, ag_in, n * 4);
-                memcpy(rs_out, rs_in, total * 8);
+            sim_three_t t;
+            CHECK(sim_three_alloc(&t, rank, size, n, rs_counts, total, DFCCL_OP_MIN) == 0,
+                  "memory");
+            dfccl_coll_args_t *a = t.args;
+            for (int c = 0; c < 3; c++) {
+                a[c].user = &where;
+                if (!in_place) continue;
+                /* the input where the result goes (allgather: our block) */
+                size_t bytes = c == 0 ? n * 8 : c == 1 ? n * 4 : total * 8;
+                char *dst = (char *)a[c].recvbuf + (c == 1 ? (size_t)rank * n * 4 : 0);
+                memcpy(dst, a[c].sendbuf, bytes);
+                a[c].sendbuf = DFCCL_IN_PLACE;
             }
-            dfccl_coll_args_t a[3] = {
-                { DFCCL_COLL_ALLREDUCE, in_place ? DFCCL_IN_PLACE : ar_in, ar_out, n, NULL,
-                  DFCCL_DOUBLE, DFCCL_OP_SUM, 0, &where, NULL },
-                { DFCCL_COLL_ALLGATHER, in_place ? DFCCL_IN_PLACE : ag_in, ag_out, n, NULL,
-                  DFCCL_INT32, DFCCL_OP_NONE, 0, &where, NULL },
-                { DFCCL_COLL_REDUCE_SCATTER, in_place ? DFCCL_IN_PLACE : rs_in, rs_out, 0,
-                  rs_counts, DFCCL_INT64, DFCCL_OP_MIN, 0, &where, NULL },
-            };
             for (int c = 0; c < 3; c++) {
                 where = DFCCL_INPROGRESS;
                 dfccl_status_t s = run_blocking(ctx, comm, &a[c]);
                 CHECK(s == DFCCL_OK, "call %d, n=%zu%s: %s", c, n, in_place ? " in place" : "",
                       dfccl_status_string(s));
             }
-            for (size_t i = 0; i < n; i++) {
-                double e;
-                int32_t g;
-                sim_expected(&e, DFCCL_DOUBLE, DFCCL_OP_SUM, size, i);
-                CHECK(ar_out[i] == e, "allreduce n=%zu [%zu] %g != %g", n, i, ar_out[i], e);
-                for (int r = 0; r < size; r++) {
-                    sim_fill_input(&g, 1, DFCCL_INT32, DFCCL_OP_NONE, r, (size_t)r * n + i);
-                    CHECK(ag_out[(size_t)r * n + i] == g, "allgather n=%zu from rank %d", n, r);
-                }
-            }
-            for (size_t i = 0; i < rs_counts[rank]; i++) {
-                int64_t e;
-                sim_expected(&e, DFCCL_INT64, DFCCL_OP_MIN, size, displ + i);
-                CHECK(rs_out[i] == e, "reduce_scatter n=%zu [%zu]", n, i);
-            }
-            free(ar_in); free(ar_out); free(ag_in); free(ag_out); free(rs_in); free(rs_out);
+            CHECK(sim_three_check(&t, rank, size, n, rs_counts) == 0, "results of n=%zu%s", n,
+                  in_place ? " in place" : "");
+            sim_three_free(&t);
         }
     dfccl_stats_get(&st);
     /* 8 B doubles up to 128 elements, int32 blocks up to 256 */

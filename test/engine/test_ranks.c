@@ -68,39 +68,15 @@ static int body_collectives(int rank, int size, sim_world_t *world, void *arg)
     for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
         size_t n = counts[k], rs_counts[64], total = 0;
         for (int r = 0; r < size; r++) total += rs_counts[r] = (n + (size_t)r) % (n + 2);
-        double *ar_in = malloc((n + 1) * 8), *ar_out = malloc((n + 1) * 8);
-        int32_t *ag_in = malloc((n + 1) * 4), *ag_out = malloc((n * size + 1) * 4);
-        int64_t *rs_in = malloc((total + 1) * 8), *rs_out = malloc((total + 1) * 8);
-        sim_fill_input(ar_in, n, DFCCL_DOUBLE, DFCCL_OP_SUM, rank, 0);
-        sim_fill_input(ag_in, n, DFCCL_INT32, DFCCL_OP_NONE, rank, (size_t)rank * n);
-        sim_fill_input(rs_in, total, DFCCL_INT64, DFCCL_OP_MAX, rank, 0);
-        dfccl_coll_args_t a[3] = {
-            { DFCCL_COLL_ALLREDUCE, ar_in, ar_out, n, NULL, DFCCL_DOUBLE, DFCCL_OP_SUM, 0, NULL, NULL },
-            { DFCCL_COLL_ALLGATHER, ag_in, ag_out, n, NULL, DFCCL_INT32, DFCCL_OP_NONE, 0, NULL, NULL },
-            { DFCCL_COLL_REDUCE_SCATTER, rs_in, rs_out, 0, rs_counts, DFCCL_INT64, DFCCL_OP_MAX, 0, NULL, NULL },
-        };
+        sim_three_t t;
+        CHECK(sim_three_alloc(&t, rank, size, n, rs_counts, total, DFCCL_OP_MAX) == 0, "memory");
+        dfccl_coll_args_t *a = t.args;
         /* one collective per communicator, all in flight at once */
         for (int c = 0; c < 3; c++) CHECK(dfccl_coll_post(comm[c], &a[c]) == DFCCL_OK, "post");
         CHECK(wait_completions(ctx, 3, &last) == 3, "completions (last status %s)",
               dfccl_status_string(last));
-        size_t displ = 0;
-        for (int r = 0; r < rank; r++) displ += rs_counts[r];
-        for (size_t i = 0; i < n; i++) {
-            double e;
-            int32_t g;
-            sim_expected(&e, DFCCL_DOUBLE, DFCCL_OP_SUM, size, i);
-            CHECK(ar_out[i] == e, "allreduce n=%zu [%zu] %g != %g", n, i, ar_out[i], e);
-            for (int r = 0; r < size; r++) {
-                sim_fill_input(&g, 1, DFCCL_INT32, DFCCL_OP_NONE, r, (size_t)r * n + i);
-                CHECK(ag_out[(size_t)r * n + i] == g, "allgather n=%zu", n);
-            }
-        }
-        for (size_t i = 0; i < rs_counts[rank]; i++) {
-            int64_t e;
-            sim_expected(&e, DFCCL_INT64, DFCCL_OP_MAX, size, displ + i);
-            CHECK(rs_out[i] == e, "reduce_scatter n=%zu [%zu]", n, i);
-        }
-        free(ar_in); free(ar_out); free(ag_in); free(ag_out); free(rs_in); free(rs_out);
+        CHECK(sim_three_check(&t, rank, size, n, rs_counts) == 0, "results of n=%zu", n);
+        sim_three_free(&t);
     }
     dfccl_stats_t st;
     dfccl_stats_get(&st);
