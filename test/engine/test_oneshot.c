@@ -12,6 +12,7 @@
  *               the scheduler when its peer is busy with the other)
  *   mismatch    ranks that make different calls, or one whose call fails
  *               locally: every rank gets an error, none hangs
+ *   settings    ranks with different one-shot limits: creation fails on all
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -194,6 +195,26 @@ static int body_mismatch(int rank, int size, sim_world_t *world, void *arg)
     return 0;
 }
 
+/* Ranks with different one-shot limits lay their segments out differently:
+ * creation fails on every rank alike. */
+static int body_settings(int rank, int size, sim_world_t *world, void *arg)
+{
+    dfccl_context_t *ctx = NULL;
+    dfccl_comm_t *comm = NULL;
+    dfccl_config_t cfg;
+
+    (void)size;
+    (void)arg;
+    dfccl_config_init(&cfg);
+    cfg.oneshot_max_bytes = rank == 1 ? 0 : MAX_BYTES;
+    CHECK(dfccl_context_create(&cfg, &ctx) == DFCCL_OK, "context");
+    dfccl_comm_params_t p = sim_comm_params(world, rank, 330, DFCCL_BACKEND_HOST);
+    CHECK(dfccl_comm_create(ctx, &p, &comm) == DFCCL_ERR_INVALID_PARAM,
+          "different one-shot limits must fail the creation");
+    dfccl_context_destroy(ctx);
+    return 0;
+}
+
 int main(void)
 {
     static const int sizes[] = { 1, 2, 3, 4 };
@@ -215,6 +236,9 @@ int main(void)
     failed += f != 0;
     f = sim_run(3, 60, body_mismatch, (void *)&local_failure);
     printf("a call that fails on one rank: %s\n", f ? "FAIL" : "ok");
+    failed += f != 0;
+    f = sim_run(3, 60, body_settings, NULL);
+    printf("different one-shot limits: %s\n", f ? "FAIL" : "ok");
     failed += f != 0;
     printf("test_oneshot: %s\n", failed ? "FAIL" : "ok");
     return failed ? 1 : 0;

@@ -33,6 +33,7 @@ typedef struct host_hello {
     uint32_t nslots;
     int32_t  numa;          /* NUMA node it runs on (hwloc), -1 unknown */
     uint64_t slot_bytes;
+    uint64_t oneshot_bytes; /* knob oneshot_max_bytes: lays out the segment */
     uint64_t node_label;
     uint64_t plans;         /* digest of the plan files it offers (0: none) */
     char     host[DFCCL_NET_HOST_MAX];
@@ -101,6 +102,7 @@ static dfccl_status_t host_begin(dfccl_comm_t *comm, void *hello_out)
     hello.numa = (int32_t)dfccl_locality_numa();
     hello.nslots = comm->context->config.fifo_slots;
     hello.slot_bytes = comm->context->config.slot_bytes;
+    hello.oneshot_bytes = comm->context->config.oneshot_max_bytes;
     hello.node_label = dfccl_host_node_label(hello.host, sizeof(hello.host));
     if (comm->node_label != 0) hello.node_label = comm->node_label;   /* the caller knows best */
     hello.plans = dfccl_plan_set_digest(&comm->context->plans, comm->size);
@@ -151,6 +153,15 @@ static dfccl_status_t host_connect(dfccl_comm_t *comm, const void *hellos)
                             (unsigned long long)comm->key, i, all[i].nslots,
                             (unsigned long long)all[i].slot_bytes, mine->nslots,
                             (unsigned long long)mine->slot_bytes);
+            return DFCCL_ERR_INVALID_PARAM;
+        }
+        if (all[i].oneshot_bytes != mine->oneshot_bytes) {
+            if (comm->rank == 0)
+                dfccl_error("comm %#llx: rank %d takes the one-shot up to %llu bytes, rank 0 up"
+                            " to %llu: oneshot_max_bytes must be equal on all ranks",
+                            (unsigned long long)comm->key, i,
+                            (unsigned long long)all[i].oneshot_bytes,
+                            (unsigned long long)mine->oneshot_bytes);
             return DFCCL_ERR_INVALID_PARAM;
         }
     }
