@@ -118,9 +118,13 @@ void dfccl_coll_complete(dfccl_context_t *ctx, const dfccl_coll_t *coll, dfccl_s
  * host communicator fails at once (it broke here, or a peer broke before
  * this collective). */
 dfccl_status_t dfccl_host_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args);
-/* A record's place in the communicator's order, the identity its peers
- * check, the counters: all of a post but the hand-over. */
-void dfccl_host_enter(dfccl_comm_t *comm, dfccl_coll_t *coll, const dfccl_coll_args_t *args);
+/* ... in two parts: what fails a call at once (a call with bad arguments
+ * takes its place as rejected; *total: its elements), then the record and
+ * the hand-over of a call that passed them. */
+dfccl_status_t dfccl_host_post_checks(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
+                                      size_t *total);
+dfccl_status_t dfccl_host_post_checked(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
+                                       size_t total);
 /* host/run_now.c: the host backend's run (backend_ops.h). */
 dfccl_status_t dfccl_host_run(dfccl_comm_t *comm, const dfccl_coll_args_t *args);
 dfccl_status_t dfccl_comm_post_check(dfccl_comm_t *comm);

@@ -254,18 +254,16 @@ static dfccl_status_t host_map_peer(dfccl_comm_t *comm, dfccl_host_t *h, int r, 
 /* The one-shot's slots, ours and every node peer's, in the mapped segments. */
 static dfccl_status_t host_attach_oneshot(dfccl_comm_t *comm, dfccl_host_t *h)
 {
-    char **peers;
-    dfccl_status_t status;
+    char **slots;
 
     if (dfccl_oneshot_area_bytes(&comm->context->config, comm->size, h->topo.nnodes) == 0)
         return DFCCL_OK;
-    if ((peers = malloc(sizeof(char *) * (size_t)comm->size)) == NULL) return DFCCL_ERR_NO_MEMORY;
+    if ((slots = malloc(sizeof(char *) * (size_t)comm->size)) == NULL) return DFCCL_ERR_NO_MEMORY;
     for (int r = 0; r < comm->size; r++)
-        peers[r] = r == comm->rank ? NULL : (char *)h->peer_segs[r].addr + host_oneshot_offset();
-    status = dfccl_oneshot_attach(h, &comm->context->config, comm->size, comm->rank,
-                                  (char *)comm->recv_seg.addr + host_oneshot_offset(), peers);
-    free(peers);
-    return status;
+        slots[r] = (char *)(r == comm->rank ? comm->recv_seg.addr : h->peer_segs[r].addr) +
+                   host_oneshot_offset();
+    dfccl_oneshot_attach(h, &comm->context->config, slots);
+    return DFCCL_OK;
 }
 
 static dfccl_status_t host_connect_addresses(dfccl_comm_t *comm, const void *addresses)

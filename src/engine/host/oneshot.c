@@ -33,19 +33,14 @@ size_t dfccl_oneshot_area_bytes(const dfccl_config_t *cfg, int size, int nnodes)
     return 2 * oneshot_slot_bytes(cfg->oneshot_max_bytes);
 }
 
-dfccl_status_t dfccl_oneshot_attach(dfccl_host_t *h, const dfccl_config_t *cfg, int size, int rank,
-                                    char *mine, char *const *peers)
+void dfccl_oneshot_attach(dfccl_host_t *h, const dfccl_config_t *cfg, char **slots)
 {
     dfccl_oneshot_t *o = &h->oneshot;
 
-    o->slots = malloc(sizeof(char *) * (size_t)size);
-    if (o->slots == NULL) return DFCCL_ERR_NO_MEMORY;
-    for (int r = 0; r < size; r++) o->slots[r] = r == rank ? mine : peers[r];
-    o->mine = mine;
+    o->slots = slots;
     o->max_bytes = cfg->oneshot_max_bytes;
     o->slot_bytes = oneshot_slot_bytes(cfg->oneshot_max_bytes);
     o->next = 0;
-    return DFCCL_OK;
 }
 
 void dfccl_oneshot_free(dfccl_host_t *h)
@@ -55,10 +50,8 @@ void dfccl_oneshot_free(dfccl_host_t *h)
 }
 
 /* Elements each rank contributes. */
-static size_t oneshot_in_elems(const dfccl_comm_t *comm, const dfccl_coll_args_t *args,
-                               size_t total)
+static size_t oneshot_in_elems(const dfccl_coll_args_t *args, size_t total)
 {
-    (void)comm;
     return args->type == DFCCL_COLL_ALLGATHER ? args->count : total;
 }
 
@@ -82,7 +75,7 @@ int dfccl_oneshot_serves(const dfccl_comm_t *comm, const dfccl_coll_args_t *args
     if (h == NULL || h->oneshot.slots == NULL) return 0;
     /* a forced algorithm is what its user asked for */
     if (comm->context->config.algorithm != DFCCL_ALGO_COUNT) return 0;
-    if (oneshot_in_elems(comm, args, total) * dfccl_dtype_size(args->dtype) > h->oneshot.max_bytes)
+    if (oneshot_in_elems(args, total) * dfccl_dtype_size(args->dtype) > h->oneshot.max_bytes)
         return 0;
     return !oneshot_plan_file_serves(h, args, total);
 }
@@ -106,7 +99,7 @@ void dfccl_oneshot_init(dfccl_comm_t *comm, const dfccl_coll_args_t *args, size_
     coll->exec.dtype   = args->dtype;
     coll->exec.op      = args->op;
     coll->exec.esize   = dfccl_dtype_size(args->dtype);
-    s->in_elems = oneshot_in_elems(comm, args, total);
+    s->in_elems = oneshot_in_elems(args, total);
     s->out_off = 0;
     s->out_elems = args->type == DFCCL_COLL_ALLREDUCE ? total : 0;
     if (args->type == DFCCL_COLL_REDUCE_SCATTER) {

@@ -46,7 +46,6 @@ typedef struct dfccl_oneshot_run {
 typedef struct dfccl_oneshot {
     size_t    max_bytes;   /* largest contribution (0: the communicator has no one-shot) */
     size_t    slot_bytes;  /* one slot: the identity's line, then max_bytes */
-    char     *mine;        /* our two slots, in our segment */
     char    **slots;       /* every rank's two slots, ours included (size entries) */
     uint64_t  next;        /* the number of the next one-shot to run (scheduler side) */
 } dfccl_oneshot_t;
@@ -54,9 +53,9 @@ typedef struct dfccl_oneshot {
 /* Bytes of a rank's segment its two slots take (0: none), from what every
  * rank knows alike: the knob, the communicator's size and nodes. */
 size_t dfccl_oneshot_area_bytes(const dfccl_config_t *cfg, int size, int nnodes);
-/* Where the slots are: ours at mine, peer r's at peers[r] (NULL for ours). */
-dfccl_status_t dfccl_oneshot_attach(struct dfccl_host *h, const dfccl_config_t *cfg, int size,
-                                    int rank, char *mine, char *const *peers);
+/* Where the slots are: every rank's two, ours included, in slots[] (size
+ * entries, malloc'ed; dfccl_oneshot_free frees it). */
+void dfccl_oneshot_attach(struct dfccl_host *h, const dfccl_config_t *cfg, char **slots);
 void dfccl_oneshot_free(struct dfccl_host *h);
 
 /* 1 when the call (checked, total elements) takes the one-shot: the same

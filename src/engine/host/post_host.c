@@ -68,7 +68,9 @@ static dfccl_status_t coll_post_rejected(dfccl_comm_t *comm, const dfccl_coll_ar
     return status;
 }
 
-void dfccl_host_enter(dfccl_comm_t *comm, dfccl_coll_t *coll, const dfccl_coll_args_t *args)
+/* A record's place in the communicator's order, the identity its peers
+ * check: all of a post but the counters and the hand-over. */
+static void host_enter(dfccl_comm_t *comm, dfccl_coll_t *coll, const dfccl_coll_args_t *args)
 {
     dfccl_coll_enter(comm, coll, args);
     /* what the peer receiving from us checks before any data moves */
@@ -80,7 +82,7 @@ void dfccl_host_enter(dfccl_comm_t *comm, dfccl_coll_t *coll, const dfccl_coll_a
 /* Hands a record to the scheduler, entered and counted. */
 static void host_submit(dfccl_comm_t *comm, dfccl_coll_t *coll, const dfccl_coll_args_t *args)
 {
-    dfccl_host_enter(comm, coll, args);
+    host_enter(comm, coll, args);
     dfccl_stats_add_posted(args->type);
     dfccl_stats_add_algorithm(coll->oneshot             ? DFCCL_STATS_ONESHOT
                               : coll->plan_name != NULL ? DFCCL_STATS_PLAN_FILE
@@ -104,22 +106,36 @@ static dfccl_status_t host_plan(dfccl_comm_t *comm, const dfccl_coll_args_t *arg
     return status;
 }
 
-dfccl_status_t dfccl_host_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args)
+dfccl_status_t dfccl_host_post_checks(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
+                                      size_t *total)
 {
-    dfccl_coll_t *coll;
-    dfccl_status_t status;
-    size_t total;
+    dfccl_status_t status = dfccl_comm_post_check(comm);
 
-    status = dfccl_comm_post_check(comm);
     if (status != DFCCL_OK) return status;
-    status = dfccl_coll_check_args(comm, args, &total);
+    status = dfccl_coll_check_args(comm, args, total);
     if (status != DFCCL_OK)
         return (unsigned)args->type < DFCCL_COLL_TYPE_COUNT ? coll_post_rejected(comm, args, status)
                                                             : status;
-    status = host_plan(comm, args, total, &coll);
+    return DFCCL_OK;
+}
+
+dfccl_status_t dfccl_host_post_checked(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
+                                       size_t total)
+{
+    dfccl_coll_t *coll;
+    dfccl_status_t status = host_plan(comm, args, total, &coll);
+
     if (status != DFCCL_OK) return status;
     host_submit(comm, coll, args);
     return DFCCL_OK;
+}
+
+dfccl_status_t dfccl_host_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args)
+{
+    size_t total;
+    dfccl_status_t status = dfccl_host_post_checks(comm, args, &total);
+
+    return status == DFCCL_OK ? dfccl_host_post_checked(comm, args, total) : status;
 }
 
 /* Prepared collectives (prepared.c): the plan is built once; each start

@@ -94,12 +94,11 @@ dfccl_status_t dfccl_host_run(dfccl_comm_t *comm, const dfccl_coll_args_t *args)
     dfccl_status_t status;
     size_t total;
 
+    status = dfccl_host_post_checks(comm, args, &total);
+    if (status != DFCCL_OK) return status;
     if (!ctx->config.caller_drives || args->callback != NULL ||
-        dfccl_coll_check_args(comm, args, &total) != DFCCL_OK ||
         !dfccl_oneshot_serves(comm, args, total))
         goto post;
-    status = dfccl_comm_post_check(comm);
-    if (status != DFCCL_OK) return status;
     /* the scheduler busy (the daemon runs it, or another caller): the queue */
     if (pthread_mutex_trylock(&s->lock) != 0) goto post;
     if (!dfccl_sched_idle(ctx)) {
@@ -137,6 +136,6 @@ dfccl_status_t dfccl_host_run(dfccl_comm_t *comm, const dfccl_coll_args_t *args)
     dfccl_queue_kick(&ctx->submit);   /* a sleeping daemon must not sleep on it */
     return DFCCL_INPROGRESS;
 post:
-    status = dfccl_host_post(comm, args);
+    status = dfccl_host_post_checked(comm, args, total);
     return status == DFCCL_OK ? DFCCL_INPROGRESS : status;
 }
