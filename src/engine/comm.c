@@ -255,5 +255,12 @@ void dfccl_comm_destroy(dfccl_comm_t *comm)
     dfccl_comm_release(comm);
 }
 
+dfccl_status_t dfccl_comm_usable(const dfccl_comm_t *comm)
+{
+    if (comm->setup_status == DFCCL_OK) return DFCCL_OK;
+    /* still setting up, or its set-up failed */
+    return comm->setup_status == DFCCL_INPROGRESS ? DFCCL_ERR_INVALID_PARAM : comm->setup_status;
+}
+
 int dfccl_comm_rank(const dfccl_comm_t *comm) { return comm->rank; }
 int dfccl_comm_size(const dfccl_comm_t *comm) { return comm->size; }

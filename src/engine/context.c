@@ -83,10 +83,10 @@ void dfccl_context_destroy(dfccl_context_t *ctx)
 
 dfccl_status_t dfccl_coll_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args)
 {
+    dfccl_status_t status;
+
     if (comm == NULL || args == NULL) return DFCCL_ERR_INVALID_PARAM;
-    if (comm->setup_status != DFCCL_OK)   /* still setting up, or its set-up failed */
-        return comm->setup_status == DFCCL_INPROGRESS ? DFCCL_ERR_INVALID_PARAM
-                                                      : comm->setup_status;
+    if ((status = dfccl_comm_usable(comm)) != DFCCL_OK) return status;
     return comm->ops->post(comm, args);
 }
 
@@ -95,9 +95,7 @@ dfccl_status_t dfccl_coll_run(dfccl_comm_t *comm, const dfccl_coll_args_t *args)
     dfccl_status_t status;
 
     if (comm == NULL || args == NULL) return DFCCL_ERR_INVALID_PARAM;
-    if (comm->setup_status != DFCCL_OK)
-        return comm->setup_status == DFCCL_INPROGRESS ? DFCCL_ERR_INVALID_PARAM
-                                                      : comm->setup_status;
+    if ((status = dfccl_comm_usable(comm)) != DFCCL_OK) return status;
     if (comm->ops->run != NULL) return comm->ops->run(comm, args);
     status = comm->ops->post(comm, args);
     return status == DFCCL_OK ? DFCCL_INPROGRESS : status;

@@ -128,6 +128,9 @@ dfccl_status_t dfccl_host_post_checked(dfccl_comm_t *comm, const dfccl_coll_args
 /* host/run_now.c: the host backend's run (backend_ops.h). */
 dfccl_status_t dfccl_host_run(dfccl_comm_t *comm, const dfccl_coll_args_t *args);
 dfccl_status_t dfccl_comm_post_check(dfccl_comm_t *comm);
+/* comm.c: DFCCL_OK once the communicator's set-up succeeded; while it runs
+ * DFCCL_ERR_INVALID_PARAM, after a failure that failure */
+dfccl_status_t dfccl_comm_usable(const dfccl_comm_t *comm);
 /* host/plan_cache.c: a planned record for a call, copied from a recent
  * identical call's where there is one (else built, and kept) */
 dfccl_status_t dfccl_plan_cache_take(dfccl_comm_t *comm, const dfccl_coll_args_t *args,

@@ -26,9 +26,7 @@ dfccl_status_t dfccl_coll_prepare(dfccl_comm_t *comm, const dfccl_coll_args_t *a
     size_t total;
 
     if (comm == NULL || args == NULL || prepared_p == NULL) return DFCCL_ERR_INVALID_PARAM;
-    if (comm->setup_status != DFCCL_OK)
-        return comm->setup_status == DFCCL_INPROGRESS ? DFCCL_ERR_INVALID_PARAM
-                                                      : comm->setup_status;
+    if ((status = dfccl_comm_usable(comm)) != DFCCL_OK) return status;
     status = dfccl_coll_check_args(comm, args, &total);
     if (status != DFCCL_OK) return status;
     if ((p = calloc(1, sizeof(*p))) == NULL) return DFCCL_ERR_NO_MEMORY;

@@ -4,8 +4,9 @@
 
 static dfccl_stats_t stats;
 /* What the holder of the host scheduler's lock counts: one writer at a
- * time, so a plain store of the sum (readers load each counter whole)
- * instead of an atomic addition, which costs a small collective dearly. */
+ * time (a process has one context, dfccl.h, so one such lock), so a plain
+ * store of the sum (readers load each counter whole) instead of an atomic
+ * addition, which costs a small collective dearly. */
 static dfccl_stats_t sched_stats;
 
 #define STAT_ADD(field, v) __atomic_add_fetch(&(field), (v), __ATOMIC_RELAXED)

@@ -302,9 +302,7 @@ dfccl_status_t dfccl_coll_post_stream(dfccl_comm_t *comm, const dfccl_coll_args_
     int r;
 
     if (comm == NULL || args == NULL) return DFCCL_ERR_INVALID_PARAM;
-    if (comm->setup_status != DFCCL_OK)
-        return comm->setup_status == DFCCL_INPROGRESS ? DFCCL_ERR_INVALID_PARAM
-                                                      : comm->setup_status;
+    if ((status = dfccl_comm_usable(comm)) != DFCCL_OK) return status;
     if (comm->gpu == NULL) return DFCCL_ERR_UNSUPPORTED;   /* GPU communicators only */
     if ((status = dfccl_coll_check_args(comm, args, &total)) != DFCCL_OK) return status;
     if ((status = streams_get(comm->context, &s)) != DFCCL_OK) return status;
