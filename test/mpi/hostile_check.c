@@ -6,7 +6,9 @@
  * (every buffer has guard words on both sides). After the case, one more
  * valid allreduce on the same communicator must fail on every rank or give
  * the right result on every rank, and MPI_Comm_dup of it (whose context-id
- * agreement runs on its allreduce) must return, alike on every rank.
+ * agreement runs on its nonblocking allreduce) must succeed on every rank
+ * and give a communicator whose allreduce is right. The program ends with
+ * MPI_Finalize, and its exit status is checked.
  *
  * Cases (fault on rank 0 only unless "all"), for allreduce, allgather,
  * reduce_scatter and reduce_scatter_block, blocking and nonblocking:
@@ -272,12 +274,20 @@ int main(int argc, char **argv)
                 MPI_Comm dup = MPI_COMM_NULL;
                 int drc = MPI_Comm_dup(comm, &dup);
                 long derrs = p2p_reduce_long(drc != MPI_SUCCESS, P2P_SUM);
-                if (drc == MPI_SUCCESS) MPI_Comm_free(&dup);
+                bool dcorrect = false;
+                if (drc == MPI_SUCCESS) {
+                    /* the duplicate is a working communicator, whatever
+                     * became of the one it was made from */
+                    MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+                    (void)follow_up(dup, &dcorrect);
+                    MPI_Comm_free(&dup);
+                }
+                long dwrong = p2p_reduce_long(!dcorrect, P2P_SUM);
                 long slowest = p2p_reduce_long((long)(took * 1000), P2P_MAX);
                 bool ended_ok = (errs == size && (allows & END_ERROR)) ||
                                 (errs == 0 && wrong == 0 && (allows & END_CORRECT));
-                bool follow_ok = fwrong == 0 && (ferrs == 0 || ferrs == size) &&
-                                 (derrs == 0 || derrs == size);
+                bool follow_ok = fwrong == 0 && (ferrs == 0 || ferrs == size) && derrs == 0 &&
+                                 dwrong == 0;
                 bool passed = ended_ok && bad_guards == 0 && follow_ok;
                 if (print_table || !passed) {
                     /* rank 0 prints every rank's outcome, gathered in turn */

@@ -59,8 +59,8 @@ typedef struct mca_coll_dfccl_component_t {
     int32_t          in_flight;       /* collectives posted and not yet completed */
     int32_t          host_in_flight;  /* those on the host side, whose daemon threads may
                                          need the core of a rank that waits */
-    opal_mutex_t     gpu_setup_lock;  /* guards gpu_setups and their pending lists */
-    struct mca_coll_dfccl_gpu_setup_t *gpu_setups;   /* GPU set-ups in progress */
+    opal_mutex_t     setup_lock;      /* guards setups and their pending lists */
+    struct mca_coll_dfccl_setup_t *setups;   /* background set-ups in progress */
 } mca_coll_dfccl_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_dfccl_component_t mca_coll_dfccl_component;
@@ -68,12 +68,12 @@ OMPI_MODULE_DECLSPEC extern mca_coll_dfccl_component_t mca_coll_dfccl_component;
 /* Lazy state of a communicator's engine side; decided identically on all ranks. */
 typedef enum {
     MCA_COLL_DFCCL_ENGINE_UNSET = 0,
-    MCA_COLL_DFCCL_ENGINE_SETUP,      /* GPU side: set-up exchange in progress */
+    MCA_COLL_DFCCL_ENGINE_SETUP,      /* background set-up exchange in progress */
     MCA_COLL_DFCCL_ENGINE_READY,
     MCA_COLL_DFCCL_ENGINE_FAILED      /* every call falls back from now on */
 } mca_coll_dfccl_engine_state_t;
 
-typedef struct mca_coll_dfccl_gpu_setup_t mca_coll_dfccl_gpu_setup_t;
+typedef struct mca_coll_dfccl_setup_t mca_coll_dfccl_setup_t;
 struct mca_coll_dfccl_module_t;
 
 /* Tags of the engine's set-up exchanges, at the far end of the collective
@@ -82,6 +82,11 @@ struct mca_coll_dfccl_module_t;
  * collective running beside it. */
 #define DFCCL_TAG_GPU_SETUP    (MCA_COLL_BASE_TAG_HCOLL_END + 1)
 #define DFCCL_TAG_ENGINE_SETUP (MCA_COLL_BASE_TAG_HCOLL_END + 2)
+/* the set-up of a persistent request's channel: one tag per request (its
+ * init ordinal), so that set-ups running side by side never match each
+ * other's messages; 2^20 requests alive at once on one communicator */
+#define DFCCL_TAG_CHANNEL(ordinal) \
+    (MCA_COLL_BASE_TAG_HCOLL_END + 16 + (int)((ordinal) & 0xfffff))
 
 /* The engine's bootstrap on one communicator (coll_dfccl_bootstrap.c): its
  * tag, and what a missing rank's message says. */
@@ -91,6 +96,17 @@ typedef struct {
     const char                     *what;   /* "engine", "GPU" */
     const char                     *hint;   /* appended to "rank R never joined ..." */
 } mca_coll_dfccl_bootstrap_t;
+
+/* An engine communicator set up in the background over the module's
+ * communicator (coll_dfccl_setup.c): the GPU side, or a persistent
+ * request's channel. */
+typedef struct mca_coll_dfccl_side_t {
+    dfccl_comm_t                 *comm;
+    mca_coll_dfccl_engine_state_t state;
+    mca_coll_dfccl_setup_t       *setup;   /* while SETUP */
+    mca_coll_dfccl_bootstrap_t    boot;
+    const char                   *label;   /* "GPU side", "persistent channel" */
+} mca_coll_dfccl_side_t;
 
 /* The collectives dfccl carries: X(name) for each, as Open MPI's coll
  * module names its function (coll_<name>); the persistent forms apart,
@@ -116,10 +132,8 @@ typedef struct mca_coll_dfccl_module_t {
                                              through host memory (built with CUDA) */
     int                    priority;        /* mca_coll_dfccl_priority_of's answer ... */
     bool                   priority_known;  /* ... once asked */
-    dfccl_comm_t          *gpu_comm;
-    mca_coll_dfccl_engine_state_t gpu_state;
-    mca_coll_dfccl_gpu_setup_t   *gpu_setup;
-    mca_coll_dfccl_bootstrap_t    gpu_boot;
+    mca_coll_dfccl_side_t  gpu;
+    uint64_t               persist_inits;   /* MPIX_*_init calls of the carried kinds so far */
 
     /* the functions of the components below us, for everything we do not carry */
 #define MCA_COLL_DFCCL_PREVIOUS(api)                    \
@@ -233,11 +247,12 @@ void mca_coll_dfccl_memory_kinds(const void *sbuf, const void *rbuf, bool *send_
 mca_coll_dfccl_request_t *mca_coll_dfccl_request_get(ompi_communicator_t *comm);
 void mca_coll_dfccl_request_release(mca_coll_dfccl_request_t *req);
 /* Submits args (args->user: req) on the communicator's host engine or GPU
- * side, a prepared call (host engine) when prepared is not NULL; counts it
- * in flight. OMPI_SUCCESS, or nothing was posted: OMPI_ERR_NOT_SUPPORTED
- * when the GPU side declined the call (the stock path may take it), else
- * an MPI error. The engine's reference on req is the caller's to take. */
-int  mca_coll_dfccl_submit(struct mca_coll_dfccl_module_t *m, bool on_gpu, dfccl_coll_args_t *args,
+ * side, or on a persistent request's own channel (channel not NULL), a
+ * prepared call when prepared is not NULL; counts it in flight.
+ * OMPI_SUCCESS, or nothing was posted: an MPI error. The engine's
+ * reference on req is the caller's to take. */
+int  mca_coll_dfccl_submit(struct mca_coll_dfccl_module_t *m, bool on_gpu,
+                           mca_coll_dfccl_side_t *channel, dfccl_coll_args_t *args,
                            dfccl_prepared_t *prepared, mca_coll_dfccl_request_t *req);
 /* A blocking call on the host engine (args->user: req): runs it at once on
  * this thread where the engine can (*done; the engine then keeps no
@@ -254,6 +269,7 @@ int  mca_coll_dfccl_priority_of(struct mca_coll_dfccl_module_t *m);
  * frees what it prepared (request release) */
 int  mca_coll_dfccl_persist_init(struct mca_coll_dfccl_module_t *m, bool on_gpu, bool stage,
                                  const mca_coll_dfccl_pack_t *pack, dfccl_coll_args_t *args,
+                                 struct ompi_info_t *info, uint64_t ordinal,
                                  ompi_request_t **request);
 void mca_coll_dfccl_persist_drop(mca_coll_dfccl_request_t *req);
 /* types: an engine status as an MPI error */
@@ -288,12 +304,20 @@ dfccl_bootstrap_t mca_coll_dfccl_bootstrap_of(mca_coll_dfccl_bootstrap_t *b);
 int mca_coll_dfccl_bootstrap_allgather(mca_coll_dfccl_bootstrap_t *b, const void *send, void *recv,
                                        size_t bytes);
 
-/* GPU side (coll_dfccl_gpu.c) */
-int  mca_coll_dfccl_gpu_progress(void);
-int  mca_coll_dfccl_gpu_submit(mca_coll_dfccl_module_t *m, dfccl_context_t *ctx,
-                               dfccl_coll_args_t *args, mca_coll_dfccl_request_t *req,
-                               bool *posted);
-void mca_coll_dfccl_gpu_module_fini(mca_coll_dfccl_module_t *m);
+/* background set-ups (coll_dfccl_setup.c): side_start begins the set-up
+ * of an engine communicator over the side's bootstrap; side_submit queues
+ * a call until it ends (posted: the request will carry the outcome), or
+ * posts it (a prepared one is started) once it is ready; the progress hook
+ * advances every set-up; side_fini abandons a set-up and destroys the
+ * communicator (local) */
+void mca_coll_dfccl_side_init(mca_coll_dfccl_side_t *side, mca_coll_dfccl_module_t *m, int tag,
+                              const char *label, const char *hint);
+int  mca_coll_dfccl_side_start(mca_coll_dfccl_side_t *side, dfccl_context_t *ctx,
+                               dfccl_backend_t backend, uint64_t key);
+int  mca_coll_dfccl_side_submit(mca_coll_dfccl_side_t *side, dfccl_coll_args_t *args,
+                                dfccl_prepared_t *prepared, bool *posted);
+int  mca_coll_dfccl_setup_progress(void);
+void mca_coll_dfccl_side_fini(mca_coll_dfccl_side_t *side);
 
 /* module: engine communicator on first use; OMPI_SUCCESS or fall back */
 int  mca_coll_dfccl_module_engine_ready(mca_coll_dfccl_module_t *m);

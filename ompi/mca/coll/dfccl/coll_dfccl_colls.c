@@ -106,11 +106,18 @@ static int dfccl_fallback_agree(mca_coll_dfccl_module_t *m, dfccl_coll_type_t ty
     return mca_coll_dfccl_request_error(status);
 }
 
+/* A persistent init's info argument and its ordinal among the
+ * communicator's inits (the same on every rank: MPI-4 orders inits). */
+typedef struct {
+    struct ompi_info_t *info;
+    uint64_t            ordinal;
+} dfccl_init_t;
+
 /* Posts to the engine (host or GPU side, per route); blocking calls
- * (request == NULL) wait for completion; persistent ones (persistent)
+ * (request == NULL) wait for completion; persistent ones (init not NULL)
  * prepare the call, which each MPI_Start submits. */
 static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_route_t route, dfccl_coll_args_t *args,
-                     ompi_request_t **request, bool persistent)
+                     ompi_request_t **request, const dfccl_init_t *init)
 {
     mca_coll_dfccl_request_t *req;
     dfccl_context_t *ctx = NULL;
@@ -125,9 +132,9 @@ static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_route_t route, dfccl_coll
      * than fall back alone */
     if (route.path == DFCCL_ROUTE_GPU && mca_coll_dfccl_context_get(&ctx) != OMPI_SUCCESS)
         return OMPI_ERR_OUT_OF_RESOURCE;
-    if (persistent)
+    if (init != NULL)
         return mca_coll_dfccl_persist_init(m, route.path == DFCCL_ROUTE_GPU, route.stage, route.pack,
-                                           args, request);
+                                           args, init->info, init->ordinal, request);
     req = mca_coll_dfccl_request_get(m->comm);
     if (req == NULL) return OMPI_ERR_OUT_OF_RESOURCE;   /* never fall back alone */
     if (route.stage || route.pack != NULL) {
@@ -147,7 +154,7 @@ static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_route_t route, dfccl_coll
     if (request == NULL && route.path == DFCCL_ROUTE_HOST && !route.stage && route.pack == NULL)
         rc = mca_coll_dfccl_run_host(m, args, req, &done);   /* may end here */
     else
-        rc = mca_coll_dfccl_submit(m, route.path == DFCCL_ROUTE_GPU, args, NULL, req);
+        rc = mca_coll_dfccl_submit(m, route.path == DFCCL_ROUTE_GPU, NULL, args, NULL, req);
     if (rc != OMPI_SUCCESS) {
         mca_coll_dfccl_request_release(req);
         mca_coll_dfccl_request_release(req);
@@ -190,14 +197,14 @@ static bool dfccl_prepare_allreduce(const mca_coll_dfccl_module_t *m, const void
  * DFCCL_FALLBACK when the engine does not carry it. */
 static int dfccl_try_allreduce(mca_coll_dfccl_module_t *m, const void *sbuf, void *rbuf, int count,
                                ompi_datatype_t *dtype, struct ompi_op_t *op,
-                               ompi_request_t **request, bool persistent)
+                               ompi_request_t **request, const dfccl_init_t *init)
 {
     dfccl_coll_args_t args = { 0 };
     dfccl_route_t route;
 
     if (!dfccl_prepare_allreduce(m, sbuf, rbuf, count, dtype, op, &args, &route))
         return DFCCL_FALLBACK;
-    return dfccl_run(m, route, &args, request, persistent);
+    return dfccl_run(m, route, &args, request, init);
 }
 
 int mca_coll_dfccl_allreduce(const void *sbuf, void *rbuf, int count, ompi_datatype_t *dtype,
@@ -205,7 +212,7 @@ int mca_coll_dfccl_allreduce(const void *sbuf, void *rbuf, int count, ompi_datat
                              mca_coll_base_module_t *module)
 {
     mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
-    int rc = dfccl_try_allreduce(m, sbuf, rbuf, count, dtype, op, NULL, false);
+    int rc = dfccl_try_allreduce(m, sbuf, rbuf, count, dtype, op, NULL, NULL);
 
     if (rc != DFCCL_FALLBACK) return rc;
     rc = dfccl_fallback_agree(m, DFCCL_COLL_ALLREDUCE, count, dtype, 1);
@@ -218,8 +225,19 @@ int mca_coll_dfccl_iallreduce(const void *sbuf, void *rbuf, int count, ompi_data
                               mca_coll_base_module_t *module)
 {
     mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
-    int rc = dfccl_try_allreduce(m, sbuf, rbuf, count, dtype, op, request, false);
+    int rc;
 
+    /* Open MPI agrees on a new communicator's context id, and activates it,
+     * with nonblocking allreduces of one MPI_INT (MPI_MAX, MPI_MIN) over
+     * the parent; its error path leaves the id taken when such a request
+     * fails, which crashes MPI_Finalize. These never enter the engine, and
+     * need no agreement on the route (the signature decides it alike on
+     * every rank): a communicator whose engine side failed can still be
+     * duplicated, and nothing of its construction depends on the engine. */
+    if (count == 1 && dtype == MPI_INT && (op == MPI_MAX || op == MPI_MIN))
+        return m->previous_iallreduce(sbuf, rbuf, count, dtype, op, comm, request,
+                                      m->previous_iallreduce_module);
+    rc = dfccl_try_allreduce(m, sbuf, rbuf, count, dtype, op, request, NULL);
     if (rc != DFCCL_FALLBACK) return rc;
     rc = dfccl_fallback_agree(m, DFCCL_COLL_ALLREDUCE, count, dtype, 1);
     if (rc != OMPI_SUCCESS) return rc;
@@ -276,7 +294,8 @@ static bool dfccl_prepare_allgather(const mca_coll_dfccl_module_t *m, const void
  * DFCCL_FALLBACK when the engine does not carry it. */
 static int dfccl_try_allgather(mca_coll_dfccl_module_t *m, const void *sbuf, int scount,
                                ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                               ompi_datatype_t *rdtype, ompi_request_t **request, bool persistent)
+                               ompi_datatype_t *rdtype, ompi_request_t **request,
+                               const dfccl_init_t *init)
 {
     mca_coll_dfccl_pack_t pack;
     dfccl_coll_args_t args = { 0 };
@@ -285,7 +304,7 @@ static int dfccl_try_allgather(mca_coll_dfccl_module_t *m, const void *sbuf, int
     if (!dfccl_prepare_allgather(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, &args, &route,
                                  &pack))
         return DFCCL_FALLBACK;
-    return dfccl_run(m, route, &args, request, persistent);
+    return dfccl_run(m, route, &args, request, init);
 }
 
 int mca_coll_dfccl_allgather(const void *sbuf, int scount, ompi_datatype_t *sdtype, void *rbuf,
@@ -293,7 +312,7 @@ int mca_coll_dfccl_allgather(const void *sbuf, int scount, ompi_datatype_t *sdty
                              mca_coll_base_module_t *module)
 {
     mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
-    int rc = dfccl_try_allgather(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, NULL, false);
+    int rc = dfccl_try_allgather(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, NULL, NULL);
 
     if (rc != DFCCL_FALLBACK) return rc;
     rc = dfccl_fallback_agree(m, DFCCL_COLL_ALLGATHER, rcount, rdtype, 1);
@@ -307,7 +326,7 @@ int mca_coll_dfccl_iallgather(const void *sbuf, int scount, ompi_datatype_t *sdt
                               ompi_request_t **request, mca_coll_base_module_t *module)
 {
     mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
-    int rc = dfccl_try_allgather(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, request, false);
+    int rc = dfccl_try_allgather(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, request, NULL);
 
     if (rc != DFCCL_FALLBACK) return rc;
     rc = dfccl_fallback_agree(m, DFCCL_COLL_ALLGATHER, rcount, rdtype, 1);
@@ -354,7 +373,7 @@ static int dfccl_reduce_scatter_any(const void *sbuf, void *rbuf, const int *rco
     if (counts == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
     if (dfccl_prepare_reduce_scatter(m, sbuf, rbuf, rcounts, rcount, dtype, op, size, counts, &args,
                                      &route))
-        rc = dfccl_run(m, route, &args, request, false);
+        rc = dfccl_run(m, route, &args, request, NULL);
     free(counts);
     if (rc == DFCCL_FALLBACK) {
         int total = 0;
@@ -449,7 +468,8 @@ int mca_coll_dfccl_allreduce_init(const void *sbuf, void *rbuf, int count, ompi_
                                   mca_coll_base_module_t *module)
 {
     mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
-    int rc = dfccl_try_allreduce(m, sbuf, rbuf, count, dtype, op, request, true);
+    dfccl_init_t init = { info, m->persist_inits++ };
+    int rc = dfccl_try_allreduce(m, sbuf, rbuf, count, dtype, op, request, &init);
 
     if (rc != DFCCL_FALLBACK) return rc;
     if (m->previous_allreduce_init == NULL) return dfccl_no_init("MPIX_Allreduce_init", comm);
@@ -463,7 +483,8 @@ int mca_coll_dfccl_allgather_init(const void *sbuf, int scount, ompi_datatype_t 
                                   mca_coll_base_module_t *module)
 {
     mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
-    int rc = dfccl_try_allgather(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, request, true);
+    dfccl_init_t init = { info, m->persist_inits++ };
+    int rc = dfccl_try_allgather(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, request, &init);
 
     if (rc != DFCCL_FALLBACK) return rc;
     if (m->previous_allgather_init == NULL) return dfccl_no_init("MPIX_Allgather_init", comm);
@@ -475,8 +496,10 @@ int mca_coll_dfccl_allgather_init(const void *sbuf, int scount, ompi_datatype_t 
  * the block form). */
 static int dfccl_reduce_scatter_init_any(mca_coll_dfccl_module_t *m, const void *sbuf, void *rbuf,
                                          const int *rcounts, int rcount, ompi_datatype_t *dtype,
-                                         struct ompi_op_t *op, ompi_request_t **request)
+                                         struct ompi_op_t *op, struct ompi_info_t *info,
+                                         ompi_request_t **request)
 {
+    dfccl_init_t init = { info, m->persist_inits++ };
     int size = ompi_comm_size(m->comm), rc = DFCCL_FALLBACK;
     size_t *counts = malloc(sizeof(size_t) * (size_t)size);
     dfccl_coll_args_t args = { 0 };
@@ -486,7 +509,7 @@ static int dfccl_reduce_scatter_init_any(mca_coll_dfccl_module_t *m, const void 
     if ((rcounts != NULL || rcount >= 0) &&
         dfccl_prepare_reduce_scatter(m, sbuf, rbuf, rcounts, rcount, dtype, op, size, counts,
                                      &args, &route))
-        rc = dfccl_run(m, route, &args, request, true);   /* counts are copied */
+        rc = dfccl_run(m, route, &args, request, &init);   /* counts are copied */
     free(counts);
     return rc;
 }
@@ -497,7 +520,7 @@ int mca_coll_dfccl_reduce_scatter_init(const void *sbuf, void *rbuf, const int *
                                        ompi_request_t **request, mca_coll_base_module_t *module)
 {
     mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
-    int rc = dfccl_reduce_scatter_init_any(m, sbuf, rbuf, rcounts, 0, dtype, op, request);
+    int rc = dfccl_reduce_scatter_init_any(m, sbuf, rbuf, rcounts, 0, dtype, op, info, request);
 
     if (rc != DFCCL_FALLBACK) return rc;
     if (m->previous_reduce_scatter_init == NULL)
@@ -513,7 +536,7 @@ int mca_coll_dfccl_reduce_scatter_block_init(const void *sbuf, void *rbuf, int r
                                              mca_coll_base_module_t *module)
 {
     mca_coll_dfccl_module_t *m = (mca_coll_dfccl_module_t *)module;
-    int rc = dfccl_reduce_scatter_init_any(m, sbuf, rbuf, NULL, rcount, dtype, op, request);
+    int rc = dfccl_reduce_scatter_init_any(m, sbuf, rbuf, NULL, rcount, dtype, op, info, request);
 
     if (rc != DFCCL_FALLBACK) return rc;
     if (m->previous_reduce_scatter_block_init == NULL)

@@ -102,8 +102,8 @@ static int dfccl_open(void)
     opal_output_set_verbosity(c->output, c->verbose);
     OBJ_CONSTRUCT(&c->lock, opal_mutex_t);
     OBJ_CONSTRUCT(&c->requests, opal_free_list_t);
-    OBJ_CONSTRUCT(&c->gpu_setup_lock, opal_mutex_t);
-    c->gpu_setups = NULL;
+    OBJ_CONSTRUCT(&c->setup_lock, opal_mutex_t);
+    c->setups = NULL;
     c->context = NULL;
     c->context_failed = false;
     mca_coll_dfccl_types_init();
@@ -120,7 +120,7 @@ static int dfccl_close(void)
         c->context = NULL;
     }
     OBJ_DESTRUCT(&c->requests);
-    OBJ_DESTRUCT(&c->gpu_setup_lock);
+    OBJ_DESTRUCT(&c->setup_lock);
     OBJ_DESTRUCT(&c->lock);
     opal_output_close(c->output);
     return OMPI_SUCCESS;
@@ -206,7 +206,7 @@ int mca_coll_dfccl_progress(void)
     int n, i;
 
     if (ctx == NULL) return 0;
-    if (mca_coll_dfccl_gpu_progress() > 0) return 1;
+    if (mca_coll_dfccl_setup_progress() > 0) return 1;
     n = dfccl_context_poll(ctx, done, 16);
     if (n == 0) {
         /* Waiting: let the engine's threads have the core. Ranks are often

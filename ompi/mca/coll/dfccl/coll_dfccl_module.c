@@ -21,9 +21,10 @@ static void dfccl_module_construct(mca_coll_dfccl_module_t *m)
     m->stage_agreed = false;
     m->priority = 0;
     m->priority_known = false;
-    m->gpu_comm = NULL;
-    m->gpu_state = MCA_COLL_DFCCL_ENGINE_UNSET;
-    m->gpu_setup = NULL;
+    m->gpu.comm = NULL;
+    m->gpu.state = MCA_COLL_DFCCL_ENGINE_UNSET;
+    m->gpu.setup = NULL;
+    m->persist_inits = 0;
 #define DFCCL_CLEAR_PREV(api) m->previous_##api = NULL; m->previous_##api##_module = NULL;
     MCA_COLL_DFCCL_CARRIED(DFCCL_CLEAR_PREV)
     MCA_COLL_DFCCL_CARRIED_INIT(DFCCL_CLEAR_PREV)
@@ -35,7 +36,7 @@ static void dfccl_module_destruct(mca_coll_dfccl_module_t *m)
     /* local: the engine frees the FIFOs once in-flight collectives are done */
     if (m->engine_comm != NULL) dfccl_comm_destroy(m->engine_comm);
     m->engine_comm = NULL;
-    mca_coll_dfccl_gpu_module_fini(m);
+    mca_coll_dfccl_side_fini(&m->gpu);
 #define DFCCL_RELEASE_PREV(api) \
     if (m->previous_##api##_module != NULL) OBJ_RELEASE(m->previous_##api##_module);
     MCA_COLL_DFCCL_CARRIED(DFCCL_RELEASE_PREV)
@@ -74,9 +75,9 @@ static int dfccl_module_enable(mca_coll_base_module_t *module, ompi_communicator
 #undef DFCCL_SAVE_PREV_INIT
     m->comm = comm;
     mca_coll_dfccl_bootstrap_init(&m->engine_boot, m, DFCCL_TAG_ENGINE_SETUP, "engine", "");
-    mca_coll_dfccl_bootstrap_init(&m->gpu_boot, m, DFCCL_TAG_GPU_SETUP, "GPU",
-                                  ": did it pass host buffers, which take the stock path"
-                                  " (coll_dfccl_host_buffers=stock)?");
+    mca_coll_dfccl_side_init(&m->gpu, m, DFCCL_TAG_GPU_SETUP, "GPU side",
+                             ": did it pass host buffers, which take the stock path"
+                             " (coll_dfccl_host_buffers=stock)?");
     /* Whether the communicator spans nodes: the same answer on every rank,
      * as every rank sees the same set of nodes. */
     m->all_local = true;

@@ -2,19 +2,37 @@
  * coll_dfccl_persist.c - persistent collectives (MPIX_Allreduce_init and
  * the other three of Open MPI's pcollreq extension) routed to the engine.
  *
- * What can be prepared is prepared at init: the route (as the nonblocking
+ * MPI-4 matches persistent collectives at their initialisation, which
+ * every rank makes in the same order; their starts may come in any order,
+ * and interleave with the communicator's other collectives differently on
+ * each rank. So each request gets a channel of its own at init: a private
+ * engine communicator (the init's ordinal names it, identically on every
+ * rank) whose runs are its starts, one after the other. Starts on several
+ * channels are collectives on several communicators, which the engine
+ * runs in any order without deadlock. The channel is set up in the
+ * background (coll_dfccl_setup.c): init does not wait for the other
+ * ranks, and a start before the set-up ended is queued. A program that
+ * promises in-order starts (the info key
+ * mpi_assert_strict_persistent_collective_ordering, on the init or the
+ * communicator) takes the cheaper path: its runs take their place in the
+ * communicator's own order, as nonblocking calls do.
+ *
+ * What can be prepared is prepared once: the route (as the nonblocking
  * form would take it), the staging or packing memory, the scheduling
  * priority and, on the host engine, the collective's plan
- * (dfccl_coll_prepare). MPI_Start only copies a staged input in and
- * submits; the run takes its place in the communicator's order as any
- * call does, so persistent collectives on several communicators, started
- * in different orders on different ranks, complete as the nonblocking
- * ones do. The request is inactive between runs and goes back to the free
- * list once it is freed and its last run completed.
+ * (dfccl_coll_prepare, once its communicator is ready). MPI_Start only
+ * copies a staged input in and submits. The request is inactive between
+ * runs and goes back to the free list once it is freed and its last run
+ * completed; its channel goes with it.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "coll_dfccl.h"
+#include "ompi/info/info.h"
+#include "opal/util/info.h"
+
+#define DFCCL_STRICT_ORDER_KEY "mpi_assert_strict_persistent_collective_ordering"
 
 typedef struct mca_coll_dfccl_persist_t {
     mca_coll_dfccl_module_t *module;   /* the request holds the communicator */
@@ -22,7 +40,41 @@ typedef struct mca_coll_dfccl_persist_t {
     dfccl_coll_args_t        args;     /* staged pointers where staged; counts: ours */
     size_t                  *counts;
     dfccl_prepared_t        *prepared; /* host engine: planned once; NULL: each start posts */
+    bool                     prepare_tried;
+    mca_coll_dfccl_side_t   *channel;  /* NULL: the communicator's own order (strict) */
+    char                     label[64];
 } mca_coll_dfccl_persist_t;
+
+/* Host engine: plans the call once on the communicator it runs on (the
+ * channel's once its set-up has ended). A call the engine rejects is not
+ * prepared: each start then posts it, and the rejection reaches every rank
+ * as a posted call's does. */
+static void dfccl_persist_prepare(mca_coll_dfccl_persist_t *p)
+{
+    dfccl_comm_t *comm = p->channel != NULL ? p->channel->comm : p->module->engine_comm;
+    dfccl_status_t status;
+
+    if (p->on_gpu || p->prepare_tried) return;
+    if (p->channel != NULL && p->channel->state != MCA_COLL_DFCCL_ENGINE_READY) return;
+    p->prepare_tried = true;
+    opal_atomic_rmb();   /* pairs with the set-up's publication */
+    status = dfccl_coll_prepare(comm, &p->args, &p->prepared);
+    if (status != DFCCL_OK)
+        DFCCL_VERBOSE(1, "%s on comm %s: not prepared (%s); each start posts it",
+                      dfccl_coll_type_name(p->args.type), p->module->comm->c_name,
+                      dfccl_status_string(status));
+}
+
+/* Whether an info object says "true" for the strict-ordering assertion. */
+static bool dfccl_info_strict(opal_info_t *info)
+{
+    bool value = false;
+    int flag = 0;
+
+    if (info == NULL) return false;
+    return opal_info_get_bool(info, DFCCL_STRICT_ORDER_KEY, &value, &flag) == OPAL_SUCCESS &&
+           flag && value;
+}
 
 static void dfccl_persist_deactivate(ompi_request_t *r)
 {
@@ -51,7 +103,8 @@ static int dfccl_persist_start_one(mca_coll_dfccl_request_t *req)
     }
     OPAL_THREAD_ADD_FETCH32(&req->refs, 1);   /* the engine's, for this run */
     args.user = req;
-    rc = mca_coll_dfccl_submit(p->module, p->on_gpu, &args, p->prepared, req);
+    dfccl_persist_prepare(p);
+    rc = mca_coll_dfccl_submit(p->module, p->on_gpu, p->channel, &args, p->prepared, req);
     if (rc != OMPI_SUCCESS) {
         OPAL_THREAD_ADD_FETCH32(&req->refs, -1);
         dfccl_persist_deactivate(r);
@@ -77,12 +130,13 @@ static int dfccl_persist_start(size_t count, ompi_request_t **requests)
 
 int mca_coll_dfccl_persist_init(mca_coll_dfccl_module_t *m, bool on_gpu, bool stage,
                                 const mca_coll_dfccl_pack_t *pack, dfccl_coll_args_t *args,
+                                struct ompi_info_t *info, uint64_t ordinal,
                                 ompi_request_t **request)
 {
     int rank = ompi_comm_rank(m->comm), size = ompi_comm_size(m->comm), rc = OMPI_SUCCESS;
     mca_coll_dfccl_request_t *req;
     mca_coll_dfccl_persist_t *p;
-    dfccl_status_t status;
+    bool strict;
 
     req = mca_coll_dfccl_request_get(m->comm);
     if (req == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
@@ -113,17 +167,32 @@ int mca_coll_dfccl_persist_init(mca_coll_dfccl_module_t *m, bool on_gpu, bool st
         mca_coll_dfccl_request_release(req);
         return rc;
     }
-    if (!on_gpu) {
-        /* a call the engine rejects is not prepared: each start then posts
-         * it, and the rejection reaches every rank as a posted call's does */
-        status = dfccl_coll_prepare(m->engine_comm, &p->args, &p->prepared);
-        if (status != DFCCL_OK)
-            DFCCL_VERBOSE(1, "%s on comm %s: not prepared (%s); each start posts it",
-                          dfccl_coll_type_name(args->type), m->comm->c_name,
-                          dfccl_status_string(status));
+    /* the assertion must be given alike on every rank (MPI-4.1), so all
+     * ranks take the same path */
+    strict = dfccl_info_strict(info != NULL ? &info->super : NULL) ||
+             dfccl_info_strict(m->comm->super.s_info);
+    if (!strict) {
+        /* the channel's key: the communicator's context id, and the init's
+         * ordinal above it; unique in the process, equal on every rank */
+        uint64_t key = (uint64_t)ompi_comm_get_cid(m->comm) | ((ordinal + 1) << 32);
+        snprintf(p->label, sizeof(p->label), "channel of persistent request #%llu",
+                 (unsigned long long)ordinal);
+        if ((p->channel = calloc(1, sizeof(*p->channel))) == NULL) {
+            mca_coll_dfccl_request_release(req);
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        mca_coll_dfccl_side_init(p->channel, m, DFCCL_TAG_CHANNEL(ordinal), p->label, "");
+        rc = mca_coll_dfccl_side_start(p->channel, mca_coll_dfccl_component.context,
+                                       on_gpu ? DFCCL_BACKEND_GPU : DFCCL_BACKEND_HOST, key);
+        if (rc != OMPI_SUCCESS) {
+            mca_coll_dfccl_request_release(req);
+            return rc;
+        }
     }
-    DFCCL_VERBOSE(2, "%s on comm %s prepared (persistent%s%s)", dfccl_coll_type_name(args->type),
-                  m->comm->c_name, on_gpu ? ", GPU" : "", stage || pack ? ", staged" : "");
+    dfccl_persist_prepare(p);   /* the communicator's own order: now */
+    DFCCL_VERBOSE(2, "%s on comm %s prepared (persistent%s%s%s)", dfccl_coll_type_name(args->type),
+                  m->comm->c_name, on_gpu ? ", GPU" : "", stage || pack ? ", staged" : "",
+                  strict ? ", strict order" : ", own channel");
     *request = &req->super.super;
     return OMPI_SUCCESS;
 }
@@ -134,6 +203,10 @@ void mca_coll_dfccl_persist_drop(mca_coll_dfccl_request_t *req)
 
     if (p == NULL) return;
     dfccl_coll_prepared_free(p->prepared);
+    if (p->channel != NULL) {
+        mca_coll_dfccl_side_fini(p->channel);
+        free(p->channel);
+    }
     free(p->counts);
     free(p);
     req->persist = NULL;

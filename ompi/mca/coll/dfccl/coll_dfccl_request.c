@@ -100,21 +100,36 @@ int mca_coll_dfccl_priority_of(mca_coll_dfccl_module_t *m)
 static int dfccl_submit_failed(mca_coll_dfccl_module_t *m, const dfccl_coll_args_t *args,
                                dfccl_status_t status);
 
-int mca_coll_dfccl_submit(mca_coll_dfccl_module_t *m, bool on_gpu, dfccl_coll_args_t *args,
-                          dfccl_prepared_t *prepared, mca_coll_dfccl_request_t *req)
+int mca_coll_dfccl_submit(mca_coll_dfccl_module_t *m, bool on_gpu, mca_coll_dfccl_side_t *channel,
+                          dfccl_coll_args_t *args, dfccl_prepared_t *prepared,
+                          mca_coll_dfccl_request_t *req)
 {
+    mca_coll_dfccl_side_t *side = channel;
     dfccl_status_t status;
 
     opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, 1);
     req->on_host = !on_gpu;
-    if (on_gpu) {
+    if (!on_gpu) opal_atomic_add_fetch_32(&mca_coll_dfccl_component.host_in_flight, 1);
+    if (side == NULL && on_gpu) {
+        /* the communicator's GPU side, set up on its first call */
+        side = &m->gpu;
+        if (side->state == MCA_COLL_DFCCL_ENGINE_UNSET) {
+            int rc = mca_coll_dfccl_side_start(side, mca_coll_dfccl_component.context,
+                                               DFCCL_BACKEND_GPU, ompi_comm_get_cid(m->comm));
+            if (rc != OMPI_SUCCESS) {
+                opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, -1);
+                return rc;
+            }
+        }
+    }
+    if (side != NULL) {
         bool posted;
-        int rc = mca_coll_dfccl_gpu_submit(m, mca_coll_dfccl_component.context, args, req, &posted);
+        int rc = mca_coll_dfccl_side_submit(side, args, prepared, &posted);
         if (posted) return OMPI_SUCCESS;
         opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, -1);
+        if (!on_gpu) opal_atomic_add_fetch_32(&mca_coll_dfccl_component.host_in_flight, -1);
         return rc == OMPI_SUCCESS ? OMPI_ERROR : rc;
     }
-    opal_atomic_add_fetch_32(&mca_coll_dfccl_component.host_in_flight, 1);
     status = prepared != NULL ? dfccl_coll_start(prepared, args->user)
                               : dfccl_coll_post(m->engine_comm, args);
     if (status == DFCCL_OK) return OMPI_SUCCESS;
