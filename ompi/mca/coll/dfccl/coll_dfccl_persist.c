@@ -12,10 +12,13 @@
  * runs in any order without deadlock. The channel is set up in the
  * background (coll_dfccl_setup.c): init does not wait for the other
  * ranks, and a start before the set-up ended is queued. A program that
- * promises in-order starts (the info key
- * mpi_assert_strict_persistent_collective_ordering, on the init or the
- * communicator) takes the cheaper path: its runs take their place in the
- * communicator's own order, as nonblocking calls do.
+ * promises in-order starts takes the cheaper path: its runs take their
+ * place in the communicator's own order, as nonblocking calls do. MPI-4.1
+ * names that promise mpi_assert_strict_persistent_collective_ordering, a
+ * key of 48 characters, which Open MPI 4.1's MPI_Info_set refuses
+ * (MPI_MAX_INFO_KEY is 36 there); dfccl_strict_persistent_order says the
+ * same where it cannot. Either, set to true on the init's info or the
+ * communicator's, alike on every rank.
  *
  * What can be prepared is prepared once: the route (as the nonblocking
  * form would take it), the staging or packing memory, the scheduling
@@ -32,7 +35,8 @@
 #include "ompi/info/info.h"
 #include "opal/util/info.h"
 
-#define DFCCL_STRICT_ORDER_KEY "mpi_assert_strict_persistent_collective_ordering"
+#define DFCCL_STRICT_ORDER_KEY       "mpi_assert_strict_persistent_collective_ordering"
+#define DFCCL_STRICT_ORDER_KEY_SHORT "dfccl_strict_persistent_order"
 
 typedef struct mca_coll_dfccl_persist_t {
     mca_coll_dfccl_module_t *module;   /* the request holds the communicator */
@@ -65,15 +69,20 @@ static void dfccl_persist_prepare(mca_coll_dfccl_persist_t *p)
                       dfccl_status_string(status));
 }
 
-/* Whether an info object says "true" for the strict-ordering assertion. */
+/* Whether an info object says "true" for the strict-ordering assertion,
+ * under either name. */
 static bool dfccl_info_strict(opal_info_t *info)
 {
+    const char *keys[] = { DFCCL_STRICT_ORDER_KEY, DFCCL_STRICT_ORDER_KEY_SHORT };
     bool value = false;
     int flag = 0;
 
     if (info == NULL) return false;
-    return opal_info_get_bool(info, DFCCL_STRICT_ORDER_KEY, &value, &flag) == OPAL_SUCCESS &&
-           flag && value;
+    for (int i = 0; i < 2; i++)
+        if (opal_info_get_bool(info, (char *)keys[i], &value, &flag) == OPAL_SUCCESS && flag &&
+            value)
+            return true;
+    return false;
 }
 
 static void dfccl_persist_deactivate(ompi_request_t *r)
