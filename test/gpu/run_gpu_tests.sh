@@ -200,6 +200,12 @@ for np in $np_list; do
         test/mpi/coll_check --memory device --expect engine --quick --persistent
     run_item "persist_disorder_np$np" "$np" "$disorder_mca" \
         test/mpi/disorder_check --memory device --persistent 3 "${disorder_args[@]}"
+    # MPI-4: persistent requests started in a per-rank order (a channel
+    # each), and the strict-ordering promise's path
+    run_item "persist_order_np$np" "$np" "$disorder_mca" \
+        test/mpi/persist_order_check --memory device --iterations 8 --seed 7
+    run_item "persist_order_strict_np$np" "$np" "$disorder_mca" \
+        test/mpi/persist_order_check --memory device --iterations 8 --strict
 done
 # Buffers from cudaMallocAsync's pool, which CUDA IPC cannot export: every
 # direct-sized collective falls back to the ring on all ranks, on the
