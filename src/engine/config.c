@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <string.h>
 #include "internal.h"   /* the host's atomics, which gpu_shared.h's executor needs */
 #include "gpu_shared.h"
@@ -18,6 +19,8 @@ _Static_assert(DFCCL_CONFIG_GPU_LL_BYTES_MAX == DFCCL_GPU_LL_MAX_BYTES,
 void dfccl_config_init(dfccl_config_t *config)
 {
     memset(config, 0, sizeof(*config));
+    config->size = sizeof(*config);
+    config->version = DFCCL_CONFIG_VERSION;
 #define DFCCL_KNOB(f, mca, kind, def, ...) config->f = (DFCCL_KNOB_TYPE_##kind)(def);
 #define DFCCL_KNOB_FROM_CALLER(f, kind, def, ...) config->f = (DFCCL_KNOB_TYPE_##kind)(def);
 #include "dfccl_knobs.def"
@@ -77,6 +80,26 @@ static int check_double(const char *field, double v, double min, double max)
 #define KNOB_CHECK_DOUBLE(f, mca, min, max, m)   check_double(#f, config->f, min, max)
 #define KNOB_CHECK_BOOL(f, mca, min, max, m)     0   /* any int: 0 off, else on */
 #define KNOB_CHECK_STRING(f, mca, min, max, m)   0   /* whoever reads it says what is wrong */
+
+dfccl_status_t dfccl_config_adopt(const dfccl_config_t *config, dfccl_config_t *out)
+{
+    size_t head = offsetof(dfccl_config_t, version) + sizeof(config->version);
+
+    dfccl_config_init(out);
+    if (config == NULL) return DFCCL_OK;
+    if (config->size < head || config->version < 1 || config->version > DFCCL_CONFIG_VERSION) {
+        dfccl_error("invalid configuration: size %zu, version %u (this library: size %zu,"
+                    " versions 1 to %d): was it filled by dfccl_config_init?", config->size,
+                    config->version, sizeof(*out), DFCCL_CONFIG_VERSION);
+        return DFCCL_ERR_INVALID_PARAM;
+    }
+    /* an older caller's structure is a prefix of ours: its knobs, then our
+     * defaults for those appended since */
+    memcpy(out, config, config->size < sizeof(*out) ? config->size : sizeof(*out));
+    out->size = sizeof(*out);
+    out->version = DFCCL_CONFIG_VERSION;
+    return DFCCL_OK;
+}
 
 dfccl_status_t dfccl_config_check(const dfccl_config_t *config, unsigned groups)
 {

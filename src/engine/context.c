@@ -17,9 +17,8 @@ dfccl_status_t dfccl_context_create(const dfccl_config_t *config, dfccl_context_
     if (context_p == NULL) return DFCCL_ERR_INVALID_PARAM;
     ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL) return DFCCL_ERR_NO_MEMORY;
-    if (config) ctx->config = *config;
-    else dfccl_config_init(&ctx->config);
-    if (dfccl_config_check(&ctx->config, DFCCL_CONFIG_ENGINE) != DFCCL_OK) {
+    if (dfccl_config_adopt(config, &ctx->config) != DFCCL_OK ||
+        dfccl_config_check(&ctx->config, DFCCL_CONFIG_ENGINE) != DFCCL_OK) {
         free(ctx);
         return DFCCL_ERR_INVALID_PARAM;
     }

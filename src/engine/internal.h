@@ -166,6 +166,10 @@ void dfccl_gpu_poll(dfccl_context_t *context);   /* completions, without the pro
 /* watch.c: the daemon's view of its peers (board.h) */
 /* Breaks the communicator here (later posts fail at once) and tells the
  * peers why on our board. */
+/* The caller's configuration (NULL: defaults) as this library's: knobs past
+ * the caller's size take their defaults. DFCCL_ERR_INVALID_PARAM, after an
+ * error line, when size or version is not one dfccl_config_init wrote. */
+dfccl_status_t dfccl_config_adopt(const dfccl_config_t *config, dfccl_config_t *out);
 void dfccl_comm_break(dfccl_comm_t *comm, uint64_t seq, dfccl_status_t status, const char *why);
 /* 1 when a peer broke at collective seq or before: "rank R failed #S: why". */
 int dfccl_watch_peer_broke(const dfccl_comm_t *comm, uint64_t seq, char *line, size_t len);

@@ -12,4 +12,13 @@ if [ "$declared" != "$exported" ]; then
   diff <(echo "$declared") <(echo "$exported") || true
   exit 1
 fi
-echo "exports: libdfccl.so exports the $(echo "$declared" | wc -l) functions dfccl.h declares"
+# one version: the package's (configure.ac) is the header's MAJOR.MINOR.x
+major=$(sed -n 's/^#define DFCCL_VERSION_MAJOR *\([0-9]*\).*/\1/p' "$header")
+minor=$(sed -n 's/^#define DFCCL_VERSION_MINOR *\([0-9]*\).*/\1/p' "$header")
+package=${PACKAGE_VERSION:-$(sed -n 's/^PACKAGE_VERSION = //p' Makefile 2>/dev/null)}
+case $package in
+  "$major.$minor" | "$major.$minor".*) ;;
+  *) echo "exports: the package is version ${package:-unknown}, dfccl.h says $major.$minor"; exit 1 ;;
+esac
+echo "exports: libdfccl.so exports the $(echo "$declared" | wc -l) functions dfccl.h declares;" \
+     "version $package"

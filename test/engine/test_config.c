@@ -4,6 +4,7 @@
  * bounds stops the context, a GPU knob only the GPU side.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include "dfccl.h"
 
@@ -100,6 +101,38 @@ int main(void)
         failures++;
         fprintf(stderr, "FAIL context not created with gpu_threads 1000\n");
     } else {
+        dfccl_context_destroy(ctx);
+    }
+
+    /* the structure is versioned: an older caller's (a prefix: here every
+     * knob from fifo_slots on is past its size) gets the defaults of the
+     * knobs it does not have, whatever lies there; a structure that
+     * dfccl_config_init did not fill is refused */
+    dfccl_config_init(&config);
+    config.size = offsetof(dfccl_config_t, fifo_slots);
+    config.fifo_slots = 1;   /* past the caller's size: not read */
+    ctx = NULL;
+    checks++;
+    if (dfccl_context_create(&config, &ctx) != DFCCL_OK) {
+        failures++;
+        fprintf(stderr, "FAIL context refused an older caller's configuration\n");
+    } else {
+        dfccl_context_destroy(ctx);
+    }
+    dfccl_config_init(&config);
+    config.size = 0;
+    checks++;
+    if (dfccl_context_create(&config, &ctx) != DFCCL_ERR_INVALID_PARAM) {
+        failures++;
+        fprintf(stderr, "FAIL context created from a configuration of size 0\n");
+        dfccl_context_destroy(ctx);
+    }
+    dfccl_config_init(&config);
+    config.version = DFCCL_CONFIG_VERSION + 1;
+    checks++;
+    if (dfccl_context_create(&config, &ctx) != DFCCL_ERR_INVALID_PARAM) {
+        failures++;
+        fprintf(stderr, "FAIL context created from a configuration of a later version\n");
         dfccl_context_destroy(ctx);
     }
 

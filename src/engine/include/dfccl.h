@@ -97,13 +97,21 @@ const char *dfccl_coll_type_name(dfccl_coll_type_t type);
 #define DFCCL_CONFIG_GPU_CHANNELS_MAX 32      /* blocks of the daemon kernel */
 #define DFCCL_CONFIG_GPU_LL_BYTES_MAX 16384   /* contribution an LL line set carries */
 
+/* Versioned as NCCL's ncclConfig_t and UCX's parameter structs are:
+ * dfccl_config_init sets size (the caller's sizeof) and version; the
+ * library reads only the knobs that fit in the caller's size and gives the
+ * others their defaults, so a program built against an older header keeps
+ * working when knobs are appended. */
+#define DFCCL_CONFIG_VERSION 1
 typedef struct dfccl_config {
+    size_t   size;      /* sizeof(dfccl_config_t) of the caller's header */
+    unsigned version;   /* DFCCL_CONFIG_VERSION of the caller's header */
 #define DFCCL_KNOB(field, mca, kind, ...) DFCCL_KNOB_TYPE_##kind field;
 #define DFCCL_KNOB_FROM_CALLER(field, kind, ...) DFCCL_KNOB_TYPE_##kind field;
 #include "dfccl_knobs.def"
 } dfccl_config_t;
 
-/* Fills every knob with its default. */
+/* Fills every knob with its default, and size and version. */
 void dfccl_config_init(dfccl_config_t *config);
 
 /* Which knobs dfccl_config_check() looks at (the table's group column). */
@@ -120,6 +128,9 @@ typedef struct dfccl_comm    dfccl_comm_t;
 
 dfccl_status_t dfccl_context_create(const dfccl_config_t *config,
                                     dfccl_context_t **context_p);
+/* config: NULL for the defaults, else one that dfccl_config_init filled
+ * first (DFCCL_ERR_INVALID_PARAM when its size or version is not one the
+ * library knows). */
 /* Stops the daemon; collectives still in flight complete with
  * DFCCL_ERR_SHUTDOWN. Communicators must be destroyed first. */
 void dfccl_context_destroy(dfccl_context_t *context);
