@@ -21,7 +21,8 @@ tests=(src/engine/model/check_model.sh test/engine/test_plan test/engine/test_pl
        test/engine/test_plan_file test/engine/test_ranks)
 mpi_tests=(test/mpi/coll_engine_np2.test test/mpi/fallback_engine_np3.test
            test/mpi/hostile_engine_np2.test test/mpi/disorder_engine_np2.test
-           test/mpi/threads_engine_np2.test)
+           test/mpi/threads_engine_np2.test test/mpi/persist_order_np3.test
+           test/mpi/failed_comm_nb_op_differs_np3.test)
 set +e
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 make -j1 check TESTS="${tests[*]}"
 rc=$?

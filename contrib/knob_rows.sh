@@ -1,11 +1,11 @@
 #!/bin/sh
-# Prints the README's parameter table rows, one per MCA parameter of
+# Prints the parameter table rows of docs/tuning.md, one per MCA parameter of
 # coll/dfccl, from what ompi_info reports:
 #   | `coll_dfccl_NAME` | DEFAULT | meaning |
 # The meaning is the parameter's help up to ". Default" (the reason for the
-# default follows there in ompi_info). Paste the output between the README's
+# default follows there in ompi_info). Paste the output between docs/tuning.md's
 # <!-- knobs:begin --> and <!-- knobs:end --> lines, then edit the meanings
-# as you like: test/mpi/readme_knobs.sh compares names and defaults only.
+# as you like: test/mpi/knob_table.sh compares names and defaults only.
 #
 # usage: contrib/knob_rows.sh [BUILD_DIR]
 #   BUILD_DIR: a build tree (its test/components and engine library are

@@ -1,18 +1,18 @@
 #!/bin/sh
-# The README's parameter table (the rows between <!-- knobs:begin --> and
-# <!-- knobs:end -->) must name every MCA parameter of coll/dfccl, and no
+# The parameter table of docs/tuning.md (the rows between <!-- knobs:begin -->
+# and <!-- knobs:end -->) must name every MCA parameter of coll/dfccl, and no
 # other, with the default ompi_info reports. Only names and defaults are
 # compared; contrib/knob_rows.sh prints the rows afresh.
 set -u
 top=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
-readme=$top/README.md
-[ -r "$readme" ] || { echo "readme_knobs: cannot read $readme"; exit 1; }
+readme=$top/docs/tuning.md
+[ -r "$readme" ] || { echo "knob_table: cannot read $readme"; exit 1; }
 grep -q '^<!-- knobs:begin -->' "$readme" && grep -q '^<!-- knobs:end -->' "$readme" ||
-  { echo "readme_knobs: $readme has no <!-- knobs:begin --> ... <!-- knobs:end --> section"
+  { echo "knob_table: $readme has no <!-- knobs:begin --> ... <!-- knobs:end --> section"
     echo "(contrib/knob_rows.sh prints its rows)"; exit 1; }
 
 rows=$("$top/contrib/knob_rows.sh") || exit 1
-tmp=${TMPDIR:-/tmp}/readme_knobs.$$
+tmp=${TMPDIR:-/tmp}/knob_table.$$
 mkdir "$tmp" || exit 1
 trap 'rm -rf "$tmp"' EXIT
 
@@ -31,14 +31,14 @@ sed -n '/^<!-- knobs:begin -->/,/^<!-- knobs:end -->/p' "$readme" | awk -F'|' "$
     name = $2; gsub(/^[ \t]*`|`[ \t]*$/, "", name)
     if (name !~ /^coll_dfccl_[a-z0-9_]+$/) {
       if (name ~ /coll_dfccl_/) {
-        print "readme_knobs: malformed row: " $0 > "/dev/stderr"; bad = 1
+        print "knob_table: malformed row: " $0 > "/dev/stderr"; bad = 1
       }
       next   # the header and its rule
     }
     print name, norm($3)
   }
   END { exit bad }' > "$tmp/rows" ||
-  { echo "readme_knobs: rows of $readme not of the form | \`coll_dfccl_NAME\` | DEFAULT | meaning |"
+  { echo "knob_table: rows of $readme not of the form | \`coll_dfccl_NAME\` | DEFAULT | meaning |"
     exit 1; }
 sort "$tmp/rows" > "$tmp/readme"
 printf '%s\n' "$rows" | awk -F'|' "$normalise"'
@@ -46,9 +46,9 @@ printf '%s\n' "$rows" | awk -F'|' "$normalise"'
   > "$tmp/ompi_info"
 
 if ! cmp -s "$tmp/readme" "$tmp/ompi_info"; then
-  echo "readme_knobs: the parameter table of $readme differs from ompi_info"
-  echo "(- README row, + what ompi_info reports; contrib/knob_rows.sh prints the rows):"
+  echo "knob_table: the parameter table of $readme differs from ompi_info"
+  echo "(- docs/tuning.md row, + what ompi_info reports; contrib/knob_rows.sh prints the rows):"
   diff -u "$tmp/readme" "$tmp/ompi_info" | sed -n '3,$p' | grep '^[-+]'
   exit 1
 fi
-echo "readme_knobs: $(wc -l < "$tmp/readme") parameters, names and defaults as ompi_info reports"
+echo "knob_table: $(wc -l < "$tmp/readme") parameters, names and defaults as ompi_info reports"
