@@ -319,6 +319,14 @@ int  mca_coll_dfccl_side_submit(mca_coll_dfccl_side_t *side, dfccl_coll_args_t *
 int  mca_coll_dfccl_setup_progress(void);
 void mca_coll_dfccl_side_fini(mca_coll_dfccl_side_t *side);
 
+/* Open MPI's communicator construction (coll_dfccl_construction.c): whether
+ * a nonblocking allreduce has its signature, and that call on the stock
+ * path, device buffers staged through host memory */
+bool mca_coll_dfccl_is_construction_call(int count, ompi_datatype_t *dtype, struct ompi_op_t *op);
+int  mca_coll_dfccl_construction_iallreduce(mca_coll_dfccl_module_t *m, const void *sbuf,
+                                            void *rbuf, struct ompi_op_t *op,
+                                            ompi_communicator_t *comm, ompi_request_t **request);
+
 /* module: engine communicator on first use; OMPI_SUCCESS or fall back */
 int  mca_coll_dfccl_module_engine_ready(mca_coll_dfccl_module_t *m);
 /* module: whether the GPU side can join the communicator's ranks (on this
