@@ -1,6 +1,6 @@
 /* dtype.c - names, sizes and the (op, type) table of what the engine carries. */
-#include "dfccl.h"
-#include "reduce.h"
+#include "include/dfccl.h"
+#include "core/reduce.h"
 
 static const struct { const char *name; size_t size; } dtypes[DFCCL_DTYPE_COUNT] = {
     [DFCCL_INT8]   = { "int8", 1 },   [DFCCL_UINT8]  = { "uint8", 1 },

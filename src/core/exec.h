@@ -29,10 +29,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "dfccl.h"
-#include "fifo.h"
-#include "plan.h"
-#include "portable.h"
+#include "include/dfccl.h"
+#include "core/fifo.h"
+#include "core/plan.h"
+#include "core/portable.h"
 
 typedef enum {
     DFCCL_WAIT_NONE = 0,

@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "portable.h"
+#include "core/portable.h"
 
 #define DFCCL_CACHELINE 64
 

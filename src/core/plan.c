@@ -1,5 +1,5 @@
 /* plan.c - the plan builder and the ring programs over any group of ranks. */
-#include "plan_build.h"
+#include "core/plan_build.h"
 
 static const char *const algo_names[DFCCL_ALGO_COUNT] = { "ring", "hierarchical",
                                                           "recursive-doubling" };

@@ -25,7 +25,7 @@
 #define DFCCL_PLAN_H
 
 #include <stdint.h>
-#include "dfccl.h"
+#include "include/dfccl.h"
 
 typedef enum {
     DFCCL_BUF_NONE = 0,

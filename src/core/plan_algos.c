@@ -2,7 +2,7 @@
  * plan_algos.c - the algorithms across nodes (hierarchical and recursive
  * doubling allreduce), the connections they need, and the choice per call.
  */
-#include "plan_build.h"
+#include "core/plan_build.h"
 
 /* The ranks of this rank's node in rank order, or those with this rank's
  * local index on every node in node order; sets g->i. */

@@ -4,7 +4,7 @@
 #define DFCCL_PLAN_BUILD_H
 
 #include <stdlib.h>
-#include "plan.h"
+#include "core/plan.h"
 
 /* Groups up to this size are built on the stack. */
 #define PLAN_GROUP_MAX 64

@@ -1,5 +1,5 @@
 /* reduce.c - host entry to the portable reductions. */
-#include "reduce.h"
+#include "core/reduce.h"
 
 void dfccl_reduce(void *dst, const void *a, const void *b, size_t n,
                   dfccl_dtype_t dtype, dfccl_op_t op)

@@ -11,8 +11,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "dfccl.h"
-#include "portable.h"
+#include "include/dfccl.h"
+#include "core/portable.h"
 
 /* X(dtype, C type, unsigned twin used for wrapping arithmetic) */
 #define DFCCL_FOREACH_INT_TYPE(X)            \

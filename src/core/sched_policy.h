@@ -14,7 +14,7 @@
 #define DFCCL_SCHED_POLICY_H
 
 #include <stdint.h>
-#include "portable.h"
+#include "core/portable.h"
 
 typedef struct dfccl_sched_key {
     int32_t  priority;

@@ -17,7 +17,7 @@
 #ifndef DFCCL_BACKEND_OPS_H
 #define DFCCL_BACKEND_OPS_H
 
-#include "dfccl.h"
+#include "include/dfccl.h"
 
 struct dfccl_coll;   /* internal.h */
 

@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include "board.h"
-#include "exec_host.h"
+#include "engine/board.h"
+#include "backends/host/exec_host.h"
 
 #define BOARD_MAGIC 0xdfcc1b0du
 

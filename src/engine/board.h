@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include "dfccl.h"
+#include "include/dfccl.h"
 
 #define DFCCL_BOARD_BYTES  4096
 /* Identities kept per communicator: a peer that posted this many more

@@ -28,8 +28,8 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-#include "internal.h"
-#include "log.h"
+#include "engine/internal.h"
+#include "util/log.h"
 
 #define BOOT_MAGIC 0x6466636364626f6full   /* "dfcclboo" */
 

@@ -6,8 +6,8 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "internal.h"
-#include "log.h"
+#include "engine/internal.h"
+#include "util/log.h"
 
 dfccl_status_t dfccl_coll_check_args(const dfccl_comm_t *comm, const dfccl_coll_args_t *a,
                                      size_t *total)

@@ -10,11 +10,11 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "backend_ops.h"
-#include "clock.h"
-#include "internal.h"
-#include "log.h"
-#include "wait_policy.h"
+#include "engine/backend_ops.h"
+#include "util/clock.h"
+#include "engine/internal.h"
+#include "util/log.h"
+#include "core/wait_policy.h"
 
 /* A rank whose own outcome was OK keeps waiting for the others' this many
  * timeouts: failing alone would leave the ranks that heard from everyone

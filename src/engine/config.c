@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <stddef.h>
 #include <string.h>
-#include "internal.h"   /* the host's atomics, which gpu_shared.h's executor needs */
-#include "gpu_shared.h"
-#include "log.h"
+#include "engine/internal.h"   /* the host's atomics, which gpu_shared.h's executor needs */
+#include "backends/gpu/gpu_shared.h"
+#include "util/log.h"
 
 /* The public table cannot see gpu_shared.h: its limits must stay the backend's. */
 _Static_assert(DFCCL_CONFIG_GPU_CHANNELS_MAX == DFCCL_GPU_MAX_CHANNELS,
@@ -23,7 +23,7 @@ void dfccl_config_init(dfccl_config_t *config)
     config->version = DFCCL_CONFIG_VERSION;
 #define DFCCL_KNOB(f, mca, kind, def, ...) config->f = (DFCCL_KNOB_TYPE_##kind)(def);
 #define DFCCL_KNOB_FROM_CALLER(f, kind, def, ...) config->f = (DFCCL_KNOB_TYPE_##kind)(def);
-#include "dfccl_knobs.def"
+#include "include/dfccl_knobs.def"
 }
 
 /* One knob's bounds, by kind: the unsigned kinds compare as uint64_t (exact
@@ -110,7 +110,7 @@ dfccl_status_t dfccl_config_check(const dfccl_config_t *config, unsigned groups)
     if (groups & DFCCL_CONFIG_##group) bad += KNOB_CHECK_##kind(f, #mca, min, max, multiple);
 #define DFCCL_KNOB_FROM_CALLER(f, kind, def, min, max, multiple, group, ...) \
     if (groups & DFCCL_CONFIG_##group) bad += KNOB_CHECK_##kind(f, NULL, min, max, multiple);
-#include "dfccl_knobs.def"
+#include "include/dfccl_knobs.def"
     /* the one bound between knobs: the adaptive budget's range */
     if ((groups & DFCCL_CONFIG_ENGINE) && config->budget_min_ns > config->budget_max_ns) {
         dfccl_error("invalid configuration: budget_min_ns %" PRIu64

@@ -3,9 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "internal.h"
-#include "log.h"
-#include "wait_policy.h"
+#include "engine/internal.h"
+#include "util/log.h"
+#include "core/wait_policy.h"
 
 uint64_t dfccl_wait_spin_ns = DFCCL_WAIT_SPIN_NS;
 

@@ -4,18 +4,18 @@
 
 #include <pthread.h>
 #include <stdint.h>
-#include "backend_ops.h"
-#include "board.h"
-#include "dfccl.h"
-#include "exec_host.h"
-#include "host_comm.h"
-#include "fifo.h"
-#include "plan.h"
-#include "plan_set.h"
-#include "queue.h"
-#include "host_sched.h"
-#include "sched_policy.h"
-#include "shm.h"
+#include "engine/backend_ops.h"
+#include "engine/board.h"
+#include "include/dfccl.h"
+#include "backends/host/exec_host.h"
+#include "backends/host/host_comm.h"
+#include "core/fifo.h"
+#include "core/plan.h"
+#include "engine/plan_set.h"
+#include "backends/host/queue.h"
+#include "backends/host/host_sched.h"
+#include "core/sched_policy.h"
+#include "transport/shm.h"
 
 static inline void dfccl_config_budgets(const dfccl_config_t *cfg, dfccl_sched_budgets_t *b)
 {

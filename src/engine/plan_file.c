@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
-#include "plan_file_model.h"
+#include "engine/plan_file_model.h"
 
 /* The file's names for the collectives, as the format spells them. */
 static const char *const coll_names[DFCCL_COLL_TYPE_COUNT] = { "allreduce", "allgather",

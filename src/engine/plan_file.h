@@ -18,8 +18,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "dfccl.h"
-#include "plan.h"
+#include "include/dfccl.h"
+#include "core/plan.h"
 
 /* The format's identity: "format" and the newest "version" understood. */
 #define DFCCL_PLAN_FILE_FORMAT  "dfccl-plan"

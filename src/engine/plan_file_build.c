@@ -3,8 +3,8 @@
  * connections it needs, and a rank's program for one call, its chunks laid
  * onto the call's elements.
  */
-#include "plan_build.h"
-#include "plan_file_model.h"
+#include "core/plan_build.h"
+#include "engine/plan_file_model.h"
 
 dfccl_coll_type_t dfccl_plan_file_type(const dfccl_plan_file_t *pf)
 {

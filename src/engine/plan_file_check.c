@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "plan_file_model.h"
+#include "engine/plan_file_model.h"
 
 /* ---- connections -------------------------------------------------------- */
 

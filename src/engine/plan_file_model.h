@@ -6,7 +6,7 @@
 #define DFCCL_PLAN_FILE_MODEL_H
 
 #include <stdarg.h>
-#include "plan_file.h"
+#include "engine/plan_file.h"
 
 /* Bounds that keep every index in range and the checks' memory small. */
 #define PF_MAX_RANKS  4096

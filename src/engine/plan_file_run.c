@@ -22,7 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "plan_file_model.h"
+#include "engine/plan_file_model.h"
 
 /* Units a FIFO holds: two chunks. */
 #define RUN_FIFO_UNITS 2

@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "log.h"
-#include "plan_set.h"
+#include "util/log.h"
+#include "engine/plan_set.h"
 
 static int is_plan_name(const char *name)
 {

@@ -11,7 +11,7 @@
 #define DFCCL_PLAN_SET_H
 
 #include <stdint.h>
-#include "plan_file.h"
+#include "engine/plan_file.h"
 
 typedef struct dfccl_plan_set {
     dfccl_plan_file_t **plans;   /* sorted by file name */

@@ -7,8 +7,8 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "internal.h"
-#include "log.h"
+#include "engine/internal.h"
+#include "util/log.h"
 
 struct dfccl_prepared {
     dfccl_comm_t     *comm;     /* holds a reference */

@@ -1,6 +1,6 @@
 /* stats.c - per-process counters of what the engine carried. */
 #include <string.h>
-#include "internal.h"
+#include "engine/internal.h"
 
 static dfccl_stats_t stats;
 /* What the holder of the host scheduler's lock counts: one writer at a

@@ -7,10 +7,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include "clock.h"
-#include "internal.h"
-#include "log.h"
-#include "wait_policy.h"
+#include "util/clock.h"
+#include "engine/internal.h"
+#include "util/log.h"
+#include "core/wait_policy.h"
 
 static volatile sig_atomic_t watch_dump_requested;
 

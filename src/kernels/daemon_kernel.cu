@@ -74,11 +74,11 @@ __device__ static inline void gpu_store_release(volatile uint64_t *p, uint64_t v
     *p = v;
 }
 
-#include "gpu_shared.h"
-#include "kernels.h"
-#include "reduce.h"
-#include "sched_policy.h"
-#include "wait_policy.h"
+#include "backends/gpu/gpu_shared.h"
+#include "kernels/kernels.h"
+#include "core/reduce.h"
+#include "core/sched_policy.h"
+#include "core/wait_policy.h"
 
 __device__ static inline uint64_t gpu_now_ns(void)
 {
@@ -87,19 +87,19 @@ __device__ static inline uint64_t gpu_now_ns(void)
     return t;
 }
 
-#include "gpu_movers.cuh"
-#include "gpu_direct_move.cuh"
-#include "gpu_oneshot.cuh"
-#include "gpu_ll.cuh"
-#include "gpu_ll_early.cuh"
-#include "gpu_block_state.cuh"
-#include "gpu_trace.cuh"
-#include "gpu_completion.cuh"
-#include "gpu_ll_early_admit.cuh"
-#include "gpu_admission.cuh"
-#include "gpu_ll_attempt.cuh"
-#include "gpu_direct_steps.cuh"
-#include "gpu_schedule.cuh"
+#include "kernels/gpu_movers.cuh"
+#include "kernels/gpu_direct_move.cuh"
+#include "kernels/gpu_oneshot.cuh"
+#include "kernels/gpu_ll.cuh"
+#include "kernels/gpu_ll_early.cuh"
+#include "kernels/gpu_block_state.cuh"
+#include "kernels/gpu_trace.cuh"
+#include "kernels/gpu_completion.cuh"
+#include "kernels/gpu_ll_early_admit.cuh"
+#include "kernels/gpu_admission.cuh"
+#include "kernels/gpu_ll_attempt.cuh"
+#include "kernels/gpu_direct_steps.cuh"
+#include "kernels/gpu_schedule.cuh"
 
 __global__ void __launch_bounds__(512) dfccl_daemon_kernel(dfccl_gpu_env_t env)
 {

@@ -6,7 +6,7 @@
 #define DFCCL_KERNELS_H
 
 #include <stddef.h>
-#include "dfccl.h"
+#include "include/dfccl.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "planner.h"
-#include "util.h"
+#include "planner/planner.h"
+#include "planner/util.h"
 
 typedef struct {
     const pl_instance_t *in;

@@ -29,8 +29,8 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include "model.h"
-#include "state.h"
+#include "planner/model.h"
+#include "planner/state.h"
 
 typedef struct {
     const pl_instance_t *in;

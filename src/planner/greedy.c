@@ -15,7 +15,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "state.h"
+#include "planner/state.h"
 
 enum { GPU_READY, DEPART, AT_SWITCH, ARRIVE };
 

@@ -7,8 +7,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "planner.h"
-#include "util.h"
+#include "planner/planner.h"
+#include "planner/util.h"
 
 /* Ratios that are whole numbers up to rounding must count as whole: a chunk
  * that exactly fills an epoch takes one epoch, not two. */

@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <Clp_C_Interface.h>
-#include "model.h"
-#include "state.h"
+#include "planner/model.h"
+#include "planner/state.h"
 
 /* Sends below half a chunk are left to the greedy completion: taken
  * whole, the LP's many small fractions crowd out what it is sure of. */

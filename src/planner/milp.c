@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <Cbc_C_Interface.h>
-#include "milp.h"
+#include "planner/milp.h"
 
 /* CBC's own arguments (as its command line takes them): the C interface
  * passes these to the solver run itself, where setters on the model can be

@@ -5,7 +5,7 @@
 #ifndef DFCCL_PLANNER_MILP_H
 #define DFCCL_PLANNER_MILP_H
 
-#include "model.h"
+#include "planner/model.h"
 
 typedef struct {
     int cols, rows;

@@ -8,8 +8,8 @@
 #ifndef DFCCL_PLANNER_MODEL_H
 #define DFCCL_PLANNER_MODEL_H
 
-#include "planner.h"
-#include "util.h"
+#include "planner/planner.h"
+#include "planner/util.h"
 
 /* What the program covers: sends from epoch k0 on, every GPU holding every
  * chunk by epoch bend; the flows of prior (all sent before k0) as a fixed

@@ -22,8 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "milp.h"
-#include "state.h"
+#include "planner/milp.h"
+#include "planner/state.h"
 
 /* Epochs a chunk needs to cross the topology at most (no capacity limits):
  * a window shorter than that could leave chunks stranded in switches. */

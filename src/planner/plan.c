@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "planner.h"
-#include "util.h"
+#include "planner/planner.h"
+#include "planner/util.h"
 
 /* Below these many flow variables (chunks x links x horizon epochs) the MILP
  * of the whole horizon is worth trying within a time limit; below the next,

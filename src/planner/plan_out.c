@@ -17,8 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "planner.h"
-#include "util.h"
+#include "planner/planner.h"
+#include "planner/util.h"
 
 enum { BUF_NONE, BUF_SEND, BUF_RECV };
 

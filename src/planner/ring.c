@@ -8,7 +8,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "state.h"
+#include "planner/state.h"
 
 /* The path of fewest epochs from node a to node b (Dijkstra): the links in
  * order into path, their number returned; -1 on failure. Neighbouring ranks

@@ -5,8 +5,8 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include "planner.h"
-#include "util.h"
+#include "planner/planner.h"
+#include "planner/util.h"
 
 void pl_schedule_init(pl_schedule_t *s)
 {

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
-#include "planner.h"
-#include "util.h"
+#include "planner/planner.h"
+#include "planner/util.h"
 
 static const char *phase_name(int phase)
 {

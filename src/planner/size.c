@@ -6,7 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "planner.h"
+#include "planner/planner.h"
 
 int pl_parse_bytes(const char *s, uint64_t *out)
 {

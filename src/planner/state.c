@@ -5,7 +5,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include "state.h"
+#include "planner/state.h"
 
 int pl_state_link_free(const pl_state_t *st, int l, int k)
 {

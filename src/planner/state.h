@@ -6,8 +6,8 @@
 #ifndef DFCCL_PLANNER_STATE_H
 #define DFCCL_PLANNER_STATE_H
 
-#include "planner.h"
-#include "util.h"
+#include "planner/planner.h"
+#include "planner/util.h"
 
 typedef struct {
     int node, epoch;

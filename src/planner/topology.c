@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
-#include "planner.h"
-#include "util.h"
+#include "planner/planner.h"
+#include "planner/util.h"
 
 void pl_topology_free(pl_topology_t *t)
 {

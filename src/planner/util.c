@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-#include "util.h"
+#include "planner/util.h"
 
 int pl_fail(char *why, size_t whylen, const char *fmt, ...)
 {

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "plan_file.h"
-#include "planner.h"
+#include "engine/plan_file.h"
+#include "planner/planner.h"
 
 typedef struct {
     const char *topology, *schedule, *check, *plan_dir;

@@ -6,7 +6,7 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include "plan_file.h"
+#include "engine/plan_file.h"
 
 static const char *const coll_names[DFCCL_COLL_TYPE_COUNT] = { "allreduce", "allgather",
                                                               "reduce_scatter" };

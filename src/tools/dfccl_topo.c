@@ -19,9 +19,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "topo_file.h"
-#include "topo_job.h"
-#include "topo_probe.h"
+#include "tools/topo_file.h"
+#include "tools/topo_job.h"
+#include "tools/topo_probe.h"
 
 typedef struct {
     const char *out, *cache;

@@ -4,7 +4,7 @@
  * of a host, one switch per host for its network interface and one for the
  * network between them; and the check that a cached file fits the job.
  */
-#include "topo_file.h"
+#include "tools/topo_file.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -6,8 +6,8 @@
 #define DFCCL_TOPO_FILE_H
 
 #include <stddef.h>
-#include "topo_job.h"
-#include "topo_probe.h"
+#include "tools/topo_job.h"
+#include "tools/topo_probe.h"
 
 /* Writes job's topology to path (through a temporary file renamed into
  * place, so a reader never sees half of it); 0, or -1 with why. */

@@ -10,7 +10,7 @@
  * (a slow link), then smaller: every measurement ends within its budget
  * and a few round trips.
  */
-#include "topo_probe.h"
+#include "tools/topo_probe.h"
 
 #include <stdio.h>
 #include <stdlib.h>

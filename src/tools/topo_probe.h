@@ -7,7 +7,7 @@
 
 #include <mpi.h>
 #include <stdbool.h>
-#include "topo_job.h"
+#include "tools/topo_job.h"
 
 typedef struct {
     int latency_reps;    /* timed round trips of TOPO_SMALL_BYTES, at most */

@@ -4,8 +4,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "locality.h"
-#include "log.h"
+#include "transport/locality.h"
+#include "util/log.h"
 
 static pthread_once_t locality_once = PTHREAD_ONCE_INIT;
 static hwloc_topology_t locality_topo;

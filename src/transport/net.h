@@ -51,9 +51,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "board.h"
-#include "dfccl.h"
-#include "fifo.h"
+#include "engine/board.h"
+#include "include/dfccl.h"
+#include "core/fifo.h"
 
 /* Largest worker address a hello carries. */
 #define DFCCL_NET_ADDR_MAX 1024

@@ -1,7 +1,7 @@
 /* net_none.c - net.h where the engine was built without UCX: communicators
  * that span nodes cannot be set up (the caller takes its own path). */
 #include <stdio.h>
-#include "net.h"
+#include "transport/net.h"
 
 int dfccl_net_available(char *why, size_t len)
 {

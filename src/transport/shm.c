@@ -7,8 +7,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "log.h"
-#include "shm.h"
+#include "util/log.h"
+#include "transport/shm.h"
 
 static unsigned shm_counter;
 

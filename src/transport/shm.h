@@ -3,7 +3,7 @@
 #define DFCCL_SHM_H
 
 #include <stddef.h>
-#include "dfccl.h"
+#include "include/dfccl.h"
 
 #define DFCCL_SHM_NAME_MAX 48
 

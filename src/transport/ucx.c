@@ -4,10 +4,10 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "clock.h"
-#include "log.h"
-#include "ucx_net.h"
-#include "wait_policy.h"
+#include "util/clock.h"
+#include "util/log.h"
+#include "transport/ucx_net.h"
+#include "core/wait_policy.h"
 
 int dfccl_net_available(char *why, size_t len)
 {

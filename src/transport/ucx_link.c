@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "clock.h"
-#include "log.h"
-#include "ucx_net.h"
+#include "util/clock.h"
+#include "util/log.h"
+#include "transport/ucx_net.h"
 
 typedef struct ucx_ctrl_send {
     struct ucx_ctrl_send *next;

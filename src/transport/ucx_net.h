@@ -8,7 +8,7 @@
 
 #include <pthread.h>
 #include <ucp/api/ucp.h>
-#include "net.h"
+#include "transport/net.h"
 
 #define UCX_NET_ID_LIMIT   (1u << 24)
 #define UCX_NET_TAG_ID(id) ((uint64_t)(id) << 40)

@@ -24,9 +24,9 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include "locality.h"
-#include "log.h"
-#include "ucx_net.h"
+#include "transport/locality.h"
+#include "util/log.h"
+#include "transport/ucx_net.h"
 
 struct dfccl_net_region {
     dfccl_net_region_t *next;

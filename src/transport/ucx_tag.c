@@ -6,8 +6,8 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "locality.h"
-#include "ucx_net.h"
+#include "transport/locality.h"
+#include "transport/ucx_net.h"
 
 static size_t side_bytes(const dfccl_net_link_t *l)
 {

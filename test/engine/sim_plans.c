@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "exec_host.h"
+#include "backends/host/exec_host.h"
 #include "sim_plans.h"
 #include "sim_ranks.h"
 

@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "plan.h"
+#include "core/plan.h"
 
 #define SIM_PLANS_MAX_RANKS 16
 

@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "reduce.h"
+#include "core/reduce.h"
 #include "sim_ranks.h"
 
 #define SIM_SLOT_BYTES 4096

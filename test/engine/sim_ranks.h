@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include "dfccl.h"
+#include "include/dfccl.h"
 
 /* In a rank's body (which has `rank` in scope): fail the rank with where
  * and why. */

@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "dfccl.h"
+#include "include/dfccl.h"
 
 #define RANKS 3
 #define COUNT 1000

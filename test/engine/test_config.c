@@ -6,7 +6,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
-#include "dfccl.h"
+#include "include/dfccl.h"
 
 static int failures, checks;
 

@@ -34,7 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cuda_runtime_api.h>
-#include "dfccl.h"
+#include "include/dfccl.h"
 #include "sim_ranks.h"
 
 #define CUDA_OK(call) CHECK((call) == cudaSuccess, "%s failed", #call)

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "net.h"
+#include "transport/net.h"
 
 #define SLOT_BYTES 4096u
 #define NSLOTS     4u

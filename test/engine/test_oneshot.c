@@ -17,7 +17,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include "dfccl.h"
+#include "include/dfccl.h"
 #include "sim_ranks.h"
 
 #define MAX_BYTES 1024   /* the one-shot's limit here: sizes on both sides */

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "exec_host.h"
+#include "backends/host/exec_host.h"
 #include "sim_ranks.h"
 
 #define MAX_RANKS 9

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "plan_file.h"
+#include "engine/plan_file.h"
 #include "sim_plans.h"
 
 static int failures, checks;

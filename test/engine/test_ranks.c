@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "dfccl.h"
+#include "include/dfccl.h"
 #include "sim_ranks.h"
 
 /* Waits (bounded) for n completions; returns how many had status OK. */

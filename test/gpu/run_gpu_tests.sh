@@ -66,7 +66,7 @@ mkdir -p "$logdir" && logdir=$(cd "$logdir" && pwd) || exit 2
 
 # What run_mpi_test.sh needs, as the Makefile's AM_TESTS_ENVIRONMENT sets it.
 export DFCCL_COMPONENT_DIR=${DFCCL_COMPONENT_DIR:-$builddir/test/components}
-export DFCCL_ENGINE_LIBDIR=${DFCCL_ENGINE_LIBDIR:-$builddir/src/engine/.libs}
+export DFCCL_ENGINE_LIBDIR=${DFCCL_ENGINE_LIBDIR:-$builddir/src/.libs}
 if [ -z "${OMPI_PKGLIBDIR:-}" ]; then
     OMPI_PKGLIBDIR=$(ompi_info --path pkglibdir 2>/dev/null | sed 's/^[^:]*: *//')
     export OMPI_PKGLIBDIR

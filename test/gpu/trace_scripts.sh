@@ -1,6 +1,6 @@
 #!/bin/bash
-# trace_scripts.sh - checks contrib/gpu_trace_summary.py and
-# contrib/gpu_trace_ranks.py on a trace written here with known steps: 3
+# trace_scripts.sh - checks contrib/bench/gpu_trace_summary.py and
+# contrib/bench/gpu_trace_ranks.py on a trace written here with known steps: 3
 # ranks, a call every 20 us; rank r posts and is seen r us after rank 0 (rank
 # 2 posts last), rank 0 makes its first move (the send) last, and every rank
 # finishes 6 + 0.1 r us after that; rank 1 numbers its collectives 1000 ahead
@@ -60,7 +60,7 @@ for i in range(4):
                       2000000000 + i * 50000 + r * 500, 9000000000 + i * 50000 + r * 500))
 PY
 
-python3 "$contrib/gpu_trace_summary.py" --skip 2 "$work/trace.txt" > "$work/summary.txt" 2>&1 ||
+python3 "$contrib/bench/gpu_trace_summary.py" --skip 2 "$work/trace.txt" > "$work/summary.txt" 2>&1 ||
     { cat "$work/summary.txt"; fail "gpu_trace_summary.py failed"; }
 cat "$work/summary.txt"
 grep -Eq '^3 +1 +allreduce +8 ll +10 +2\.00 \( +2\.00\) +18\.00 \( 18\.00\) +1\.00 \( +1\.00\) +4\.00 \( +4\.00\) +5\.00 \( +1\.00\) +6\.00 \( +1\.00\) +5\.00 \( +0\.00\) +8\.00 \( +2\.00\) +13\.10 \( +5\.10\)$' \
@@ -78,7 +78,7 @@ grep -A2 -E '^3 +2 +allreduce +1048576 ring' "$work/summary.txt" | grep -q 'kern
 grep -Eq '^3 +2 +allreduce +1048576 ring +2 .* 5\.00 \( +1\.00\) +none +30\.00 \( 25\.00\) +none +34\.00 \( +4\.00\)$' \
     "$work/summary.txt" || fail "the ring row (steps without sent and received) is not as written"
 
-python3 "$contrib/gpu_trace_ranks.py" --skip 2 "$work/trace.txt" > "$work/ranks.txt" 2>&1 ||
+python3 "$contrib/bench/gpu_trace_ranks.py" --skip 2 "$work/trace.txt" > "$work/ranks.txt" 2>&1 ||
     { cat "$work/ranks.txt"; fail "gpu_trace_ranks.py failed"; }
 cat "$work/ranks.txt"
 grep -q '^np 3 comm 0x7 allreduce 8 B ll: 6 calls, cycle median 20.00 us$' "$work/ranks.txt" ||

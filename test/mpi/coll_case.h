@@ -19,7 +19,7 @@
 #include <mpi-ext.h>   /* MPIX_*_init: Open MPI's persistent collectives */
 
 #include "coll_values.h"
-#include "dfccl.h"
+#include "include/dfccl.h"
 #include "test_memory.h"
 
 typedef enum {

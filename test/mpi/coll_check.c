@@ -40,7 +40,7 @@
 
 #include "coll_calls.h"
 #include "coll_values.h"
-#include "dfccl.h"
+#include "include/dfccl.h"
 #include "test_memory.h"
 #include "test_util.h"
 

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dfccl.h"
+#include "include/dfccl.h"
 
 typedef struct {
     dfccl_dtype_t elem;    /* element class: size and kind of the MPI type */

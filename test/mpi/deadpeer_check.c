@@ -78,7 +78,7 @@
 #include <unistd.h>
 #include <mpi.h>
 
-#include "dfccl.h"
+#include "include/dfccl.h"
 #include "test_util.h"
 
 #define PROGRAM "deadpeer_check"

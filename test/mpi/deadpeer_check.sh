@@ -32,7 +32,7 @@
 #
 # PROGRAM defaults to test/mpi/deadpeer_check (make check runs in the build
 # tree). Outside make check, DFCCL_COMPONENT_DIR and DFCCL_ENGINE_LIBDIR
-# default to test/components and src/engine/.libs when those exist here.
+# default to test/components and src/.libs when those exist here.
 # DFCCL_TEST_TIMEOUT defaults to 120 s.
 #
 # Exit status: 0 pass, 1 fail, 77 skip (fewer than 2 ranks, an mpirun other
@@ -89,8 +89,8 @@ if [ -z "${DFCCL_COMPONENT_DIR:-}" ] && [ -f test/components/mca_coll_dfccl.so ]
     DFCCL_COMPONENT_DIR=$PWD/test/components
     export DFCCL_COMPONENT_DIR
 fi
-if [ -z "${DFCCL_ENGINE_LIBDIR:-}" ] && [ -d src/engine/.libs ]; then
-    DFCCL_ENGINE_LIBDIR=$PWD/src/engine/.libs
+if [ -z "${DFCCL_ENGINE_LIBDIR:-}" ] && [ -d src/.libs ]; then
+    DFCCL_ENGINE_LIBDIR=$PWD/src/.libs
     export DFCCL_ENGINE_LIBDIR
 fi
 DFCCL_TEST_MCA="--mca coll_dfccl_host_buffers engine --mca coll_dfccl_gpu 0"

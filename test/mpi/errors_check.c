@@ -23,7 +23,7 @@
 #include <mpi.h>
 
 #include "coll_calls.h"
-#include "dfccl.h"
+#include "include/dfccl.h"
 #include "test_util.h"
 
 typedef enum {

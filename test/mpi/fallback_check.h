@@ -8,7 +8,7 @@
 #include <mpi.h>
 
 #include "coll_calls.h"
-#include "dfccl.h"
+#include "include/dfccl.h"
 #include "test_util.h"
 
 #define MAX_ELEMS 4096

@@ -2,16 +2,16 @@
 # The parameter table of docs/tuning.md (the rows between <!-- knobs:begin -->
 # and <!-- knobs:end -->) must name every MCA parameter of coll/dfccl, and no
 # other, with the default ompi_info reports. Only names and defaults are
-# compared; contrib/knob_rows.sh prints the rows afresh.
+# compared; contrib/dev/knob_rows.sh prints the rows afresh.
 set -u
 top=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
 readme=$top/docs/tuning.md
 [ -r "$readme" ] || { echo "knob_table: cannot read $readme"; exit 1; }
 grep -q '^<!-- knobs:begin -->' "$readme" && grep -q '^<!-- knobs:end -->' "$readme" ||
   { echo "knob_table: $readme has no <!-- knobs:begin --> ... <!-- knobs:end --> section"
-    echo "(contrib/knob_rows.sh prints its rows)"; exit 1; }
+    echo "(contrib/dev/knob_rows.sh prints its rows)"; exit 1; }
 
-rows=$("$top/contrib/knob_rows.sh") || exit 1
+rows=$("$top/contrib/dev/knob_rows.sh") || exit 1
 tmp=${TMPDIR:-/tmp}/knob_table.$$
 mkdir "$tmp" || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -47,7 +47,7 @@ printf '%s\n' "$rows" | awk -F'|' "$normalise"'
 
 if ! cmp -s "$tmp/readme" "$tmp/ompi_info"; then
   echo "knob_table: the parameter table of $readme differs from ompi_info"
-  echo "(- docs/tuning.md row, + what ompi_info reports; contrib/knob_rows.sh prints the rows):"
+  echo "(- docs/tuning.md row, + what ompi_info reports; contrib/dev/knob_rows.sh prints the rows):"
   diff -u "$tmp/readme" "$tmp/ompi_info" | sed -n '3,$p' | grep '^[-+]'
   exit 1
 fi

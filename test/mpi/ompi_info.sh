@@ -13,7 +13,7 @@ params=$("$OMPI_INFO" --param coll dfccl --level 9 --parsable) || exit 1
 expected=$( { sed -n 's/^MCA_COLL_DFCCL_KNOB(\([a-z0-9_]*\),.*/\1/p' \
                 "$top/ompi/mca/coll/dfccl/coll_dfccl_knobs.def"
               sed -n 's/^DFCCL_KNOB([a-z0-9_]*, *\([a-z0-9_]*\),.*/\1/p' \
-                "$top/src/engine/include/dfccl_knobs.def"; } | sort)
+                "$top/src/include/dfccl_knobs.def"; } | sort)
 listed=$(printf '%s\n' "$params" |
          sed -n 's/^mca:coll:dfccl:param:coll_dfccl_\([a-z0-9_]*\):value:.*/\1/p' | sort)
 failed=0 total=0

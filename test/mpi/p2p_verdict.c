@@ -2,7 +2,7 @@
  * p2p_verdict.c - rank agreement by MPI_Send / MPI_Recv (see p2p_verdict.h).
  */
 #include "p2p_verdict.h"
-#include "dfccl.h"
+#include "include/dfccl.h"
 
 #include <stdio.h>
 #include <stdlib.h>

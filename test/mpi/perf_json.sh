@@ -6,7 +6,7 @@
 # same rows. Run by `make check` from the build directory.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-program=${DFCCL_PERF:-contrib/perf/dfccl_perf}
+program=${DFCCL_PERF:-src/tools/perf/dfccl_perf}
 work=$(mktemp -d "${TMPDIR:-/tmp}/perf_json.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: perf_json: $*" >&2; exit 1; }

@@ -8,14 +8,14 @@ set -u
 path="$DFCCL_COMPONENT_DIR:$OMPI_PKGLIBDIR"
 out=$(timeout 120 "$MPIRUN" -np 2 --oversubscribe --allow-run-as-root \
         --mca mca_base_component_path "$path" --mca coll dfccl \
-        -x LD_LIBRARY_PATH="$DFCCL_ENGINE_LIBDIR" contrib/dfccl_demo 2>&1) && {
+        -x LD_LIBRARY_PATH="$DFCCL_ENGINE_LIBDIR" contrib/examples/dfccl_demo 2>&1) && {
   echo "selection: a job with --mca coll dfccl alone should fail"; exit 1; }
 echo "$out" | grep -q 'dfccl,tuned,libnbc,basic,self' || {
   echo "selection: no message naming the list to use:"; echo "$out"; exit 1; }
 out=$(timeout 120 "$MPIRUN" -np 2 --oversubscribe --allow-run-as-root \
         --mca mca_base_component_path "$path" --mca coll dfccl,tuned,libnbc,basic,self \
         --mca coll_dfccl_host_buffers engine --mca coll_base_verbose 10 \
-        -x LD_LIBRARY_PATH="$DFCCL_ENGINE_LIBDIR" contrib/dfccl_demo 2>&1) || {
+        -x LD_LIBRARY_PATH="$DFCCL_ENGINE_LIBDIR" contrib/examples/dfccl_demo 2>&1) || {
   echo "selection: the suggested list failed:"; echo "$out"; exit 1; }
 echo "$out" | grep -Eq 'selecting dfccl|component available: dfccl' || {
   echo "selection: dfccl not selected with the suggested list"; echo "$out" | tail -20; exit 1; }

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <mpi.h>
 
-#include "dfccl.h"
+#include "include/dfccl.h"
 
 /* Which path the collectives under test are expected to take. */
 typedef enum {

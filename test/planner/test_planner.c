@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "planner.h"
+#include "planner/planner.h"
 
 static int failures;
 

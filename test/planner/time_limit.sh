@@ -16,7 +16,7 @@ for run in "ndv2_4x8 1M milp" "ndv2_4x8 1M partition" "ndv2_2x8 10K milp"; do
   set -- $run
   t0=$(date +%s)
   rc=0
-  timeout 300 "$tool" --topology "$top/contrib/topologies/$1.json" --collective allgather \
+  timeout 300 "$tool" --topology "$top/contrib/bench/topologies/$1.json" --collective allgather \
     --bytes "$2" --method "$3" --time-limit 2 --quiet --schedule "$tmp/s.json" \
     >"$tmp/out" 2>&1 || rc=$?
   took=$(( $(date +%s) - t0 ))

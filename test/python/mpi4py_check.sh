@@ -6,7 +6,7 @@
 # checked from Python with mpi4py and NumPy (Debian's python3-mpi4py and
 # python3-numpy under /usr/bin/python3). Skipped (77) when that interpreter
 # cannot import both. Also runs other mpi4py programs that print the same
-# verdict (contrib/train_example.py).
+# verdict (contrib/examples/train_example.py).
 #
 # The job runs through test/mpi/run_mpi_test.sh, which reads the same
 # environment as for the other MPI tests (MPIRUN, DFCCL_COMPONENT_DIR,
@@ -30,7 +30,7 @@
 # passed, M failed", the verdict run_mpi_test.sh looks for.
 #
 # By hand, from the build tree:
-#   DFCCL_COMPONENT_DIR=$PWD/test/components DFCCL_ENGINE_LIBDIR=$PWD/src/engine/.libs \
+#   DFCCL_COMPONENT_DIR=$PWD/test/components DFCCL_ENGINE_LIBDIR=$PWD/src/.libs \
 #   OMPI_PKGLIBDIR=... ../test/python/mpi4py_check.sh 4
 # and the stock route (checks the test itself against Open MPI's own code):
 #   DFCCL_TEST_MCA="--mca coll ^dfccl" ... ../test/python/mpi4py_check.sh 4

@@ -19,7 +19,7 @@
 #include "ompi/request/request.h"
 #include "opal/class/opal_free_list.h"
 #include "opal/threads/mutex.h"
-#include "dfccl.h"
+#include "include/dfccl.h"
 #include "ompi/mca/coll/base/coll_tags.h"
 
 BEGIN_C_DECLS
@@ -49,7 +49,7 @@ typedef struct mca_coll_dfccl_component_t {
 #include "coll_dfccl_knobs.def"
 #define DFCCL_KNOB(field, mca, kind, ...) MCA_COLL_DFCCL_TYPE_##kind mca;
 #define DFCCL_KNOB_FROM_CALLER(...)
-#include "dfccl_knobs.def"
+#include "include/dfccl_knobs.def"
 
     int              output;          /* opal_output stream for verbose messages */
     opal_mutex_t     lock;            /* guards lazy creation of the engine */

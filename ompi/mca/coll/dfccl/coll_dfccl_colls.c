@@ -7,7 +7,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include "coll_dfccl.h"
-#include "wait_policy.h"
+#include "core/wait_policy.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/info.h"
 

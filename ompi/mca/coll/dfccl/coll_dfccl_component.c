@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <unistd.h>
 #include "coll_dfccl.h"
-#include "wait_policy.h"
+#include "core/wait_policy.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
@@ -90,7 +90,7 @@ static int dfccl_register(void)
     dfccl_register_knob(#mca, help ". Default " reason, DFCCL_VAR_TYPE_##kind, NULL,            \
                         OPAL_INFO_LVL_##level, MCA_BASE_VAR_SCOPE_##scope, &c->mca);
 #define DFCCL_KNOB_FROM_CALLER(...)
-#include "dfccl_knobs.def"
+#include "include/dfccl_knobs.def"
     return OMPI_SUCCESS;
 }
 
@@ -144,7 +144,7 @@ int mca_coll_dfccl_context_get(dfccl_context_t **context_p)
         dfccl_config_init(&config);
 #define DFCCL_KNOB(field, mca, ...) config.field = c->mca;
 #define DFCCL_KNOB_FROM_CALLER(...)
-#include "dfccl_knobs.def"
+#include "include/dfccl_knobs.def"
         /* the knobs without parameters of their own */
         config.verbose = c->verbose > 1 ? c->verbose - 1 : 0;
         config.gpu_local_ranks = opal_process_info.num_local_peers >= 0

@@ -1,0 +1,62 @@
+#!/bin/bash
+# bed_planner_compare.sh OUT [SIZE...]
+#
+# Planned schedules against the engine's built-in ring and hierarchical
+# algorithms, executed across emulated hosts: 3 hosts x 2 ranks, host 3's
+# link shaped to 1 Gbit/s (contrib/bench/topologies/bed_3x2_slow.json models
+# that bed). For each SIZE (whole buffer, default 6Mi 24Mi) dfccl_plan
+# plans allgather and allreduce on the model into OUT/plans (sizes with Ki,
+# Mi, Gi: dfccl_perf's sizes are powers of 1024, and every size is 4 times
+# the one before) (its modelled
+# finish and the ring's go to OUT/model.txt); then bed_perf_compare.sh runs
+# dfccl_perf with results checked (-c 1) in three configurations of the
+# engine, one job each:
+#   ring     coll_dfccl_algorithm 0 (one ring over all ranks)
+#   hier     coll_dfccl_algorithm 1 (allreduce: node reduce-scatter, shards
+#            across nodes, node allgather; allgather stays the ring)
+#   planned  coll_dfccl_plan_dir OUT/plans (the plans; verbose, so that the
+#            log shows the communicator taking them)
+# OUT/ratios.txt has the times and ring/hier, ring/planned. Plan files
+# already in OUT/plans are used as they are (no planning).
+#
+# DFCCL_PLAN_METHOD (default auto) and DFCCL_PLAN_TIME_LIMIT (default 60 s)
+# go to dfccl_plan; DFCCL_PLAN_CHUNKS (default 1) chunks a rank.
+# Run from the build directory, as root, with nothing else running.
+set -eu
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+[ $# -ge 1 ] || { echo "usage: $0 OUT [SIZE...]" >&2; exit 2; }
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+out=$1
+shift
+sizes=("$@")
+[ ${#sizes[@]} -gt 0 ] || sizes=(6Mi 24Mi)
+tool=$PWD/src/tools/dfccl_plan
+[ -x "$tool" ] || { echo "$0: no $tool (run from the build directory; the planner needs CBC)" >&2
+                    exit 2; }
+topo=$here/topologies/bed_3x2_slow.json
+mkdir -p "$out/plans"
+out=$(cd "$out" && pwd)
+reuse=0
+ls "$out"/plans/*.json >/dev/null 2>&1 && reuse=1
+[ $reuse = 0 ] && : > "$out/model.txt"
+for coll in allgather allreduce; do
+  [ $reuse = 0 ] || break   # OUT/plans from an earlier run: planned already
+  for size in "${sizes[@]}"; do
+    echo "== $coll $size" >> "$out/model.txt"
+    "$tool" --topology "$topo" --collective "$coll" --bytes "$size" \
+      --chunks "${DFCCL_PLAN_CHUNKS:-1}" --method "${DFCCL_PLAN_METHOD:-auto}" \
+      --time-limit "${DFCCL_PLAN_TIME_LIMIT:-60}" --schedule "$out/plans/$coll-$size.schedule" \
+      --plan-dir "$out/plans" >> "$out/model.txt" 2>&1
+  done
+done
+mkdir -p "$out/schedules"
+[ $reuse = 1 ] || mv "$out"/plans/*.schedule "$out/schedules/"
+lo=${sizes[0]%i}   # dfccl_perf's K, M, G are powers of 1024
+hi=${sizes[${#sizes[@]} - 1]%i}
+DFCCL_BENCH_CONFIGS= DFCCL_BENCH_SHAPE="h3 1gbit" \
+DFCCL_BENCH_EXTRA="ring=--mca coll_dfccl_algorithm 0;hier=--mca coll_dfccl_algorithm 1;planned=--mca coll_dfccl_plan_dir $out/plans --mca coll_dfccl_verbose 2" \
+  "$here/bed_perf_compare.sh" 3 2 "$out" -x allgather,allreduce -b "$lo" -e "$hi" -f 4 -c 1 \
+    -w "${DFCCL_PERF_WARMUP:-1}" -n "${DFCCL_PERF_ITERS:-5}"
+# the planned job must have taken the plans
+grep -q "serves it" "$out/planned.err" ||
+  { echo "$0: the planned job did not take the plan files (see $out/planned.err)" >&2; exit 1; }

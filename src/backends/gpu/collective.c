@@ -1,0 +1,243 @@
+/*
+ * collective.c - a GPU collective into a job (dfccl_gpu_submit): its
+ * submission entry, the algorithm and channels every rank chooses alike,
+ * the direct path's exported buffers, and the wait for CUDA's legacy
+ * default stream, which an LL collective the early send takes overlaps by
+ * entering the queue held.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <cuda_runtime_api.h>
+#include "util/clock.h"
+#include "backends/gpu/direct.h"
+#include "backends/gpu/jobs.h"
+#include "backends/gpu/ll_head.h"
+#include "util/log.h"
+#include "backends/gpu/state.h"
+
+/* Bytes of a collective per channel below which fewer channels are used:
+ * each channel has a fixed cost per slice. */
+#define GPU_BYTES_PER_CHANNEL (256u * 1024u)
+
+/* The direct path from direct_bytes of (whole vector) x (ranks - 1) on:
+ * the ring's fixed cost grows with the ranks (n - 1 or 2 (n - 1) steps,
+ * each a round of flags between channels), the direct path's handshake
+ * hardly does (the default and its measurements: dfccl_config_init).
+ * 0: never. */
+static int gpu_direct_wanted(size_t direct_bytes, size_t total_bytes, int size)
+{
+    uint64_t others = size > 1 ? (uint64_t)(size - 1) : 0;
+
+    if (direct_bytes == 0 || others == 0) return 0;
+    if (total_bytes > UINT64_MAX / others) return 1;
+    return (uint64_t)total_bytes * others >= direct_bytes;
+}
+
+/* Work the application queued on CUDA's legacy default stream is done
+ * (cudaMemcpy from pageable memory returns before its data landed; the
+ * daemon's stream is not ordered with it). Returns 0 when the wait failed,
+ * which it reports for comm's collective. */
+static int gpu_legacy_wait(dfccl_gpu_t *g, const dfccl_comm_t *comm)
+{
+    /* the calling thread may be the progress hook's, its current device another */
+    int previous = gpu_device_enter(g);
+    cudaError_t e = cudaStreamSynchronize(cudaStreamLegacy);
+
+    gpu_device_leave(g, previous);
+    if (e != cudaSuccess)
+        dfccl_error("comm %#llx: waiting for the legacy default stream failed: %s",
+                    (unsigned long long)comm->key, gpu_err(e));
+    return e == cudaSuccess;
+}
+
+/* A held collective is in the queue already when its wait fails (an
+ * earlier kernel of the application faulted, which leaves the context
+ * unusable): the backend breaks. Nothing more enters or is launched; a
+ * running kernel is asked to leave, and the proxy, once none runs, drains
+ * what it completed and fails the rest, so that no buffer of a failed
+ * call is still in use. */
+static void gpu_legacy_wait_failed(dfccl_gpu_t *g)
+{
+    dfccl_error("GPU collectives fail: a held collective's inputs can never be released");
+    pthread_mutex_lock(&g->sq.lock);
+    __atomic_store_n(&g->sq.broken, 1, __ATOMIC_RELEASE);
+    if (g->sq.kernel_running) gpu_kernel_yield(g);
+    pthread_cond_signal(&g->sq.wake);
+    pthread_mutex_unlock(&g->sq.lock);
+}
+
+dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *args,
+                                int sync_legacy)
+{
+    dfccl_comm_t *comm = coll->comm;
+    dfccl_gpu_comm_t *gc = comm->gpu;
+    dfccl_gpu_t *g = comm->context->gpu;
+    const dfccl_config_t *cfg = &comm->context->config;
+    size_t esize = dfccl_dtype_size(args->dtype), slot_bytes = 0, total_bytes;
+    gpu_job_t *job;
+    dfccl_gpu_desc_t *d;
+    unsigned parts;
+    uint64_t posted_ns, ticket = 0;
+
+    if (!gc->ready || g == NULL) return gc->failed != DFCCL_OK ? gc->failed : DFCCL_ERR_UNSUPPORTED;
+    if (__atomic_load_n(&g->sq.broken, __ATOMIC_ACQUIRE)) return DFCCL_ERR_SYSTEM;
+    posted_ns = g->env.trace ? dfccl_now_ns() : 0;
+    job = calloc(1, sizeof(*job));
+    if (job == NULL) return DFCCL_ERR_NO_MEMORY;
+    job->coll = coll;
+    job->posted_ns = posted_ns;
+    d = &job->desc;
+    d->comm_index = (uint32_t)gc->index;
+    d->type = (uint8_t)args->type;
+    d->dtype = (uint8_t)args->dtype;
+    d->op = (uint8_t)(args->op == DFCCL_OP_NONE ? 0 : args->op);
+    d->priority = coll->priority;
+    d->comm_key = comm->key;
+    d->seq = coll->seq;
+    d->count = args->count;
+    d->esize = esize;
+    d->sendbuf = args->sendbuf == DFCCL_IN_PLACE ? NULL : (char *)args->sendbuf;
+    d->recvbuf = args->recvbuf;
+    d->slice_elems = cfg->gpu_slot_bytes / esize;
+    d->chunk_elems = dfccl_plan_chunk_elems(cfg->gpu_slot_bytes, cfg->gpu_fifo_slots, esize);
+    /* The algorithm and the channels follow from what every rank knows
+     * alike (type, counts, element size): all ranks choose the same. */
+    switch (args->type) {
+    case DFCCL_COLL_ALLREDUCE:
+        slot_bytes = args->count * esize;
+        total_bytes = slot_bytes;
+        break;
+    case DFCCL_COLL_ALLGATHER:
+        slot_bytes = args->count * esize;
+        total_bytes = slot_bytes * (size_t)comm->size;
+        break;
+    default:
+        total_bytes = 0;
+        for (int r = 0; r < comm->size; r++) {
+            d->rs_counts[r] = args->counts[r];
+            if (args->counts[r] * esize > slot_bytes) slot_bytes = args->counts[r] * esize;
+            total_bytes += args->counts[r] * esize;
+        }
+        break;
+    }
+    job->in = args->sendbuf != DFCCL_IN_PLACE ? (char *)args->sendbuf
+            : args->type == DFCCL_COLL_ALLGATHER ? (char *)args->recvbuf + (size_t)comm->rank * slot_bytes
+            : (char *)args->recvbuf;
+    /* LL, the one-shot and the direct path reach every peer's memory
+     * through CUDA IPC: on a communicator that spans nodes only the ring
+     * runs, its FIFOs to other nodes moved by the proxy (net_side.h) */
+    if (!gc->spans && cfg->gpu_ll_bytes != 0 && slot_bytes <= cfg->gpu_ll_bytes) {
+        d->algo = DFCCL_GPU_ALGO_LL;
+        d->nparts = 1;   /* no plan: the kernel copies less of the entry over the bus */
+    } else if (!gc->spans && slot_bytes <= DFCCL_GPU_SMALL_BYTES) {
+        d->algo = DFCCL_GPU_ALGO_ONESHOT;
+        d->nparts = 1;
+    } else {
+        int parts_allowed = dfccl_plan_parts_allowed(args->type, args->sendbuf == DFCCL_IN_PLACE,
+                                                     args->counts, comm->size);
+        uint64_t max_block;
+        /* the ring's plan (the direct path falls back to it) */
+        dfccl_status_t planned = dfccl_plan_ring(args->type, comm->rank, comm->size,
+                                                 args->sendbuf == DFCCL_IN_PLACE, args->count,
+                                                 args->counts, d->steps, &d->nsteps, &max_block);
+        if (planned != DFCCL_OK) {
+            free(job);
+            return planned;
+        }
+        d->algo = DFCCL_GPU_ALGO_RING;
+        parts = (unsigned)(total_bytes / GPU_BYTES_PER_CHANNEL);
+        d->nparts = parts < 1 ? 1 : parts > gc->nchannels ? gc->nchannels : parts;
+        if (!parts_allowed) {
+            d->nparts = 1;
+        } else if (!gc->spans &&
+                   gpu_direct_wanted(cfg->gpu_direct_bytes, total_bytes, comm->size)) {
+            /* chosen alike on every rank; whether the buffers can be
+             * mapped is agreed in the kernel (the ring otherwise) */
+            dfccl_gpu_export_t *x = &d->exported;
+            int previous;
+            d->algo = DFCCL_GPU_ALGO_DIRECT;
+            /* the driver calls need the engine's device current on this thread */
+            previous = gpu_device_enter(g);
+            x->ok = gpu_direct_export(g, job->in, &x->in_handle, &x->in_offset, &x->in_alloc) &&
+                    gpu_direct_export(g, d->recvbuf, &x->out_handle, &x->out_offset, &x->out_alloc);
+            gpu_device_leave(g, previous);
+        }
+    }
+    /* An LL collective that the early send can take is published first,
+     * held, and released once the wait returned: the kernel's look at the
+     * queue, over the bus, overlaps the wait, and its early send polls for
+     * the release (gpu_ll_early.cuh). The others wait first: held, one that
+     * the early send does not take was measured slower, because admission
+     * does not start a held task at once (gpu_express) and the scheduler's
+     * attempt reads the release in a trip of its own. */
+    int hold = sync_legacy && gpu_ll_early_takes(d, comm->size);
+    int entered = hold ? gpu_job_enqueue(g, job, 1, &ticket) : 0;
+    if (entered > 0) {
+        int slot = (int)(ticket % DFCCL_GPU_SQ_DEPTH);
+
+        if (!gpu_legacy_wait(g, comm)) {
+            gpu_legacy_wait_failed(g);   /* fails it too */
+            return DFCCL_OK;
+        }
+        pthread_mutex_lock(&g->sq.lock);
+        /* still ours (else a failure completed it meanwhile): the job is
+         * read only once the slot shows it is alive */
+        if (g->sq.slot_job[slot] == job && job->ticket == ticket) {
+            gpu_ll_head_release(g, job, ticket, slot);
+            /* a kernel that left while it was held (stuck for
+             * gpu_stuck_quit_ns), seen to have left or not yet, comes
+             * back without the backoff (the proxy takes the flag only
+             * when none runs) */
+            __atomic_store_n(&g->proxy.relaunch_now, 1, __ATOMIC_RELEASE);
+            if (!g->sq.kernel_running) pthread_cond_signal(&g->sq.wake);
+        }
+        pthread_mutex_unlock(&g->sq.lock);
+        return DFCCL_OK;
+    }
+    if (entered == 0 && sync_legacy && !gpu_legacy_wait(g, comm)) {
+        gpu_job_free(job);
+        return DFCCL_ERR_SYSTEM;
+    }
+    if (entered < 0 || gpu_job_enqueue(g, job, 0, NULL) < 0) {
+        gpu_job_free(job);
+        return DFCCL_ERR_SYSTEM;   /* the backend broke meanwhile (its error was logged) */
+    }
+    return DFCCL_OK;
+}
+
+/* The GPU backend's post (backend_ops.h): the collective's record, its place
+ * in the communicator's order, and its submission; a stream-ordered one
+ * (stream.c) skips the wait for the legacy default stream, since its stream
+ * already ordered it (and that stream may be the one waiting for it). */
+static dfccl_status_t gpu_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args, int ordered)
+{
+    dfccl_coll_t *coll;
+    dfccl_status_t status;
+    size_t total;
+
+    status = dfccl_coll_check_args(comm, args, &total);
+    if (status != DFCCL_OK) return status;
+    status = dfccl_coll_new(comm, args, total, 0, &coll);
+    if (status != DFCCL_OK) return status;
+    dfccl_coll_enter(comm, coll, args);
+    if (comm->broken) status = DFCCL_ERR_TIMEOUT;   /* see the earlier failure's diagnosis */
+    else status = dfccl_gpu_submit(coll, args,
+                                   !ordered && comm->context->config.gpu_sync_legacy_stream);
+    if (status != DFCCL_OK) {
+        dfccl_comm_release(comm);
+        free(coll);
+        return status;
+    }
+    dfccl_stats_add_posted(args->type);
+    return DFCCL_OK;
+}
+
+dfccl_status_t dfccl_gpu_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args)
+{
+    return gpu_post(comm, args, 0);
+}
+
+dfccl_status_t dfccl_gpu_post_ordered(dfccl_comm_t *comm, const dfccl_coll_args_t *args)
+{
+    return gpu_post(comm, args, 1);
+}

@@ -1,0 +1,328 @@
+/*
+ * comm_setup.c - a GPU communicator's set-up, the GPU backend's part of the
+ * engine's protocol (backend_ops.h): begin (our FIFOs and inbox in device
+ * memory, and the hello that describes them), connect (the ranks' nodes,
+ * the regions of the peers on ours mapped through CUDA IPC, the
+ * communicator's entry in the device table), where ranks are on several
+ * nodes the addresses exchange and the links to ring neighbours there
+ * (net_side.h), and finish (kept or undone, as all ranks agreed).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <cuda_runtime_api.h>
+#include "backends/gpu/backend.h"
+#include "backends/gpu/comm_release.h"
+#include "backends/gpu/setup_hello.h"
+#include "util/log.h"
+#include "backends/gpu/net_side.h"
+#include "backends/gpu/state.h"
+
+#define GPU_FIFO_ALIGN 256
+
+_Static_assert(sizeof(dfccl_gpu_inbox_ctrl_t) <= DFCCL_GPU_BOARD_OFFSET &&
+               DFCCL_GPU_BOARD_OFFSET + sizeof(dfccl_gpu_board_t) <= DFCCL_GPU_INBOX_DATA_OFFSET,
+               "inbox counters, board and data slots overlap");
+
+int dfccl_gpu_max_ranks(void)
+{
+    return DFCCL_GPU_MAX_RANKS;
+}
+
+static size_t gpu_fifo_bytes(const dfccl_config_t *cfg)
+{
+    size_t b = dfccl_fifo_bytes(cfg->gpu_slot_bytes, cfg->gpu_fifo_slots);
+    return (b + GPU_FIFO_ALIGN - 1) / GPU_FIFO_ALIGN * GPU_FIFO_ALIGN;
+}
+
+static size_t gpu_inbox_bytes(int size)
+{
+    size_t b = DFCCL_GPU_INBOX_BYTES(size);
+    return (b + GPU_FIFO_ALIGN - 1) / GPU_FIFO_ALIGN * GPU_FIFO_ALIGN;
+}
+
+static size_t gpu_comm_hello_bytes(const dfccl_comm_t *comm)
+{
+    (void)comm;
+    return sizeof(gpu_hello_t);
+}
+
+static dfccl_status_t gpu_comm_begin(dfccl_comm_t *comm, void *hello_out)
+{
+    dfccl_context_t *ctx = comm->context;
+    gpu_hello_t hello;
+    dfccl_gpu_comm_t *gc;
+    dfccl_gpu_t *g = NULL;
+    dfccl_status_t status;
+    struct cudaDeviceProp prop;
+    cudaError_t e;
+
+    memset(&hello, 0, sizeof(hello));
+    gpu_hello_settings(&hello, &ctx->config);
+    hello.node_label = dfccl_host_node_label(hello.host, sizeof(hello.host));
+    if (comm->node_label != 0) hello.node_label = comm->node_label;   /* the caller knows best */
+    gc = calloc(1, sizeof(*gc) + sizeof(gpu_dead_t));
+    if (gc == NULL) {
+        hello.status = DFCCL_ERR_NO_MEMORY;
+        memcpy(hello_out, &hello, sizeof(hello));
+        return DFCCL_ERR_NO_MEMORY;
+    }
+    comm->gpu = gc;
+    gc->index = -1;
+    gc->failed = DFCCL_ERR_UNSUPPORTED;
+    if (comm->size > DFCCL_GPU_MAX_RANKS) {
+        dfccl_info("comm %#llx: %d ranks, the GPU backend carries at most %d",
+                   (unsigned long long)comm->key, comm->size, DFCCL_GPU_MAX_RANKS);
+        status = DFCCL_ERR_UNSUPPORTED;
+        goto out;
+    }
+    status = gpu_get(ctx, &g);
+    if (status != DFCCL_OK) goto out;
+    hello.device = g->fixed.device;
+    hello.nchannels = g->fixed.blocks;
+    if ((e = cudaGetDeviceProperties(&prop, g->fixed.device)) != cudaSuccess) goto err_cuda;
+    memcpy(hello.uuid, &prop.uuid, sizeof(hello.uuid));
+    gc->region_bytes =
+        gpu_inbox_bytes(comm->size) + (size_t)g->fixed.blocks * gpu_fifo_bytes(&ctx->config);
+    hello.region_bytes = gc->region_bytes;
+    {
+        int previous = gpu_device_enter(g);
+        e = cudaMalloc((void **)&gc->region, gc->region_bytes);
+        if (e == cudaSuccess)
+            e = cudaMemsetAsync(gc->region, 0, gc->region_bytes, g->fixed.copy_stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(g->fixed.copy_stream);
+        if (e == cudaSuccess) e = cudaIpcGetMemHandle(&gc->handle, gc->region);
+        gpu_device_leave(g, previous);
+    }
+    if (e != cudaSuccess) goto err_cuda;
+    hello.handle = gc->handle;
+    status = DFCCL_OK;
+    goto out;
+
+err_cuda:
+    dfccl_error("comm %#llx: GPU set-up on rank %d failed: %s", (unsigned long long)comm->key,
+                comm->rank, gpu_err(e));
+    status = DFCCL_ERR_SYSTEM;
+out:
+    hello.status = (int32_t)status;
+    memcpy(hello_out, &hello, sizeof(hello));
+    gc->failed = status;
+    return status;
+}
+
+/* The daemon kernels of all ranks on one GPU must be resident together:
+ * blocks that wait for an SM wait for others to leave, and a large
+ * allreduce whose kernels did not all fit on the GPU took several times as
+ * long as one whose kernels did. Said once per process, when a communicator
+ * shows more ranks on our device than its SMs hold kernels, by the first
+ * of them; the device is current on this thread. */
+static void gpu_warn_crowded(dfccl_gpu_t *g, const gpu_hello_t *all, int me, int n)
+{
+    int sharing = 0, first = me, sms, capacity;
+    long blocks = 0;   /* the kernels of all ranks on our device (their own counts) */
+
+    if (g->crowd_warned) return;
+    for (int r = 0; r < n; r++) {
+        if (!gpu_hello_same_device(&all[r], &all[me])) continue;
+        sharing++;
+        blocks += all[r].nchannels;
+        if (r < first) first = r;
+    }
+    capacity = gpu_block_capacity(g->fixed.device, g->fixed.threads, &sms);
+    if (capacity == 0 || blocks <= capacity) return;
+    g->crowd_warned = 1;
+    if (me != first) return;   /* one rank per device says it */
+    dfccl_error("%d ranks share GPU %d, their daemon kernels %ld blocks of %u threads together,"
+                " but its %d SMs hold %d such blocks at once: the kernels wait for each other and"
+                " collectives slow down; lower the knobs gpu_channels or gpu_threads so that the"
+                " ranks' channels add up to at most %d", sharing, g->fixed.device,
+                blocks, g->fixed.threads, sms, capacity, capacity);
+}
+
+/* Writes the communicator's entry into the device table; the kernel may use
+ * it from the next launch on. */
+static dfccl_status_t gpu_comm_publish(dfccl_comm_t *comm, dfccl_gpu_t *g,
+                                       const dfccl_gpu_comm_dev_t *dev)
+{
+    dfccl_gpu_comm_t *gc = comm->gpu;
+    cudaError_t e;
+    int current;
+
+    pthread_mutex_lock(&g->sq.lock);
+    for (int i = 0; i < DFCCL_GPU_MAX_COMMS; i++) {
+        if (!g->sq.comm_used[i]) {
+            g->sq.comm_used[i] = 1;
+            gc->index = i;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&g->sq.lock);
+    if (gc->index < 0) {
+        dfccl_error("comm %#llx: more than %d GPU communicators in this process",
+                    (unsigned long long)comm->key, DFCCL_GPU_MAX_COMMS);
+        return DFCCL_ERR_NO_MEMORY;
+    }
+    current = gpu_device_enter(g);
+    e = cudaMemcpyAsync(&g->env.comms[gc->index], dev, sizeof(*dev), cudaMemcpyHostToDevice,
+                        g->fixed.copy_stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(g->fixed.copy_stream);
+    gpu_device_leave(g, current);
+    if (e != cudaSuccess) {
+        dfccl_error("comm %#llx: rank %d cannot write its GPU communicator table entry: %s",
+                    (unsigned long long)comm->key, comm->rank, gpu_err(e));
+        return DFCCL_ERR_SYSTEM;
+    }
+    pthread_mutex_lock(&g->sq.lock);
+    gc->first_launch = g->env.launch_id + 1;   /* see gpu_job_may_enter */
+    pthread_mutex_unlock(&g->sq.lock);
+    return DFCCL_OK;
+}
+
+/* Channel c's FIFOs to a ring neighbour on our node: ours receives in our
+ * region, and we send into the next rank's, mapped. A neighbour on another
+ * node gets its FIFO from the network side instead (gpu_net_connect). */
+static void gpu_local_fifos(dfccl_comm_t *comm, dfccl_gpu_comm_dev_t *dev, const int *node)
+{
+    dfccl_gpu_comm_t *gc = comm->gpu;
+    const dfccl_config_t *cfg = &comm->context->config;
+    int me = comm->rank, n = comm->size, next = (me + 1) % n, prev = (me + n - 1) % n;
+    size_t inbox = gpu_inbox_bytes(n), fifo = gpu_fifo_bytes(cfg);
+
+    for (unsigned c = 0; c < gc->nchannels; c++) {
+        char *mine = gc->region + inbox + c * fifo;
+        char *theirs = (n > 1 ? gc->peer_base[next] : gc->region) + inbox + c * fifo;
+        if (node[prev] == node[me]) {
+            dev->recv_fifo[c].ctrl = (dfccl_fifo_ctrl_t *)mine;
+            dev->recv_fifo[c].slots = mine + sizeof(dfccl_fifo_ctrl_t);
+            dev->recv_fifo[c].slot_bytes = cfg->gpu_slot_bytes;
+            dev->recv_fifo[c].nslots = cfg->gpu_fifo_slots;
+            dev->recv_fifo[c].peer = prev;
+        }
+        if (node[next] == node[me]) {
+            dev->send_fifo[c].ctrl = (dfccl_fifo_ctrl_t *)theirs;
+            dev->send_fifo[c].slots = theirs + sizeof(dfccl_fifo_ctrl_t);
+            dev->send_fifo[c].slot_bytes = cfg->gpu_slot_bytes;
+            dev->send_fifo[c].nslots = cfg->gpu_fifo_slots;
+            dev->send_fifo[c].peer = next;
+        }
+    }
+}
+
+static dfccl_status_t gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
+{
+    const gpu_hello_t *all = hellos;
+    dfccl_gpu_comm_t *gc = comm->gpu;
+    dfccl_context_t *ctx = comm->context;
+    dfccl_gpu_t *g = ctx->gpu;
+    dfccl_gpu_comm_dev_t dev;
+    int me = comm->rank, n = comm->size, next = (me + 1) % n, current = -1;
+    int node[DFCCL_GPU_MAX_RANKS];
+    cudaError_t e = cudaSuccess;
+    dfccl_status_t status, agreed = gpu_hello_agree(comm, all);
+
+    if (agreed != DFCCL_OK) return agreed;
+    if (gc->failed != DFCCL_OK || g == NULL) return gc->failed;
+    /* channels: every rank's kernel has this many blocks, and its region
+     * as many FIFOs */
+    gc->nchannels = all[0].nchannels;
+    for (int r = 1; r < n; r++)
+        if (all[r].nchannels < gc->nchannels) gc->nchannels = all[r].nchannels;
+    /* first, and without a way to fail: whether an addresses exchange
+     * follows must be known alike on every rank */
+    gpu_net_nodes(comm, all, node);
+    current = gpu_device_enter(g);
+    for (int r = 0; r < n && e == cudaSuccess; r++) {
+        /* CUDA IPC reaches this node's ranks; across nodes only the ring
+         * runs, which needs the next rank's region alone */
+        if (r == me || node[r] != node[me] || (gc->spans && r != next)) continue;
+        e = cudaIpcOpenMemHandle((void **)&gc->peer_base[r], all[r].handle,
+                                 cudaIpcMemLazyEnablePeerAccess);
+        if (e != cudaSuccess)
+            dfccl_error("comm %#llx: rank %d cannot map the GPU memory of rank %d (device %d):"
+                        " %s", (unsigned long long)comm->key, me, r, all[r].device, gpu_err(e));
+    }
+    if (e == cudaSuccess) gpu_warn_crowded(g, all, me, n);
+    gpu_device_leave(g, current);
+    if (e != cudaSuccess) return DFCCL_ERR_SYSTEM;
+    memset(&dev, 0, sizeof(dev));
+    dev.rank = me;
+    dev.size = n;
+    dev.nchannels = gc->nchannels;
+    dev.key = comm->key;
+    /* one GPU for all: GPU-scope fences order the one-shot's inbox traffic
+     * (a communicator across nodes runs none) */
+    gc->one_device = !gc->spans;
+    for (int r = 0; r < n; r++) {
+        dev.inbox[r] = r == me ? gc->region : gc->peer_base[r];   /* NULL: not mapped */
+        if (!gpu_hello_same_device(&all[r], &all[me])) gc->one_device = 0;
+    }
+    dev.one_device = (uint32_t)gc->one_device;
+    gpu_local_fifos(comm, &dev, node);
+    if (!gc->spans) return gpu_comm_publish(comm, g, &dev);
+    /* the entry waits for the links' FIFOs (gpu_comm_connect_addresses) */
+    status = gpu_net_begin(comm, g, all, node);
+    if (status != DFCCL_OK) return status;
+    gc->dev_pending = malloc(sizeof(dev));
+    if (gc->dev_pending == NULL) return DFCCL_ERR_NO_MEMORY;
+    memcpy(gc->dev_pending, &dev, sizeof(dev));
+    return DFCCL_OK;
+}
+
+static size_t gpu_comm_address_bytes(const dfccl_comm_t *comm)
+{
+    return gpu_net_address_bytes(comm);
+}
+
+static void gpu_comm_address(dfccl_comm_t *comm, dfccl_status_t connected, void *out)
+{
+    gpu_net_address(comm, connected, out);
+}
+
+static dfccl_status_t gpu_comm_connect_addresses(dfccl_comm_t *comm, const void *addresses)
+{
+    dfccl_gpu_comm_t *gc = comm->gpu;
+    dfccl_status_t status;
+
+    /* every rank's outcome of connect travels here: any failure fails all */
+    status = gpu_net_connect(comm, addresses, gc->dev_pending);
+    if (status == DFCCL_OK) status = gpu_comm_publish(comm, comm->context->gpu, gc->dev_pending);
+    free(gc->dev_pending);
+    gc->dev_pending = NULL;
+    return status;
+}
+
+static dfccl_status_t gpu_comm_finish(dfccl_comm_t *comm, dfccl_status_t agreed)
+{
+    dfccl_gpu_comm_t *gc = comm->gpu;
+
+    if (gc == NULL) return agreed != DFCCL_OK ? agreed : DFCCL_ERR_NO_MEMORY;
+    if (agreed == DFCCL_OK) {
+        gc->ready = 1;
+        gc->failed = DFCCL_OK;
+        return DFCCL_OK;
+    }
+    gc->failed = agreed;
+    free(gc->dev_pending);
+    gc->dev_pending = NULL;
+    if (comm->context->gpu != NULL) {
+        gpu_comm_free_resources(comm->context->gpu, gc, comm->size, comm->rank);
+    } else if (gc->region != NULL) {
+        cudaFree(gc->region);
+    }
+    memset(gc->peer_base, 0, sizeof(gc->peer_base));
+    gc->region = NULL;
+    gc->index = -1;
+    return agreed;
+}
+
+const dfccl_backend_ops_t dfccl_gpu_backend = {
+    .name        = "GPU",
+    .hello_bytes = gpu_comm_hello_bytes,
+    .begin       = gpu_comm_begin,
+    .connect     = gpu_comm_connect,
+    .address_bytes = gpu_comm_address_bytes,
+    .address     = gpu_comm_address,
+    .connect_addresses = gpu_comm_connect_addresses,
+    .finish      = gpu_comm_finish,
+    .release     = dfccl_gpu_comm_release,
+    .post        = dfccl_gpu_post,
+};

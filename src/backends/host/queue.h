@@ -1,0 +1,60 @@
+/*
+ * queue.h - the host side of the submission and completion queues.
+ *
+ * Submission: any application thread appends a collective; the thread that
+ * runs the scheduler takes everything at once; the daemon sleeps on a
+ * condition variable when idle.
+ * Completion: the daemon appends {user, status}; application threads drain.
+ */
+#ifndef DFCCL_QUEUE_H
+#define DFCCL_QUEUE_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include "include/dfccl.h"
+
+struct dfccl_coll;
+
+typedef struct dfccl_queue {
+    pthread_mutex_t    lock;
+    pthread_cond_t     nonempty;
+    struct dfccl_coll *head, *tail;
+    int                pending;   /* read without the lock as a cheap hint */
+    int                stop;
+    int                sleeping;  /* the daemon sleeps in dfccl_queue_wait (under lock) */
+} dfccl_queue_t;
+
+void dfccl_queue_init(dfccl_queue_t *q);
+void dfccl_queue_fini(dfccl_queue_t *q);
+/* Appends coll; wakes the daemon only if it sleeps in dfccl_queue_wait: a
+ * running daemon takes it at its next round, a caller that drives the
+ * scheduler takes it itself (a wake-up would cost a thread switch), and a
+ * daemon that naps while callers drive looks again within the linger. */
+void dfccl_queue_push(dfccl_queue_t *q, struct dfccl_coll *coll);
+/* Wakes the daemon if it sleeps in dfccl_queue_wait. */
+void dfccl_queue_kick(dfccl_queue_t *q);
+/* Takes every queued collective (in submission order) and returns the first. */
+struct dfccl_coll *dfccl_queue_take_all(dfccl_queue_t *q);
+/* Sleeps until the queue holds a collective, dfccl_queue_stop() is called
+ * or timeout_ns passed (bounded, so that an idle daemon still answers the
+ * dump signal: watch.c). */
+void dfccl_queue_wait(dfccl_queue_t *q, uint64_t timeout_ns);
+/* Sleeps until timeout_ns passed or dfccl_queue_stop() is called, whatever
+ * the queue holds (pushes and kicks wake only a dfccl_queue_wait). */
+void dfccl_queue_nap(dfccl_queue_t *q, uint64_t timeout_ns);
+void dfccl_queue_stop(dfccl_queue_t *q);
+
+typedef struct dfccl_cqueue {
+    pthread_mutex_t     lock;
+    pthread_cond_t      nonempty;
+    dfccl_completion_t *ring;
+    size_t              capacity, first, used;  /* grows; never drops an entry */
+} dfccl_cqueue_t;
+
+void dfccl_cqueue_init(dfccl_cqueue_t *cq);
+void dfccl_cqueue_fini(dfccl_cqueue_t *cq);
+dfccl_status_t dfccl_cqueue_push(dfccl_cqueue_t *cq, void *user, dfccl_status_t status);
+int dfccl_cqueue_poll(dfccl_cqueue_t *cq, dfccl_completion_t *out, int max);
+int dfccl_cqueue_wait(dfccl_cqueue_t *cq, uint64_t timeout_ns);
+
+#endif
