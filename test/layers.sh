@@ -21,7 +21,7 @@ FOLDERS = [
     ('src/transport/', 'transport'), ('src/engine/', 'engine'),
     ('src/backends/host/', 'host backend'), ('src/backends/gpu/', 'GPU backend'),
     ('src/kernels/', 'kernels'), ('src/planner/', 'planner'), ('src/tools/', 'tools'),
-    ('ompi/mca/coll/dfccl/', 'component'),
+    ('src/lib/', 'library'), ('ompi/mca/coll/dfccl/', 'component'),
 ]
 MAY = {
     'public': set(),
@@ -35,6 +35,8 @@ MAY = {
     'planner': {'core', 'public', 'util'},
     'tools': {'planner', 'engine', 'core', 'transport', 'public', 'util'},
     'component': {'public'},
+    # the assembly of libdfccl: names every backend for the engine
+    'library': {'engine', 'host backend', 'GPU backend', 'core', 'transport', 'public', 'util'},
 }
 # the one header the kernels share with the GPU backend's host side
 KERNEL_ABI = 'src/backends/gpu/gpu_shared.h'
@@ -87,37 +89,37 @@ for top in ('src', 'ompi/mca/coll/dfccl'):
                     bad.append('%s (%s) includes %s (%s)' % (path, frm, target, to))
 include_bad = len(bad)
 
-# linked symbols: which layer's objects define and use what
-objs = []   # (layer, object path)
+# linked symbols: which layer's objects define and use what, read from the
+# layers' archives (what libdfccl is made of), the kernel's object, the
+# tools' objects and the component's shared object
+objs = []   # (layer, path, nm options)
 for d, _, names in os.walk(build):
-    rel = os.path.relpath(d, build)
-    if not rel.endswith('.libs') and not rel.startswith('ompi'):
-        continue
-    for n in names:
-        if not n.endswith('.o'):
-            continue
+    for n in sorted(names):
         p = os.path.join(d, n)
-        layer = layer_of(os.path.relpath(p, build).replace('/.libs', '') )
-        if layer:
-            objs.append((layer, p))
-for d, _, names in os.walk(os.path.join(build, 'src', 'tools')):
-    for n in names:
-        if n.endswith('.o'):
-            objs.append(('tools', os.path.join(d, n)))
-if not any(l == 'engine' for l, _ in objs):
+        rel = os.path.relpath(p, build).replace('/.libs', '')
+        layer = layer_of(rel)
+        if n.endswith('.a') and '/.libs' in p and layer and layer != 'component':
+            objs.append((layer, p, []))
+        elif rel == 'src/kernels/daemon_kernel.o' and '/.libs' in p:
+            objs.append(('kernels', p, []))
+        elif layer == 'tools' and n.endswith('.o'):
+            objs.append(('tools', p, []))
+        elif n == 'mca_coll_dfccl.so' and layer == 'component':
+            objs.append(('component', p, ['-D']))
+if not any(l == 'engine' for l, _, _ in objs):
     print('layers: no built objects under %s (build first)' % build)
     sys.exit(1)
 defined, used = {}, []
-for layer, p in objs:
-    out = subprocess.run(['nm', '-P', p], capture_output=True, text=True).stdout
+for layer, p, opts in objs:
+    out = subprocess.run(['nm', '-P'] + opts + [p], capture_output=True, text=True).stdout
     for line in out.splitlines():
         f = line.split()
-        if len(f) < 2:
+        if len(f) < 2 or f[0].endswith(':'):
             continue
         sym, kind = f[0], f[1]
         if kind == 'U':
             used.append((layer, p, sym))
-        elif kind in 'TDBRCVW' and kind.isupper():
+        elif kind in 'TDBRCVW' and kind.isupper() and layer != 'component':
             defined.setdefault(sym, set()).add(layer)
 exported = set()
 symfile = os.path.join(build, 'src', 'libdfccl.sym')

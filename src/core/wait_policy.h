@@ -14,6 +14,7 @@
 #include <sched.h>
 #include <stdint.h>
 #include <time.h>
+#include "include/dfccl.h"
 
 /* A peer on another core answers a FIFO slot or a board post within a few
  * microseconds: longer spins only burn the core a late peer may need. */
@@ -35,27 +36,12 @@
  * found within this time, while the look (a system call per peer) stays rare. */
 #define DFCCL_WAIT_LIVENESS_PERIOD_NS 500000000ull
 
-/* A caller blocked in MPI keeps Open MPI progressing (a peer's pending
- * point-to-point traffic may need this rank); after the spin it sleeps on
- * the completion queue at most this long between rounds, so the daemon gets
- * the core when ranks outnumber cores. */
-#define DFCCL_WAIT_CALLER_SLEEP_NS 100000ull
-/* A caller that drives the host scheduler (dfccl_context_drive) gives it
- * back this often to let Open MPI progress, as the sleeping caller does. */
-#define DFCCL_WAIT_CALLER_DRIVE_NS DFCCL_WAIT_CALLER_SLEEP_NS
+/* A caller's own waits: dfccl.h ("How a caller waits"). */
 /* The daemon thread takes the host scheduler back once no caller has
  * driven it for this long: callers that wait come back to drive within
  * microseconds, while a rank that stopped calling MPI holds its peers up
  * by at most this much. */
 #define DFCCL_WAIT_DRIVER_LINGER_NS 1000000ull
-/* A GPU collective needs no core from its caller while it runs, but a sleep
- * costs a thread wake-up of tens of microseconds at its end: spin longer. */
-#define DFCCL_WAIT_CALLER_SPIN_GPU_NS 2000000ull
-
-/* A waiting caller polling GPU completions alone yields the core after this
- * long: a small GPU collective completes within it without a system call,
- * and the proxy thread's work (mappings, relaunches) waits at most this. */
-#define DFCCL_WAIT_CALLER_GPU_YIELD_NS 20000ull
 
 /* ---- the GPU backend's proxy thread ---- */
 

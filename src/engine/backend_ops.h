@@ -1,6 +1,6 @@
 /*
  * backend_ops.h - what a backend offers the engine: the table of operations that
- * the generic communicator set-up (comm_setup.c) and posting (context.c)
+ * the generic context (context.c), communicator set-up (comm.c) and posting
  * call, so that neither knows how the host or the GPU backend moves data.
  *
  * Set-up runs in two exchanges over the caller's bootstrap:
@@ -23,6 +23,15 @@ struct dfccl_coll;   /* internal.h */
 
 typedef struct dfccl_backend_ops {
     const char *name;
+    /* The context's part of the backend (its threads, queues, devices),
+     * made with the context (*state, which the engine keeps for it) and
+     * ended before the context goes; close waits for the backend's threads
+     * and fails what is still pending. */
+    dfccl_status_t (*context_open)(dfccl_context_t *ctx, void **state);
+    void           (*context_close)(dfccl_context_t *ctx, void *state);
+    /* Optional (dfccl_context_poll): completions that need a look from the
+     * polling thread (the GPU's without its proxy). */
+    void           (*poll)(dfccl_context_t *ctx);
     size_t         (*hello_bytes)(const dfccl_comm_t *comm);
     dfccl_status_t (*begin)(dfccl_comm_t *comm, void *hello);
     dfccl_status_t (*connect)(dfccl_comm_t *comm, const void *hellos);
@@ -51,9 +60,15 @@ typedef struct dfccl_backend_ops {
                               struct dfccl_coll **tmpl_p, size_t *bytes_p);
     dfccl_status_t (*start)(dfccl_comm_t *comm, const struct dfccl_coll *tmpl, size_t bytes,
                             const dfccl_coll_args_t *args);
+    /* Optional (dfccl_coll_elsewhere): the ranks agree that a call is
+     * carried outside the engine. NULL: nothing to agree (the backend's
+     * collectives never wait for one that a peer carried elsewhere). */
+    dfccl_status_t (*outside)(dfccl_comm_t *comm, dfccl_coll_type_t type, uint64_t bytes);
 } dfccl_backend_ops_t;
 
+/* Each backend defines its table (backends/<name>/); the library gives the
+ * engine the list (lib/library.c). */
 extern const dfccl_backend_ops_t dfccl_host_backend;
-extern const dfccl_backend_ops_t dfccl_gpu_backend;   /* gpu/, or gpu/none.c */
+extern const dfccl_backend_ops_t dfccl_gpu_backend;
 
 #endif

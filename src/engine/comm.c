@@ -174,7 +174,7 @@ dfccl_status_t dfccl_comm_create_test(dfccl_comm_t *comm)
 static int comm_params_valid(const dfccl_comm_params_t *p)
 {
     if (p->size < 1 || p->rank < 0 || p->rank >= p->size) return 0;
-    if (p->backend != DFCCL_BACKEND_HOST && p->backend != DFCCL_BACKEND_GPU) return 0;
+    if ((unsigned)p->backend >= DFCCL_BACKEND_COUNT) return 0;
     return p->size == 1 || (p->bootstrap.allgather_start != NULL &&
                             p->bootstrap.allgather_test != NULL);
 }
@@ -196,7 +196,7 @@ dfccl_status_t dfccl_comm_create_start(dfccl_context_t *context, const dfccl_com
     comm->key     = params->key;
     comm->node_label = params->node;
     comm->refs    = 1;
-    comm->ops     = params->backend == DFCCL_BACKEND_GPU ? &dfccl_gpu_backend : &dfccl_host_backend;
+    comm->ops     = context->backends[params->backend];
     comm->setup   = s;
     comm->setup_status = DFCCL_INPROGRESS;
     s->boot = params->bootstrap;

@@ -6,15 +6,9 @@
 #include <stdio.h>
 #include <stddef.h>
 #include <string.h>
-#include "engine/internal.h"   /* the host's atomics, which gpu_shared.h's executor needs */
-#include "backends/gpu/gpu_shared.h"
+#include "engine/internal.h"
 #include "util/log.h"
 
-/* The public table cannot see gpu_shared.h: its limits must stay the backend's. */
-_Static_assert(DFCCL_CONFIG_GPU_CHANNELS_MAX == DFCCL_GPU_MAX_CHANNELS,
-               "gpu_channels' bound is not the daemon kernel's most blocks");
-_Static_assert(DFCCL_CONFIG_GPU_LL_BYTES_MAX == DFCCL_GPU_LL_MAX_BYTES,
-               "gpu_ll_bytes' bound is not the LL path's most bytes");
 
 void dfccl_config_init(dfccl_config_t *config)
 {

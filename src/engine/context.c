@@ -1,5 +1,5 @@
-/* context.c - the per-process engine: lifecycle, posting to a communicator's
- * backend, completions. */
+/* context.c - the per-process engine: lifecycle (with every backend's part),
+ * posting to a communicator's backend, completions. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,10 +9,22 @@
 
 uint64_t dfccl_wait_spin_ns = DFCCL_WAIT_SPIN_NS;
 
-dfccl_status_t dfccl_context_create(const dfccl_config_t *config, dfccl_context_t **context_p)
+/* Closes the backends opened so far, last first. */
+static void context_close_backends(dfccl_context_t *ctx)
+{
+    for (int i = DFCCL_BACKEND_COUNT - 1; i >= 0; i--)
+        if (ctx->backend_state[i] != NULL) {
+            ctx->backends[i]->context_close(ctx, ctx->backend_state[i]);
+            ctx->backend_state[i] = NULL;
+        }
+}
+
+dfccl_status_t dfccl_context_open(const dfccl_config_t *config,
+                                  const dfccl_backend_ops_t *const *backends,
+                                  dfccl_context_t **context_p)
 {
     dfccl_context_t *ctx;
-    int rc;
+    dfccl_status_t status = DFCCL_OK;
 
     if (context_p == NULL) return DFCCL_ERR_INVALID_PARAM;
     ctx = calloc(1, sizeof(*ctx));
@@ -38,22 +50,21 @@ dfccl_status_t dfccl_context_create(const dfccl_config_t *config, dfccl_context_
     }
     ctx->config.plan_dir = NULL;
     dfccl_watch_install_dump_signal();
-    pthread_mutex_init(&ctx->gpu_lock, NULL);
     pthread_mutex_init(&ctx->net_lock, NULL);
-    dfccl_queue_init(&ctx->submit);
     dfccl_cqueue_init(&ctx->complete);
-    dfccl_sched_init(&ctx->sched, ctx);
-    rc = pthread_create(&ctx->daemon, NULL, dfccl_daemon_main, ctx);
-    if (rc != 0) {
-        dfccl_error("cannot start the engine daemon thread: %s", strerror(rc));
-        dfccl_sched_fini(&ctx->sched);
+    for (int i = 0; i < DFCCL_BACKEND_COUNT && status == DFCCL_OK; i++) {
+        void *state = NULL;
+        ctx->backends[i] = backends[i];
+        status = backends[i]->context_open(ctx, &state);
+        if (status == DFCCL_OK) ctx->backend_state[i] = state;
+    }
+    if (status != DFCCL_OK) {
+        context_close_backends(ctx);
         dfccl_cqueue_fini(&ctx->complete);
-        dfccl_queue_fini(&ctx->submit);
-        pthread_mutex_destroy(&ctx->gpu_lock);
         pthread_mutex_destroy(&ctx->net_lock);
         dfccl_plan_set_free(&ctx->plans);
         free(ctx);
-        return DFCCL_ERR_SYSTEM;
+        return status;
     }
     dfccl_info("engine started: slots %u x %zu bytes, timeout %.1f s, %s", ctx->config.fifo_slots,
                ctx->config.slot_bytes, ctx->config.timeout_sec,
@@ -65,16 +76,9 @@ dfccl_status_t dfccl_context_create(const dfccl_config_t *config, dfccl_context_
 void dfccl_context_destroy(dfccl_context_t *ctx)
 {
     if (ctx == NULL) return;
-    dfccl_streams_stop(ctx);
-    dfccl_gpu_destroy(ctx);
-    dfccl_streams_free(ctx);
-    dfccl_queue_stop(&ctx->submit);
-    pthread_join(ctx->daemon, NULL);
-    dfccl_net_close(ctx->net);   /* after the daemon: nobody pumps any more */
-    dfccl_sched_fini(&ctx->sched);
+    context_close_backends(ctx);
+    dfccl_net_close(ctx->net);   /* after the backends' threads: nobody pumps any more */
     dfccl_cqueue_fini(&ctx->complete);
-    dfccl_queue_fini(&ctx->submit);
-    pthread_mutex_destroy(&ctx->gpu_lock);
     pthread_mutex_destroy(&ctx->net_lock);
     dfccl_plan_set_free(&ctx->plans);
     free(ctx);
@@ -102,11 +106,19 @@ dfccl_status_t dfccl_coll_run(dfccl_comm_t *comm, const dfccl_coll_args_t *args)
 
 int dfccl_context_poll(dfccl_context_t *ctx, dfccl_completion_t *out, int max)
 {
-    dfccl_gpu_poll(ctx);
+    for (int i = 0; i < DFCCL_BACKEND_COUNT; i++)
+        if (ctx->backends[i]->poll != NULL) ctx->backends[i]->poll(ctx);
     return dfccl_cqueue_poll(&ctx->complete, out, max);
 }
 
 int dfccl_context_wait(dfccl_context_t *ctx, uint64_t timeout_ns)
 {
     return dfccl_cqueue_wait(&ctx->complete, timeout_ns);
+}
+
+dfccl_status_t dfccl_coll_elsewhere(dfccl_comm_t *comm, dfccl_coll_type_t type, uint64_t bytes)
+{
+    if (comm == NULL || (unsigned)type >= DFCCL_COLL_TYPE_COUNT) return DFCCL_ERR_INVALID_PARAM;
+    if (comm->ops->outside == NULL) return DFCCL_OK;
+    return comm->ops->outside(comm, type, bytes);
 }

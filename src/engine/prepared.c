@@ -14,7 +14,7 @@ struct dfccl_prepared {
     dfccl_comm_t     *comm;     /* holds a reference */
     dfccl_coll_args_t args;     /* counts point at our copy */
     size_t           *counts;
-    dfccl_coll_t     *tmpl;     /* the backend's record, or NULL: each start posts args */
+    struct dfccl_coll *tmpl;         /* the backend's record, or NULL: each start posts args */
     size_t            tmpl_bytes;
 };
 

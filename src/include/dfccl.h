@@ -166,8 +166,9 @@ typedef struct dfccl_bootstrap {
 /* Which backend carries a communicator's collectives. */
 typedef enum {
     DFCCL_BACKEND_HOST,   /* host buffers, the daemon thread, shared-memory FIFOs */
-    DFCCL_BACKEND_GPU     /* device buffers, the daemon kernel on the calling thread's
+    DFCCL_BACKEND_GPU,    /* device buffers, the daemon kernel on the calling thread's
                              current CUDA device (created on first use) */
+    DFCCL_BACKEND_COUNT
 } dfccl_backend_t;
 
 typedef struct dfccl_comm_params {
@@ -359,6 +360,29 @@ int dfccl_context_wait(dfccl_context_t *context, uint64_t timeout_ns);
  * Returns 1 when the completion queue is not empty, 0 when it is, -1 when
  * driving is off (the caller waits with dfccl_context_wait instead). */
 int dfccl_context_drive(dfccl_context_t *context, uint64_t max_ns);
+
+/* How a caller waits for its collectives (what the engine's own threads
+ * assume of it): first polls for the spin, then alternates its own
+ * progress (Open MPI's, say) with dfccl_context_wait or
+ * dfccl_context_drive for the sleep or drive below. */
+/* A peer on another core answers within a few microseconds: spin this long. */
+#define DFCCL_WAIT_CALLER_SPIN_NS 20000ull
+/* A caller blocked in MPI keeps Open MPI progressing (a peer's pending
+ * point-to-point traffic may need this rank); after the spin it sleeps on
+ * the completion queue at most this long between rounds, so the daemon gets
+ * the core when ranks outnumber cores. */
+#define DFCCL_WAIT_CALLER_SLEEP_NS 100000ull
+/* A caller that drives the host scheduler (dfccl_context_drive) gives it
+ * back this often to let Open MPI progress, as the sleeping caller does. */
+#define DFCCL_WAIT_CALLER_DRIVE_NS DFCCL_WAIT_CALLER_SLEEP_NS
+/* A GPU collective needs no core from its caller while it runs, but a sleep
+ * costs a thread wake-up of tens of microseconds at its end: spin longer. */
+#define DFCCL_WAIT_CALLER_SPIN_GPU_NS 2000000ull
+
+/* A waiting caller polling GPU completions alone yields the core after this
+ * long: a small GPU collective completes within it without a system call,
+ * and the proxy thread's work (mappings, relaunches) waits at most this. */
+#define DFCCL_WAIT_CALLER_GPU_YIELD_NS 20000ull
 
 /* by_algorithm[]'s entries for collectives that ran a plan file (plan_dir)
  * and for those that ran the one-shot within one node. */

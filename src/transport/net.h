@@ -51,7 +51,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "engine/board.h"
+#include "core/board.h"
 #include "include/dfccl.h"
 #include "core/fifo.h"
 
@@ -78,7 +78,10 @@ int dfccl_net_available(char *why, size_t len);
 /* The per-context net state, made on first call (*net stays set); every
  * link it makes takes the protocol. rendezvous: tagged messages may take
  * the transport's rendezvous (else they all go eagerly). */
-dfccl_status_t dfccl_net_open(dfccl_net_t **net, dfccl_net_protocol_t protocol, int rendezvous);
+/* sent_bytes (may be NULL): told the bytes of every message sent to
+ * another node, from the pump, for the caller's counters. */
+dfccl_status_t dfccl_net_open(dfccl_net_t **net, dfccl_net_protocol_t protocol, int rendezvous,
+                              void (*sent_bytes)(uint64_t bytes));
 /* Closes endpoints (bounded wait), the worker and the context. */
 void dfccl_net_close(dfccl_net_t *net);
 
@@ -165,9 +168,6 @@ void dfccl_net_link_post_ident(dfccl_net_t *net, dfccl_net_link_t *link, uint64_
                                const dfccl_ident_t *ident);
 /* 1 when the peer's endpoint failed: why, naming the peer and its host. */
 int dfccl_net_link_failed(const dfccl_net_link_t *link, char *why, size_t len);
-
-/* The engine's counter of bytes sent to other nodes (stats.c). */
-void dfccl_stats_add_net_bytes(uint64_t bytes);
 
 /* Sends and receives what is ready on every link; 1 when anything moved. */
 int dfccl_net_progress(dfccl_net_t *net);

@@ -9,9 +9,10 @@ int dfccl_net_available(char *why, size_t len)
     return 0;
 }
 
-dfccl_status_t dfccl_net_open(dfccl_net_t **net, dfccl_net_protocol_t protocol, int rendezvous)
+dfccl_status_t dfccl_net_open(dfccl_net_t **net, dfccl_net_protocol_t protocol, int rendezvous,
+                              void (*sent_bytes)(uint64_t bytes))
 {
-    (void)net; (void)protocol; (void)rendezvous;
+    (void)net; (void)protocol; (void)rendezvous; (void)sent_bytes;
     return DFCCL_ERR_UNSUPPORTED;
 }
 void dfccl_net_close(dfccl_net_t *net) { (void)net; }

@@ -25,7 +25,8 @@ static void ucx_peer_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
     __atomic_store_n(&peer->failed, (int)status, __ATOMIC_RELEASE);
 }
 
-dfccl_status_t dfccl_net_open(dfccl_net_t **net_p, dfccl_net_protocol_t protocol, int rendezvous)
+dfccl_status_t dfccl_net_open(dfccl_net_t **net_p, dfccl_net_protocol_t protocol, int rendezvous,
+                              void (*sent_bytes)(uint64_t bytes))
 {
     ucp_params_t params;
     ucp_worker_params_t wparams;
@@ -37,6 +38,7 @@ dfccl_status_t dfccl_net_open(dfccl_net_t **net_p, dfccl_net_protocol_t protocol
     net = calloc(1, sizeof(*net));
     if (net == NULL) return DFCCL_ERR_NO_MEMORY;
     pthread_mutex_init(&net->lock, NULL);
+    net->sent_bytes = sent_bytes;
     st = ucp_config_read(NULL, NULL, &config);
     if (st != UCS_OK) goto err;
     /* a receive waits posted for every slot the receiver has room for:

@@ -32,6 +32,7 @@ struct dfccl_net_peer {
 
 struct dfccl_net {
     pthread_mutex_t   lock;
+    void            (*sent_bytes)(uint64_t bytes);   /* dfccl_net_open's hook, or NULL */
     unsigned          protocol;    /* dfccl_net_protocol_t */
     ucp_context_h     context;
     ucp_worker_h      worker;

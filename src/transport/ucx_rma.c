@@ -219,7 +219,7 @@ static int rma_out(dfccl_net_t *net, dfccl_net_link_t *l, int *busy)
         memset(&rp, 0, sizeof(rp));
         s->reqs[k] = ucp_put_nbx(l->peer->ep, s->slots + (size_t)k * l->slot_bytes, s->lens[k],
                                  slot, r->rkey, &rp);
-        dfccl_stats_add_net_bytes(s->lens[k]);
+        if (net->sent_bytes != NULL) net->sent_bytes(s->lens[k]);
         net->unflushed = 1;
         s->posted++;
         moved = 1;

@@ -81,7 +81,7 @@ static int pump_out(dfccl_net_t *net, dfccl_net_link_t *l, int closing)
         memset(&rp, 0, sizeof(rp));
         s->reqs[k] = ucp_tag_send_nbx(l->peer->ep, s->slots + (size_t)k * l->slot_bytes, s->lens[k],
                                       l->tag_out | (s->posted & UCX_NET_SEQ_MASK), &rp);
-        dfccl_stats_add_net_bytes(s->lens[k]);
+        if (net->sent_bytes != NULL) net->sent_bytes(s->lens[k]);
         net->unflushed = 1;
         s->posted++;
         moved = 1;

@@ -85,7 +85,7 @@ static int run(dfccl_net_protocol_t protocol, const char *name)
         EXPECT(0, "out of memory");
         return 1;
     }
-    if (dfccl_net_open(&net, protocol, 0) != DFCCL_OK ||
+    if (dfccl_net_open(&net, protocol, 0, NULL) != DFCCL_OK ||
         dfccl_net_address(net, addr, sizeof(addr), &addr_len) != DFCCL_OK) {
         printf("SKIP: UCX could not be started here (%s net)\n", name);
         free(send_mem);

@@ -213,8 +213,8 @@ dfccl_status_t gpu_get(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
 {
     dfccl_status_t status = DFCCL_OK;
 
-    pthread_mutex_lock(&ctx->gpu_lock);
-    if (ctx->gpu == NULL) {
+    pthread_mutex_lock(&gpu_ctx_of(ctx)->lock);
+    if (gpu_ctx_of(ctx)->gpu == NULL) {
         const dfccl_config_t *cfg = &ctx->config;
         if (cfg->gpu_channels > DFCCL_GPU_MAX_CHANNELS ||
             cfg->gpu_threads < 64 || cfg->gpu_threads > 512 || cfg->gpu_threads % 32 != 0 ||
@@ -228,17 +228,17 @@ dfccl_status_t gpu_get(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
                         cfg->gpu_ll_bytes, DFCCL_GPU_LL_MAX_BYTES);
             status = DFCCL_ERR_INVALID_PARAM;
         } else {
-            status = gpu_create(ctx, &ctx->gpu);
+            status = gpu_create(ctx, &gpu_ctx_of(ctx)->gpu);
         }
     }
-    *gpu_p = ctx->gpu;
-    pthread_mutex_unlock(&ctx->gpu_lock);
+    *gpu_p = gpu_ctx_of(ctx)->gpu;
+    pthread_mutex_unlock(&gpu_ctx_of(ctx)->lock);
     return status;
 }
 
 void dfccl_gpu_destroy(dfccl_context_t *ctx)
 {
-    dfccl_gpu_t *g = ctx->gpu;
+    dfccl_gpu_t *g = gpu_ctx_of(ctx)->gpu;
 
     if (g == NULL) return;
     __atomic_store_n(&g->fixed.ctrl->stop, UINT64_MAX, __ATOMIC_SEQ_CST);
@@ -247,7 +247,7 @@ void dfccl_gpu_destroy(dfccl_context_t *ctx)
     pthread_cond_signal(&g->sq.wake);
     pthread_mutex_unlock(&g->sq.lock);
     pthread_join(g->fixed.proxy_thread, NULL);
-    __atomic_store_n(&ctx->gpu, NULL, __ATOMIC_RELEASE);   /* pollers stop looking first */
+    __atomic_store_n(&gpu_ctx_of(ctx)->gpu, NULL, __ATOMIC_RELEASE);   /* pollers stop looking first */
     pthread_mutex_lock(&g->drain.lock);   /* a poller that looked before is done */
     gpu_trace_stop(g);
     pthread_mutex_unlock(&g->drain.lock);
@@ -267,4 +267,28 @@ dfccl_status_t dfccl_gpu_stage_alloc(dfccl_context_t *ctx, size_t bytes, void **
     status = gpu_get(ctx, &g);
     if (status != DFCCL_OK) return status;
     return gpu_stage_take(g, bytes, buf_p);
+}
+
+dfccl_status_t dfccl_gpu_context_open(dfccl_context_t *ctx, void **state)
+{
+    dfccl_gpu_ctx_t *gx = calloc(1, sizeof(*gx));
+
+    (void)ctx;
+    if (gx == NULL) return DFCCL_ERR_NO_MEMORY;
+    pthread_mutex_init(&gx->lock, NULL);
+    *state = gx;
+    return DFCCL_OK;
+}
+
+/* The stream side first (what was enqueued is posted or fails), then the
+ * GPU side, then the stream side's memory. */
+void dfccl_gpu_context_close(dfccl_context_t *ctx, void *state)
+{
+    dfccl_gpu_ctx_t *gx = state;
+
+    dfccl_streams_stop(ctx);
+    dfccl_gpu_destroy(ctx);
+    dfccl_streams_free(ctx);
+    pthread_mutex_destroy(&gx->lock);
+    free(gx);
 }

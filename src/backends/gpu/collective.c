@@ -66,12 +66,12 @@ static void gpu_legacy_wait_failed(dfccl_gpu_t *g)
     pthread_mutex_unlock(&g->sq.lock);
 }
 
-dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *args,
+dfccl_status_t dfccl_gpu_submit(dfccl_call_t *coll, const dfccl_coll_args_t *args,
                                 int sync_legacy)
 {
     dfccl_comm_t *comm = coll->comm;
-    dfccl_gpu_comm_t *gc = comm->gpu;
-    dfccl_gpu_t *g = comm->context->gpu;
+    dfccl_gpu_comm_t *gc = gpu_comm_of(comm);
+    dfccl_gpu_t *g = gpu_ctx_of(comm->context)->gpu;
     const dfccl_config_t *cfg = &comm->context->config;
     size_t esize = dfccl_dtype_size(args->dtype), slot_bytes = 0, total_bytes;
     gpu_job_t *job;
@@ -211,14 +211,15 @@ dfccl_status_t dfccl_gpu_submit(dfccl_coll_t *coll, const dfccl_coll_args_t *arg
  * already ordered it (and that stream may be the one waiting for it). */
 static dfccl_status_t gpu_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args, int ordered)
 {
-    dfccl_coll_t *coll;
+    dfccl_call_t *coll;
     dfccl_status_t status;
     size_t total;
 
     status = dfccl_coll_check_args(comm, args, &total);
     if (status != DFCCL_OK) return status;
-    status = dfccl_coll_new(comm, args, total, 0, &coll);
-    if (status != DFCCL_OK) return status;
+    coll = calloc(1, sizeof(*coll));
+    if (coll == NULL) return DFCCL_ERR_NO_MEMORY;
+    dfccl_call_init(coll, args, total);
     dfccl_coll_enter(comm, coll, args);
     if (comm->broken) status = DFCCL_ERR_TIMEOUT;   /* see the earlier failure's diagnosis */
     else status = dfccl_gpu_submit(coll, args,

@@ -42,8 +42,8 @@ void gpu_free_dead(dfccl_gpu_t *g)
 
 void dfccl_gpu_comm_release(dfccl_comm_t *comm)
 {
-    dfccl_gpu_comm_t *gc = comm->gpu;
-    dfccl_gpu_t *g = comm->context->gpu;
+    dfccl_gpu_comm_t *gc = gpu_comm_of(comm);
+    dfccl_gpu_t *g = gpu_ctx_of(comm->context)->gpu;
     gpu_dead_t *info;
 
     if (gc == NULL) return;   /* its set-up failed before it had one */

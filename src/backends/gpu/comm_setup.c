@@ -58,7 +58,7 @@ static dfccl_status_t gpu_comm_begin(dfccl_comm_t *comm, void *hello_out)
 
     memset(&hello, 0, sizeof(hello));
     gpu_hello_settings(&hello, &ctx->config);
-    hello.node_label = dfccl_host_node_label(hello.host, sizeof(hello.host));
+    hello.node_label = dfccl_node_label(hello.host, sizeof(hello.host));
     if (comm->node_label != 0) hello.node_label = comm->node_label;   /* the caller knows best */
     gc = calloc(1, sizeof(*gc) + sizeof(gpu_dead_t));
     if (gc == NULL) {
@@ -66,7 +66,7 @@ static dfccl_status_t gpu_comm_begin(dfccl_comm_t *comm, void *hello_out)
         memcpy(hello_out, &hello, sizeof(hello));
         return DFCCL_ERR_NO_MEMORY;
     }
-    comm->gpu = gc;
+    comm->backend = gc;
     gc->index = -1;
     gc->failed = DFCCL_ERR_UNSUPPORTED;
     if (comm->size > DFCCL_GPU_MAX_RANKS) {
@@ -143,7 +143,7 @@ static void gpu_warn_crowded(dfccl_gpu_t *g, const gpu_hello_t *all, int me, int
 static dfccl_status_t gpu_comm_publish(dfccl_comm_t *comm, dfccl_gpu_t *g,
                                        const dfccl_gpu_comm_dev_t *dev)
 {
-    dfccl_gpu_comm_t *gc = comm->gpu;
+    dfccl_gpu_comm_t *gc = gpu_comm_of(comm);
     cudaError_t e;
     int current;
 
@@ -182,7 +182,7 @@ static dfccl_status_t gpu_comm_publish(dfccl_comm_t *comm, dfccl_gpu_t *g,
  * node gets its FIFO from the network side instead (gpu_net_connect). */
 static void gpu_local_fifos(dfccl_comm_t *comm, dfccl_gpu_comm_dev_t *dev, const int *node)
 {
-    dfccl_gpu_comm_t *gc = comm->gpu;
+    dfccl_gpu_comm_t *gc = gpu_comm_of(comm);
     const dfccl_config_t *cfg = &comm->context->config;
     int me = comm->rank, n = comm->size, next = (me + 1) % n, prev = (me + n - 1) % n;
     size_t inbox = gpu_inbox_bytes(n), fifo = gpu_fifo_bytes(cfg);
@@ -210,9 +210,9 @@ static void gpu_local_fifos(dfccl_comm_t *comm, dfccl_gpu_comm_dev_t *dev, const
 static dfccl_status_t gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
 {
     const gpu_hello_t *all = hellos;
-    dfccl_gpu_comm_t *gc = comm->gpu;
+    dfccl_gpu_comm_t *gc = gpu_comm_of(comm);
     dfccl_context_t *ctx = comm->context;
-    dfccl_gpu_t *g = ctx->gpu;
+    dfccl_gpu_t *g = gpu_ctx_of(ctx)->gpu;
     dfccl_gpu_comm_dev_t dev;
     int me = comm->rank, n = comm->size, next = (me + 1) % n, current = -1;
     int node[DFCCL_GPU_MAX_RANKS];
@@ -279,12 +279,12 @@ static void gpu_comm_address(dfccl_comm_t *comm, dfccl_status_t connected, void 
 
 static dfccl_status_t gpu_comm_connect_addresses(dfccl_comm_t *comm, const void *addresses)
 {
-    dfccl_gpu_comm_t *gc = comm->gpu;
+    dfccl_gpu_comm_t *gc = gpu_comm_of(comm);
     dfccl_status_t status;
 
     /* every rank's outcome of connect travels here: any failure fails all */
     status = gpu_net_connect(comm, addresses, gc->dev_pending);
-    if (status == DFCCL_OK) status = gpu_comm_publish(comm, comm->context->gpu, gc->dev_pending);
+    if (status == DFCCL_OK) status = gpu_comm_publish(comm, gpu_ctx_of(comm->context)->gpu, gc->dev_pending);
     free(gc->dev_pending);
     gc->dev_pending = NULL;
     return status;
@@ -292,7 +292,7 @@ static dfccl_status_t gpu_comm_connect_addresses(dfccl_comm_t *comm, const void 
 
 static dfccl_status_t gpu_comm_finish(dfccl_comm_t *comm, dfccl_status_t agreed)
 {
-    dfccl_gpu_comm_t *gc = comm->gpu;
+    dfccl_gpu_comm_t *gc = gpu_comm_of(comm);
 
     if (gc == NULL) return agreed != DFCCL_OK ? agreed : DFCCL_ERR_NO_MEMORY;
     if (agreed == DFCCL_OK) {
@@ -303,8 +303,8 @@ static dfccl_status_t gpu_comm_finish(dfccl_comm_t *comm, dfccl_status_t agreed)
     gc->failed = agreed;
     free(gc->dev_pending);
     gc->dev_pending = NULL;
-    if (comm->context->gpu != NULL) {
-        gpu_comm_free_resources(comm->context->gpu, gc, comm->size, comm->rank);
+    if (gpu_ctx_of(comm->context)->gpu != NULL) {
+        gpu_comm_free_resources(gpu_ctx_of(comm->context)->gpu, gc, comm->size, comm->rank);
     } else if (gc->region != NULL) {
         cudaFree(gc->region);
     }
@@ -316,6 +316,9 @@ static dfccl_status_t gpu_comm_finish(dfccl_comm_t *comm, dfccl_status_t agreed)
 
 const dfccl_backend_ops_t dfccl_gpu_backend = {
     .name        = "GPU",
+    .context_open  = dfccl_gpu_context_open,
+    .context_close = dfccl_gpu_context_close,
+    .poll        = dfccl_gpu_poll,
     .hello_bytes = gpu_comm_hello_bytes,
     .begin       = gpu_comm_begin,
     .connect     = gpu_comm_connect,

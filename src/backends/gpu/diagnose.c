@@ -7,7 +7,7 @@
 #include "backends/gpu/diagnose.h"
 #include "util/log.h"
 
-void gpu_diagnose(const dfccl_coll_t *coll, const dfccl_gpu_desc_t *d,
+void gpu_diagnose(const dfccl_call_t *coll, const dfccl_gpu_desc_t *d,
                   const dfccl_gpu_diag_t *g)
 {
     const dfccl_comm_t *comm = coll->comm;

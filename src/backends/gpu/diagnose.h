@@ -10,6 +10,6 @@
 /* Says where coll (submitted as d) stood when the kernel gave up on it:
  * which peer it waited for and for what, or that an earlier collective on
  * its communicator had failed. */
-void gpu_diagnose(const dfccl_coll_t *coll, const dfccl_gpu_desc_t *d, const dfccl_gpu_diag_t *g);
+void gpu_diagnose(const dfccl_call_t *coll, const dfccl_gpu_desc_t *d, const dfccl_gpu_diag_t *g);
 
 #endif

@@ -193,7 +193,7 @@ void gpu_direct_service(dfccl_gpu_t *g)
         job = g->sq.slot_job[s];
         if (job != NULL && job->ticket + 1 == tag) {
             job->pinned = 1;
-            gc = job->coll->comm->gpu;   /* freed by this thread only, later */
+            gc = gpu_comm_of(job->coll->comm);   /* freed by this thread only, later */
             me = job->coll->comm->rank;
             n = job->coll->comm->size;
         } else {

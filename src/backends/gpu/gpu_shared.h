@@ -1,5 +1,5 @@
 /*
- * gpu_shared.h - what the host side of the GPU backend (src/engine/gpu)
+ * gpu_shared.h - what the host side of the GPU backend (src/backends/gpu)
  * and the daemon kernel (src/kernels/daemon_kernel.cu) share: the
  * submission queue entries and completion entries in pinned, mapped host
  * memory, the communicator table and the kernel's saved state in device

@@ -26,7 +26,7 @@ _Static_assert(sizeof(dfccl_gpu_desc_t) == offsetof(dfccl_gpu_desc_t, steps) +
 /* Hands a finished job to the engine's completion queue; sq.lock held. */
 static void gpu_job_complete(dfccl_gpu_t *g, gpu_job_t *job, dfccl_status_t status)
 {
-    dfccl_coll_t *coll = job->coll;
+    dfccl_call_t *coll = job->coll;
 
     g->sq.in_flight--;
     dfccl_stats_add_completed(coll->type, status);
@@ -34,7 +34,7 @@ static void gpu_job_complete(dfccl_gpu_t *g, gpu_job_t *job, dfccl_status_t stat
         uint64_t bytes = coll->total_count * job->desc.esize;
         dfccl_stats_add_bytes(bytes);
         /* its ring went through a link to another node */
-        if (coll->comm->gpu->net != NULL) dfccl_stats_add_net();
+        if (gpu_comm_of(coll->comm)->net != NULL) dfccl_stats_add_net();
     }
     dfccl_coll_complete(g->fixed.ctx, coll, status);
     dfccl_comm_release(coll->comm);
@@ -79,7 +79,7 @@ static void gpu_job_submit(dfccl_gpu_t *g, gpu_job_t *job)
  * held. */
 static int gpu_job_may_enter(dfccl_gpu_t *g, const gpu_job_t *job)
 {
-    if (!g->sq.kernel_running || g->env.launch_id >= job->coll->comm->gpu->first_launch ||
+    if (!g->sq.kernel_running || g->env.launch_id >= gpu_comm_of(job->coll->comm)->first_launch ||
         gpu_kernel_held(g))
         return 1;
     gpu_kernel_yield(g);
@@ -147,7 +147,7 @@ int gpu_drain(dfccl_gpu_t *g)
 
 void dfccl_gpu_poll(dfccl_context_t *ctx)
 {
-    dfccl_gpu_t *g = __atomic_load_n(&ctx->gpu, __ATOMIC_ACQUIRE);
+    dfccl_gpu_t *g = __atomic_load_n(&gpu_ctx_of(ctx)->gpu, __ATOMIC_ACQUIRE);
     if (g != NULL) gpu_drain(g);
 }
 

@@ -68,17 +68,17 @@ void gpu_net_nodes(dfccl_comm_t *comm, const gpu_hello_t *all, int *node)
 
     /* begin refused more ranks than this, and every rank learned it */
     for (int r = 0; r < comm->size; r++) label[r] = all[r].node_label;
-    dfccl_host_nodes(label, comm->size, comm->context->config.node_split, node, k);
-    comm->gpu->spans = 0;
+    dfccl_node_groups(label, comm->size, comm->context->config.node_split, node, k);
+    gpu_comm_of(comm)->spans = 0;
     for (int r = 1; r < comm->size; r++)
-        if (node[r] != node[0]) comm->gpu->spans = 1;
+        if (node[r] != node[0]) gpu_comm_of(comm)->spans = 1;
 }
 
 dfccl_status_t gpu_net_begin(dfccl_comm_t *comm, dfccl_gpu_t *g, const gpu_hello_t *all,
                              const int *node)
 {
     const dfccl_config_t *cfg = &comm->context->config;
-    dfccl_gpu_comm_t *gc = comm->gpu;
+    dfccl_gpu_comm_t *gc = gpu_comm_of(comm);
     int me = comm->rank, n = comm->size, prev = (me + n - 1) % n, next = (me + 1) % n, previous;
     gpu_net_side_t *side;
     dfccl_status_t status;
@@ -143,13 +143,13 @@ dfccl_status_t gpu_net_begin(dfccl_comm_t *comm, dfccl_gpu_t *g, const gpu_hello
 
 size_t gpu_net_address_bytes(const dfccl_comm_t *comm)
 {
-    return comm->gpu != NULL && comm->gpu->spans ? sizeof(gpu_address_t) : 0;
+    return gpu_comm_of(comm) != NULL && gpu_comm_of(comm)->spans ? sizeof(gpu_address_t) : 0;
 }
 
 void gpu_net_address(dfccl_comm_t *comm, dfccl_status_t status, void *out)
 {
     gpu_address_t *a = out;
-    gpu_net_side_t *side = comm->gpu->net;
+    gpu_net_side_t *side = gpu_comm_of(comm)->net;
 
     a->status = (int32_t)status;
     a->link_ids = 0;
@@ -227,7 +227,7 @@ dfccl_status_t gpu_net_connect(dfccl_comm_t *comm, const void *addresses,
                                dfccl_gpu_comm_dev_t *dev)
 {
     const gpu_address_t *all = addresses;
-    gpu_net_side_t *side = comm->gpu->net;
+    gpu_net_side_t *side = gpu_comm_of(comm)->net;
     dfccl_status_t status = DFCCL_OK;
 
     for (int r = 0; r < comm->size; r++)

@@ -79,7 +79,7 @@ dfccl_status_t gpu_stage_take(dfccl_gpu_t *g, size_t bytes, void **buf_p)
 
 void dfccl_gpu_stage_free(dfccl_context_t *ctx, void *buf)
 {
-    dfccl_gpu_t *g = __atomic_load_n(&ctx->gpu, __ATOMIC_ACQUIRE);
+    dfccl_gpu_t *g = __atomic_load_n(&gpu_ctx_of(ctx)->gpu, __ATOMIC_ACQUIRE);
 
     if (buf == NULL || g == NULL) return;
     pthread_mutex_lock(&g->stage.lock);
@@ -136,7 +136,7 @@ void gpu_stage_release(dfccl_gpu_t *g)
 
 dfccl_status_t dfccl_gpu_copy(dfccl_context_t *ctx, void *dst, const void *src, size_t bytes)
 {
-    dfccl_gpu_t *g = __atomic_load_n(&ctx->gpu, __ATOMIC_ACQUIRE);
+    dfccl_gpu_t *g = __atomic_load_n(&gpu_ctx_of(ctx)->gpu, __ATOMIC_ACQUIRE);
     cudaError_t e;
 
     if (bytes == 0) return DFCCL_OK;

@@ -1,6 +1,6 @@
 /*
  * state.h - the GPU backend's host-side state, shared by the files of
- * src/engine/gpu: the backend (dfccl_gpu_t), its jobs, its communicators
+ * src/backends/gpu: the backend (dfccl_gpu_t), its jobs, its communicators
  * and the peers' buffers it maps, with the helpers all of them use. The
  * functions each file offers the others are declared in its own header
  * (backend.h, jobs.h, proxy.h, direct.h, ...).
@@ -11,8 +11,16 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <cuda_runtime_api.h>
-#include "engine/internal.h"     /* first: the host's instance of the executor core */
+#include "engine/internal.h"
+#include "core/exec_cpu.h"
 #include "backends/gpu/gpu_shared.h"
+
+/* The public knob table cannot see gpu_shared.h: its bounds must stay the
+ * backend's. */
+_Static_assert(DFCCL_CONFIG_GPU_CHANNELS_MAX == DFCCL_GPU_MAX_CHANNELS,
+               "gpu_channels' bound is not the daemon kernel's most blocks");
+_Static_assert(DFCCL_CONFIG_GPU_LL_BYTES_MAX == DFCCL_GPU_LL_MAX_BYTES,
+               "gpu_ll_bytes' bound is not the LL path's most bytes");
 
 /* Peers' buffers stay mapped for later calls (mapping costs far more than
  * a call's handshake), up to this many allocations per peer; the least
@@ -37,7 +45,7 @@ typedef struct gpu_ipc_map {
 
 typedef struct gpu_job {
     struct gpu_job   *next;
-    dfccl_coll_t     *coll;        /* the engine's record (comm reference, user, stats) */
+    dfccl_call_t     *coll;        /* the engine's record (comm reference, user, stats) */
     uint64_t          ticket;
     char             *in;          /* direct: our input (recvbuf's block when in place) */
     int               pinned;      /* direct: the proxy is answering for it (lock) */
@@ -71,6 +79,12 @@ typedef struct dfccl_gpu_comm {
     dfccl_gpu_comm_dev_t *dev_pending;   /* spanning: the table entry until the links are
                                             open (set-up thread) */
 } dfccl_gpu_comm_t;
+
+/* A GPU communicator's part (comm->backend). */
+static inline dfccl_gpu_comm_t *gpu_comm_of(const dfccl_comm_t *comm)
+{
+    return (dfccl_gpu_comm_t *)comm->backend;
+}
 
 /* The backend. Its parts are grouped by who may touch them: a field is
  * read or written only as its group's comment says. */
@@ -212,5 +226,36 @@ static inline const char *gpu_err(cudaError_t e)
 {
     return cudaGetErrorString(e);
 }
+
+/* The backend's part of a context (its context_open makes it): the GPU
+ * side, made on the first GPU communicator, and the stream side, on the
+ * first stream-ordered collective, both under lock. */
+typedef struct dfccl_gpu_ctx {
+    pthread_mutex_t       lock;
+    struct dfccl_gpu     *gpu;       /* NULL until the first GPU communicator (atomic) */
+    struct dfccl_streams *streams;   /* NULL until the first stream-ordered collective */
+} dfccl_gpu_ctx_t;
+
+static inline dfccl_gpu_ctx_t *gpu_ctx_of(const dfccl_context_t *ctx)
+{
+    return (dfccl_gpu_ctx_t *)ctx->backend_state[DFCCL_BACKEND_GPU];
+}
+
+/* The backend's entry points, across its files */
+dfccl_status_t dfccl_gpu_submit(dfccl_call_t *coll, const dfccl_coll_args_t *args,
+                                int sync_legacy);
+dfccl_status_t dfccl_gpu_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args);
+/* ... a collective its stream already ordered (stream.c) */
+dfccl_status_t dfccl_gpu_post_ordered(dfccl_comm_t *comm, const dfccl_coll_args_t *args);
+/* stream.c: the thread that posts stream-ordered collectives, stopped
+ * (what was enqueued posted or failed) before the GPU side goes */
+void dfccl_streams_stop(dfccl_context_t *context);
+void dfccl_streams_free(dfccl_context_t *context);   /* after the GPU side went */
+void dfccl_gpu_comm_release(dfccl_comm_t *comm);
+void dfccl_gpu_destroy(dfccl_context_t *context);
+void dfccl_gpu_poll(dfccl_context_t *context);   /* completions, without the proxy */
+
+dfccl_status_t dfccl_gpu_context_open(dfccl_context_t *ctx, void **state);
+void dfccl_gpu_context_close(dfccl_context_t *ctx, void *state);
 
 #endif

@@ -233,7 +233,7 @@ static void *stream_thread_main(void *arg)
 /* The context's stream side, made on first use (under gpu_lock). */
 static dfccl_status_t streams_get(dfccl_context_t *ctx, struct dfccl_streams **s_p)
 {
-    struct dfccl_streams *s = __atomic_load_n(&ctx->streams, __ATOMIC_ACQUIRE);
+    struct dfccl_streams *s = __atomic_load_n(&gpu_ctx_of(ctx)->streams, __ATOMIC_ACQUIRE);
     enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
     void *fn = NULL, *dev = NULL;
     cudaError_t e;
@@ -242,14 +242,14 @@ static dfccl_status_t streams_get(dfccl_context_t *ctx, struct dfccl_streams **s
         *s_p = s;
         return DFCCL_OK;
     }
-    pthread_mutex_lock(&ctx->gpu_lock);
-    if ((s = ctx->streams) != NULL) {
-        pthread_mutex_unlock(&ctx->gpu_lock);
+    pthread_mutex_lock(&gpu_ctx_of(ctx)->lock);
+    if ((s = gpu_ctx_of(ctx)->streams) != NULL) {
+        pthread_mutex_unlock(&gpu_ctx_of(ctx)->lock);
         *s_p = s;
         return DFCCL_OK;
     }
     if ((s = calloc(1, sizeof(*s))) == NULL) {
-        pthread_mutex_unlock(&ctx->gpu_lock);
+        pthread_mutex_unlock(&gpu_ctx_of(ctx)->lock);
         return DFCCL_ERR_NO_MEMORY;
     }
     s->ctx = ctx;
@@ -261,7 +261,7 @@ static dfccl_status_t streams_get(dfccl_context_t *ctx, struct dfccl_streams **s
                     " does not offer");
         cudaGetLastError();
         free(s);
-        pthread_mutex_unlock(&ctx->gpu_lock);
+        pthread_mutex_unlock(&gpu_ctx_of(ctx)->lock);
         return DFCCL_ERR_UNSUPPORTED;
     }
     s->wait_value = (stream_wait_value_fn_t)fn;
@@ -271,7 +271,7 @@ static dfccl_status_t streams_get(dfccl_context_t *ctx, struct dfccl_streams **s
         dfccl_error("stream-ordered collectives: no mapped host memory: %s", gpu_err(e));
         if (s->gates != NULL) cudaFreeHost((void *)s->gates);
         free(s);
-        pthread_mutex_unlock(&ctx->gpu_lock);
+        pthread_mutex_unlock(&gpu_ctx_of(ctx)->lock);
         return DFCCL_ERR_SYSTEM;
     }
     memset((void *)s->gates, 0, STREAM_GATES * sizeof(uint32_t));
@@ -281,11 +281,11 @@ static dfccl_status_t streams_get(dfccl_context_t *ctx, struct dfccl_streams **s
     if (pthread_create(&s->thread, NULL, stream_thread_main, s) != 0) {
         cudaFreeHost((void *)s->gates);
         free(s);
-        pthread_mutex_unlock(&ctx->gpu_lock);
+        pthread_mutex_unlock(&gpu_ctx_of(ctx)->lock);
         return DFCCL_ERR_SYSTEM;
     }
-    __atomic_store_n(&ctx->streams, s, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&ctx->gpu_lock);
+    __atomic_store_n(&gpu_ctx_of(ctx)->streams, s, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&gpu_ctx_of(ctx)->lock);
     *s_p = s;
     return DFCCL_OK;
 }
@@ -303,12 +303,12 @@ dfccl_status_t dfccl_coll_post_stream(dfccl_comm_t *comm, const dfccl_coll_args_
 
     if (comm == NULL || args == NULL) return DFCCL_ERR_INVALID_PARAM;
     if ((status = dfccl_comm_usable(comm)) != DFCCL_OK) return status;
-    if (comm->gpu == NULL) return DFCCL_ERR_UNSUPPORTED;   /* GPU communicators only */
+    if (gpu_comm_of(comm) == NULL) return DFCCL_ERR_UNSUPPORTED;   /* GPU communicators only */
     if ((status = dfccl_coll_check_args(comm, args, &total)) != DFCCL_OK) return status;
     if ((status = streams_get(comm->context, &s)) != DFCCL_OK) return status;
     if ((op = calloc(1, sizeof(*op))) == NULL) return DFCCL_ERR_NO_MEMORY;
     op->owner = s;
-    op->gpu = comm->context->gpu;
+    op->gpu = gpu_ctx_of(comm->context)->gpu;
     op->args = *args;
     if (args->type == DFCCL_COLL_REDUCE_SCATTER) {
         if ((op->counts = malloc(sizeof(size_t) * (size_t)comm->size)) == NULL) {
@@ -366,7 +366,7 @@ dfccl_status_t dfccl_coll_post_stream(dfccl_comm_t *comm, const dfccl_coll_args_
  * posted (or fails) first. */
 void dfccl_streams_stop(dfccl_context_t *ctx)
 {
-    struct dfccl_streams *s = ctx->streams;
+    struct dfccl_streams *s = gpu_ctx_of(ctx)->streams;
 
     if (s == NULL) return;
     pthread_mutex_lock(&s->lock);
@@ -381,10 +381,10 @@ void dfccl_streams_stop(dfccl_context_t *ctx)
  * with the process. */
 void dfccl_streams_free(dfccl_context_t *ctx)
 {
-    struct dfccl_streams *s = ctx->streams;
+    struct dfccl_streams *s = gpu_ctx_of(ctx)->streams;
 
     if (s == NULL) return;
-    ctx->streams = NULL;
+    gpu_ctx_of(ctx)->streams = NULL;
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->wake);
     free(s);

@@ -52,8 +52,24 @@ static dfccl_status_t none_post(dfccl_comm_t *comm, const dfccl_coll_args_t *arg
     return DFCCL_ERR_UNSUPPORTED;
 }
 
+/* nothing to keep per context: GPU communicators are refused at begin */
+static dfccl_status_t none_context_open(dfccl_context_t *ctx, void **state)
+{
+    (void)ctx;
+    *state = NULL;
+    return DFCCL_OK;
+}
+
+static void none_context_close(dfccl_context_t *ctx, void *state)
+{
+    (void)ctx;
+    (void)state;
+}
+
 const dfccl_backend_ops_t dfccl_gpu_backend = {
     .name        = "gpu (not built)",
+    .context_open  = none_context_open,
+    .context_close = none_context_close,
     .hello_bytes = none_hello_bytes,
     .begin       = none_begin,
     .connect     = none_connect,
@@ -61,9 +77,6 @@ const dfccl_backend_ops_t dfccl_gpu_backend = {
     .release     = none_release,
     .post        = none_post,
 };
-
-void dfccl_gpu_destroy(dfccl_context_t *context) { (void)context; }
-void dfccl_gpu_poll(dfccl_context_t *context) { (void)context; }
 
 dfccl_status_t dfccl_gpu_stage_alloc(dfccl_context_t *context, size_t bytes, void **buf_p)
 {
@@ -96,5 +109,3 @@ dfccl_status_t dfccl_coll_post_stream(dfccl_comm_t *comm, const dfccl_coll_args_
     return DFCCL_ERR_UNSUPPORTED;
 }
 
-void dfccl_streams_stop(dfccl_context_t *context) { (void)context; }
-void dfccl_streams_free(dfccl_context_t *context) { (void)context; }

@@ -23,7 +23,7 @@
 #include <unistd.h>
 #include "engine/backend_ops.h"
 #include "backends/host/host_comm.h"
-#include "engine/internal.h"
+#include "backends/host/host.h"
 #include "transport/locality.h"
 #include "util/log.h"
 
@@ -78,7 +78,7 @@ static size_t host_oneshot_offset(void)
 static size_t host_fifos_offset(const dfccl_comm_t *comm)
 {
     return DFCCL_BOARD_BYTES + dfccl_oneshot_area_bytes(&comm->context->config, comm->size,
-                                                        comm->host->topo.nnodes);
+                                                        dfccl_comm_host(comm)->topo.nnodes);
 }
 
 static size_t host_hello_bytes(const dfccl_comm_t *comm)
@@ -95,7 +95,7 @@ static dfccl_status_t host_begin(dfccl_comm_t *comm, void *hello_out)
     memset(&hello, 0, sizeof(hello));
     comm->board = &comm->board_local;
     dfccl_board_init(comm->board);
-    comm->host = h;
+    comm->backend = h;
     hello.status = h == NULL ? DFCCL_ERR_NO_MEMORY
                              : dfccl_plan_cache_create(h, comm->context->config.plan_cache);
     hello.pid = (int32_t)getpid();
@@ -103,7 +103,7 @@ static dfccl_status_t host_begin(dfccl_comm_t *comm, void *hello_out)
     hello.nslots = comm->context->config.fifo_slots;
     hello.slot_bytes = comm->context->config.slot_bytes;
     hello.oneshot_bytes = comm->context->config.oneshot_max_bytes;
-    hello.node_label = dfccl_host_node_label(hello.host, sizeof(hello.host));
+    hello.node_label = dfccl_node_label(hello.host, sizeof(hello.host));
     if (comm->node_label != 0) hello.node_label = comm->node_label;   /* the caller knows best */
     hello.plans = dfccl_plan_set_digest(&comm->context->plans, comm->size);
     memcpy(hello_out, &hello, sizeof(hello));
@@ -141,7 +141,7 @@ static dfccl_status_t host_take_plans(dfccl_comm_t *comm, dfccl_host_t *h,
 static dfccl_status_t host_connect(dfccl_comm_t *comm, const void *hellos)
 {
     const host_hello_t *all = hellos, *mine = &all[comm->rank];
-    dfccl_host_t *h = comm->host;
+    dfccl_host_t *h = dfccl_comm_host(comm);
     dfccl_status_t status;
 
     for (int i = 0; i < comm->size; i++) {
@@ -171,7 +171,7 @@ static dfccl_status_t host_connect(dfccl_comm_t *comm, const void *hellos)
         uint64_t *labels = malloc(sizeof(uint64_t) * (size_t)comm->size);
         if (labels == NULL) return DFCCL_ERR_NO_MEMORY;
         for (int i = 0; i < comm->size; i++) labels[i] = all[i].node_label;
-        dfccl_host_nodes(labels, comm->size, comm->context->config.node_split, h->node, h->local);
+        dfccl_node_groups(labels, comm->size, comm->context->config.node_split, h->node, h->local);
         free(labels);
     }
     for (int i = 0; i < comm->size; i++) h->numa[i] = all[i].numa;
@@ -201,7 +201,7 @@ static dfccl_status_t host_connect(dfccl_comm_t *comm, const void *hellos)
 
 static size_t host_address_bytes(const dfccl_comm_t *comm)
 {
-    const dfccl_host_t *h = comm->host;
+    const dfccl_host_t *h = dfccl_comm_host(comm);
     int rma = comm->context->config.net_protocol == DFCCL_NET_RMA;
 
     if (comm->size == 1 || h == NULL || h->node == NULL) return 0;
@@ -212,7 +212,7 @@ static size_t host_address_bytes(const dfccl_comm_t *comm)
 static void host_address(dfccl_comm_t *comm, dfccl_status_t status, void *out)
 {
     host_address_t *a = out;
-    dfccl_host_t *h = comm->host;
+    dfccl_host_t *h = dfccl_comm_host(comm);
 
     a->status = (int32_t)status;
     memcpy(a->name, comm->recv_seg.name, sizeof(a->name));
@@ -268,7 +268,7 @@ static dfccl_status_t host_attach_oneshot(dfccl_comm_t *comm, dfccl_host_t *h)
 
 static dfccl_status_t host_connect_addresses(dfccl_comm_t *comm, const void *addresses)
 {
-    dfccl_host_t *h = comm->host;
+    dfccl_host_t *h = dfccl_comm_host(comm);
     size_t bytes = host_address_bytes(comm);
     const dfccl_config_t *cfg = &comm->context->config;
     dfccl_status_t status = DFCCL_OK;
@@ -311,7 +311,7 @@ static dfccl_status_t host_finish(dfccl_comm_t *comm, dfccl_status_t agreed)
 
 static void host_release(dfccl_comm_t *comm)
 {
-    dfccl_host_t *h = comm->host;
+    dfccl_host_t *h = dfccl_comm_host(comm);
 
     if (h != NULL) {
         dfccl_host_net_release(comm, h);
@@ -322,7 +322,7 @@ static void host_release(dfccl_comm_t *comm)
         dfccl_oneshot_free(h);
         free(h);
     }
-    comm->host = NULL;
+    comm->backend = NULL;
     free(comm->peer_boards);
     comm->peer_boards = NULL;
     dfccl_shm_release(&comm->recv_seg);
@@ -330,6 +330,8 @@ static void host_release(dfccl_comm_t *comm)
 
 const dfccl_backend_ops_t dfccl_host_backend = {
     .name          = "host",
+    .context_open  = dfccl_host_context_open,
+    .context_close = dfccl_host_context_close,
     .hello_bytes   = host_hello_bytes,
     .begin         = host_begin,
     .connect       = host_connect,
@@ -342,4 +344,5 @@ const dfccl_backend_ops_t dfccl_host_backend = {
     .run           = dfccl_host_run,
     .prepare       = dfccl_host_prepare,
     .start         = dfccl_host_start,
+    .outside       = dfccl_host_outside,
 };

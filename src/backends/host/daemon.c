@@ -4,8 +4,11 @@
  * (dfccl_context_drive), for latency (host_sched.h says why both).
  */
 #include <sched.h>
+#include <stdlib.h>
+#include <string.h>
 #include "util/clock.h"
-#include "engine/internal.h"
+#include "backends/host/host.h"
+#include "util/log.h"
 #include "core/wait_policy.h"
 
 /* 1 while a caller drives the scheduler or did so since the daemon's last
@@ -23,8 +26,8 @@ static int sched_driven(dfccl_sched_t *s, uint64_t *seen)
 void *dfccl_daemon_main(void *arg)
 {
     dfccl_context_t *ctx = arg;
-    dfccl_sched_t *s = &ctx->sched;
-    dfccl_queue_t *sq = &ctx->submit;
+    dfccl_sched_t *s = &dfccl_host_ctx(ctx)->sched;
+    dfccl_queue_t *sq = &dfccl_host_ctx(ctx)->submit;
     uint64_t seen = __atomic_load_n(&s->driven, __ATOMIC_ACQUIRE);
 
     for (;;) {
@@ -69,7 +72,7 @@ int dfccl_context_drive(dfccl_context_t *ctx, uint64_t max_ns)
 
     if (ctx == NULL || !ctx->config.caller_drives) return -1;
     if (__atomic_load_n(&ctx->complete.used, __ATOMIC_ACQUIRE) > 0) return 1;
-    s = &ctx->sched;
+    s = &dfccl_host_ctx(ctx)->sched;
     /* the daemon thread gives the scheduler up at its next look */
     __atomic_add_fetch(&s->drivers, 1, __ATOMIC_ACQ_REL);
     pthread_mutex_lock(&s->lock);
@@ -88,6 +91,43 @@ int dfccl_context_drive(dfccl_context_t *ctx, uint64_t max_ns)
     __atomic_sub_fetch(&s->drivers, 1, __ATOMIC_ACQ_REL);
     /* work left for the daemon, which may have gone to sleep before this
      * caller began: it must not sleep on it */
-    if (left) dfccl_queue_kick(&ctx->submit);
+    if (left) dfccl_queue_kick(&dfccl_host_ctx(ctx)->submit);
     return ready;
+}
+
+/* The host backend's part of a context: the queues, the scheduler and the
+ * daemon thread that runs it (backend_ops.h). */
+dfccl_status_t dfccl_host_context_open(dfccl_context_t *ctx, void **state)
+{
+    dfccl_host_ctx_t *hc = calloc(1, sizeof(*hc));
+    int rc;
+
+    if (hc == NULL) return DFCCL_ERR_NO_MEMORY;
+    dfccl_queue_init(&hc->submit);
+    dfccl_sched_init(&hc->sched, ctx);
+    /* the daemon reads its state through the context: set before it starts */
+    ctx->backend_state[DFCCL_BACKEND_HOST] = hc;
+    rc = pthread_create(&hc->daemon, NULL, dfccl_daemon_main, ctx);
+    if (rc != 0) {
+        dfccl_error("cannot start the engine daemon thread: %s", strerror(rc));
+        ctx->backend_state[DFCCL_BACKEND_HOST] = NULL;
+        dfccl_sched_fini(&hc->sched);
+        dfccl_queue_fini(&hc->submit);
+        free(hc);
+        return DFCCL_ERR_SYSTEM;
+    }
+    *state = hc;
+    return DFCCL_OK;
+}
+
+void dfccl_host_context_close(dfccl_context_t *ctx, void *state)
+{
+    dfccl_host_ctx_t *hc = state;
+
+    (void)ctx;
+    dfccl_queue_stop(&hc->submit);
+    pthread_join(hc->daemon, NULL);
+    dfccl_sched_fini(&hc->sched);
+    dfccl_queue_fini(&hc->submit);
+    free(hc);
 }

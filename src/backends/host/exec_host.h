@@ -2,9 +2,7 @@
 #ifndef DFCCL_EXEC_HOST_H
 #define DFCCL_EXEC_HOST_H
 
-#define DFCCL_LOAD_ACQUIRE(p)     __atomic_load_n((p), __ATOMIC_ACQUIRE)
-#define DFCCL_STORE_RELEASE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
-#include "core/exec.h"
+#include "core/exec_cpu.h"
 
 typedef enum {
     DFCCL_EXEC_DONE,      /* every step finished */

@@ -49,16 +49,6 @@ typedef struct dfccl_host {
 dfccl_status_t dfccl_plan_cache_create(dfccl_host_t *h, unsigned entries);
 void dfccl_plan_cache_free(dfccl_host_t *h);
 
-/* A label equal on the ranks of one node (host name and boot id); the host
- * name goes to host (for messages). */
-uint64_t dfccl_host_node_label(char *host, size_t len);
-
-/* node[] from every rank's label: equal labels share a node, numbered by
- * first rank; split > 0 cuts every node into groups of that many ranks (in
- * rank order), each of which counts as a node of its own (the knob
- * node_split). k[r]: ranks before r with r's label. Host and GPU
- * communicators alike. */
-void dfccl_host_nodes(const uint64_t *label, int size, unsigned split, int *node, int *k);
 /* topology.c: allocates the per-rank arrays. */
 dfccl_status_t dfccl_host_topology(struct dfccl_comm *comm, dfccl_host_t *h);
 /* With h->node set: derives the topology and every connection. */

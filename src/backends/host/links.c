@@ -1,13 +1,13 @@
 /*
- * links.c - a host communicator's network side: the context's UCX state
- * opened on first need, one link per peer on another node that this rank
- * sends to or receives from, and the identities and failures that travel
- * over them in place of the boards a peer on this node maps.
+ * links.c - a host communicator's network side: one link per peer on
+ * another node that this rank sends to or receives from, and the identities
+ * and failures that travel over them in place of the boards a peer on this
+ * node maps.
  */
 #include <stdio.h>
 #include <string.h>
 #include "backends/host/host_comm.h"
-#include "engine/internal.h"
+#include "backends/host/host.h"
 #include "util/log.h"
 
 /*
@@ -70,25 +70,6 @@ static size_t rma_region_bytes(const dfccl_comm_t *comm, const dfccl_host_t *h, 
     rma_index(comm, h, r, -1, 0, &nin);
     return (size_t)nout * DFCCL_CACHELINE +
            (size_t)(nout + nin) * rma_fifo_bytes(&comm->context->config);
-}
-
-dfccl_status_t dfccl_context_net(dfccl_context_t *ctx, dfccl_net_t **net_p)
-{
-    dfccl_status_t status = DFCCL_OK;
-
-    pthread_mutex_lock(&ctx->net_lock);
-    if (ctx->net == NULL) {
-        dfccl_net_t *net = NULL;
-        /* host communicators' links take the knob's protocol, which must
-         * be equal on all ranks, so both ends agree; the GPU side's (over
-         * its own memory) stay tagged whatever it says (net.h) */
-        status = dfccl_net_open(&net, (dfccl_net_protocol_t)ctx->config.net_protocol,
-                                ctx->config.net_rendezvous);
-        if (status == DFCCL_OK) __atomic_store_n(&ctx->net, net, __ATOMIC_RELEASE);
-    }
-    *net_p = ctx->net;
-    pthread_mutex_unlock(&ctx->net_lock);
-    return status;
 }
 
 dfccl_status_t dfccl_host_net_begin(dfccl_comm_t *comm, dfccl_host_t *h)
@@ -175,7 +156,7 @@ void dfccl_host_publish(dfccl_comm_t *comm, uint64_t seq, const dfccl_ident_t *i
 
 void dfccl_host_send_ident(dfccl_comm_t *comm, uint64_t seq, const dfccl_ident_t *ident)
 {
-    dfccl_host_t *h = comm->host;
+    dfccl_host_t *h = dfccl_comm_host(comm);
 
     if (h == NULL || h->nremote == 0) return;
     for (int r = 0; r < comm->size; r++)
@@ -184,7 +165,7 @@ void dfccl_host_send_ident(dfccl_comm_t *comm, uint64_t seq, const dfccl_ident_t
 
 int dfccl_host_link_failed(const dfccl_comm_t *comm, char *why, size_t len)
 {
-    const dfccl_host_t *h = comm->host;
+    const dfccl_host_t *h = dfccl_comm_host(comm);
 
     if (h == NULL || h->nremote == 0) return 0;
     for (int r = 0; r < comm->size; r++)

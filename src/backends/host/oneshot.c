@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "engine/internal.h"
+#include "backends/host/host.h"
 #include "util/log.h"
 #include "core/reduce.h"
 
@@ -70,7 +70,7 @@ static int oneshot_plan_file_serves(const dfccl_host_t *h, const dfccl_coll_args
 
 int dfccl_oneshot_serves(const dfccl_comm_t *comm, const dfccl_coll_args_t *args, size_t total)
 {
-    const dfccl_host_t *h = comm->host;
+    const dfccl_host_t *h = dfccl_comm_host(comm);
 
     if (h == NULL || h->oneshot.slots == NULL) return 0;
     /* a forced algorithm is what its user asked for */
@@ -183,7 +183,7 @@ static dfccl_oneshot_result_t oneshot_check_board(dfccl_coll_t *coll, int r)
 dfccl_oneshot_result_t dfccl_oneshot_advance(dfccl_coll_t *coll)
 {
     dfccl_comm_t *comm = coll->comm;
-    dfccl_oneshot_t *o = &comm->host->oneshot;
+    dfccl_oneshot_t *o = &dfccl_comm_host(comm)->oneshot;
     dfccl_oneshot_run_t *s = &coll->shot;
 
     if (!s->written) {
@@ -215,7 +215,7 @@ dfccl_oneshot_result_t dfccl_oneshot_advance(dfccl_coll_t *coll)
 
 void dfccl_oneshot_describe(const dfccl_coll_t *coll, char *buf, size_t len)
 {
-    const dfccl_oneshot_t *o = &coll->comm->host->oneshot;
+    const dfccl_oneshot_t *o = &dfccl_comm_host(coll->comm)->oneshot;
     const dfccl_oneshot_run_t *s = &coll->shot;
     int r = s->seen < coll->comm->size ? s->seen : coll->comm->rank;
     uint64_t there;

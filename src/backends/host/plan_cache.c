@@ -12,7 +12,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "engine/internal.h"
+#include "backends/host/host.h"
 
 struct dfccl_plan_cache {
     pthread_mutex_t lock;      /* posts on one communicator may come from several threads */
@@ -53,7 +53,7 @@ static void cache_personalise(dfccl_coll_t *coll, const dfccl_coll_args_t *a)
 dfccl_status_t dfccl_plan_cache_take(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
                                      size_t total, dfccl_coll_t **coll_p)
 {
-    struct dfccl_plan_cache *c = comm->host->plan_cache;
+    struct dfccl_plan_cache *c = dfccl_comm_host(comm)->plan_cache;
     struct dfccl_plan_cache_entry *victim = NULL;
     dfccl_coll_t *coll, *tmpl;
     dfccl_status_t status;
@@ -74,7 +74,7 @@ dfccl_status_t dfccl_plan_cache_take(dfccl_comm_t *comm, const dfccl_coll_args_t
         }
         pthread_mutex_unlock(&c->lock);
     }
-    status = dfccl_coll_new(comm, args, total, 1, coll_p);
+    status = dfccl_coll_new(comm, args, total, coll_p);
     if (status != DFCCL_OK || c == NULL) return status;
     /* keep a copy that never runs (the new record goes to the scheduler) */
     bytes = sizeof(dfccl_coll_t) + (*coll_p)->exec.nsteps * sizeof(dfccl_step_t);

@@ -6,7 +6,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "engine/internal.h"
+#include "backends/host/host.h"
 #include "util/log.h"
 
 /* A host communicator that broke here, or whose peer broke before the
@@ -48,7 +48,7 @@ uint64_t dfccl_coll_post_marker(dfccl_comm_t *comm, dfccl_ident_t *ident)
     marker->ident = *ident;
     __atomic_add_fetch(&comm->refs, 1, __ATOMIC_ACQ_REL);
     marker->comm = comm;
-    dfccl_queue_push(&comm->context->submit, marker);
+    dfccl_queue_push(&dfccl_host_ctx(comm->context)->submit, marker);
     return seq;
 }
 
@@ -72,7 +72,7 @@ static dfccl_status_t coll_post_rejected(dfccl_comm_t *comm, const dfccl_coll_ar
  * check: all of a post but the counters and the hand-over. */
 static void host_enter(dfccl_comm_t *comm, dfccl_coll_t *coll, const dfccl_coll_args_t *args)
 {
-    dfccl_coll_enter(comm, coll, args);
+    dfccl_coll_enter(comm, &coll->call, args);
     /* what the peer receiving from us checks before any data moves */
     coll->ident.seq1 = coll->seq + 1;
     dfccl_host_publish(comm, coll->seq, &coll->ident);
@@ -87,7 +87,7 @@ static void host_submit(dfccl_comm_t *comm, dfccl_coll_t *coll, const dfccl_coll
     dfccl_stats_add_algorithm(coll->oneshot             ? DFCCL_STATS_ONESHOT
                               : coll->plan_name != NULL ? DFCCL_STATS_PLAN_FILE
                                                         : coll->algo);
-    dfccl_queue_push(&comm->context->submit, coll);
+    dfccl_queue_push(&dfccl_host_ctx(comm->context)->submit, coll);
 }
 
 /* A record that has not run: the one-shot's, or a planned one. */

@@ -1,10 +1,9 @@
 /*
- * queue.h - the host side of the submission and completion queues.
+ * queue.h - the host backend's submission queue.
  *
  * Submission: any application thread appends a collective; the thread that
  * runs the scheduler takes everything at once; the daemon sleeps on a
  * condition variable when idle.
- * Completion: the daemon appends {user, status}; application threads drain.
  */
 #ifndef DFCCL_QUEUE_H
 #define DFCCL_QUEUE_H
@@ -43,18 +42,5 @@ void dfccl_queue_wait(dfccl_queue_t *q, uint64_t timeout_ns);
  * the queue holds (pushes and kicks wake only a dfccl_queue_wait). */
 void dfccl_queue_nap(dfccl_queue_t *q, uint64_t timeout_ns);
 void dfccl_queue_stop(dfccl_queue_t *q);
-
-typedef struct dfccl_cqueue {
-    pthread_mutex_t     lock;
-    pthread_cond_t      nonempty;
-    dfccl_completion_t *ring;
-    size_t              capacity, first, used;  /* grows; never drops an entry */
-} dfccl_cqueue_t;
-
-void dfccl_cqueue_init(dfccl_cqueue_t *cq);
-void dfccl_cqueue_fini(dfccl_cqueue_t *cq);
-dfccl_status_t dfccl_cqueue_push(dfccl_cqueue_t *cq, void *user, dfccl_status_t status);
-int dfccl_cqueue_poll(dfccl_cqueue_t *cq, dfccl_completion_t *out, int max);
-int dfccl_cqueue_wait(dfccl_cqueue_t *cq, uint64_t timeout_ns);
 
 #endif

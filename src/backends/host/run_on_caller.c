@@ -1,5 +1,5 @@
 /*
- * run_now.c - a blocking caller's small collective, run at once on its own
+ * run_on_caller.c - a blocking caller's small collective, run at once on its own
  * thread (dfccl_coll_run).
  *
  * Driving the scheduler (daemon.c) already spares a waiting caller the
@@ -18,13 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "util/clock.h"
-#include "engine/internal.h"
+#include "backends/host/host.h"
 #include "core/wait_policy.h"
 
 /* Its place in the communicator's order and the identity its peers
  * check: a post's, but no reference on the communicator, which the caller
  * holds until it returns (the hand-over takes one). */
-static void run_now_enter(dfccl_comm_t *comm, dfccl_coll_t *coll)
+static void caller_enter(dfccl_comm_t *comm, dfccl_coll_t *coll)
 {
     coll->seq = __atomic_fetch_add(&comm->next_seq, 1, __ATOMIC_RELAXED);
     coll->comm = comm;
@@ -34,7 +34,7 @@ static void run_now_enter(dfccl_comm_t *comm, dfccl_coll_t *coll)
 
 /* The collective's end on the caller's thread: what sched.c's finish does,
  * but nobody waits for a completion. */
-static dfccl_status_t run_now_finish(dfccl_comm_t *comm, const dfccl_coll_t *coll,
+static dfccl_status_t caller_finish(dfccl_comm_t *comm, const dfccl_coll_t *coll,
                                      dfccl_status_t status)
 {
     comm->next_run_seq = coll->seq + 1;
@@ -46,16 +46,16 @@ static dfccl_status_t run_now_finish(dfccl_comm_t *comm, const dfccl_coll_t *col
 /* Waits for the peers' contributions within the head's budget, unless
  * another collective is submitted meanwhile: DONE, MISMATCH, or BLOCKED
  * (the record is then handed over). */
-static dfccl_oneshot_result_t run_now_turn(dfccl_context_t *ctx, dfccl_coll_t *coll)
+static dfccl_oneshot_result_t caller_turn(dfccl_context_t *ctx, dfccl_coll_t *coll)
 {
-    const dfccl_sched_t *s = &ctx->sched;
+    const dfccl_sched_t *s = &dfccl_host_ctx(ctx)->sched;
     uint64_t budget = dfccl_sched_turn_budget(&s->budgets, coll->budget_ns, 1), since = 0, now = 0;
     unsigned looks = 0;
 
     for (;;) {
         dfccl_oneshot_result_t r = dfccl_oneshot_advance(coll);
         if (r != DFCCL_ONESHOT_BLOCKED) return r;
-        if (__atomic_load_n(&ctx->submit.pending, __ATOMIC_ACQUIRE)) return DFCCL_ONESHOT_BLOCKED;
+        if (__atomic_load_n(&dfccl_host_ctx(ctx)->submit.pending, __ATOMIC_ACQUIRE)) return DFCCL_ONESHOT_BLOCKED;
         /* the clock every few looks: a read costs about as much as a look,
          * and most waits end within a few */
         if ((++looks & 7) == 0) {
@@ -68,7 +68,7 @@ static dfccl_oneshot_result_t run_now_turn(dfccl_context_t *ctx, dfccl_coll_t *c
 }
 
 /* The record, as it stands, goes to the scheduler; NULL when out of memory. */
-static dfccl_coll_t *run_now_copy(const dfccl_coll_t *coll)
+static dfccl_coll_t *caller_copy(const dfccl_coll_t *coll)
 {
     dfccl_coll_t *heap = malloc(sizeof(*heap));
 
@@ -80,7 +80,7 @@ static dfccl_coll_t *run_now_copy(const dfccl_coll_t *coll)
 
 /* The daemon thread looks at this count to stand back (daemon.c); bumped
  * by the lock's holder, so a plain store. */
-static void run_now_count_turn(dfccl_sched_t *s)
+static void caller_count_turn(dfccl_sched_t *s)
 {
     __atomic_store_n(&s->driven, s->driven + 1, __ATOMIC_RELEASE);
 }
@@ -88,7 +88,7 @@ static void run_now_count_turn(dfccl_sched_t *s)
 dfccl_status_t dfccl_host_run(dfccl_comm_t *comm, const dfccl_coll_args_t *args)
 {
     dfccl_context_t *ctx = comm->context;
-    dfccl_sched_t *s = &ctx->sched;
+    dfccl_sched_t *s = &dfccl_host_ctx(ctx)->sched;
     dfccl_coll_t coll, *heap;
     dfccl_oneshot_result_t r;
     dfccl_status_t status;
@@ -105,26 +105,26 @@ dfccl_status_t dfccl_host_run(dfccl_comm_t *comm, const dfccl_coll_args_t *args)
         pthread_mutex_unlock(&s->lock);
         goto post;
     }
-    run_now_count_turn(s);
+    caller_count_turn(s);
     memset(&coll, 0, sizeof(coll));
     dfccl_oneshot_init(comm, args, total, &coll);
     dfccl_ident_make(&coll.ident, args, comm->size, DFCCL_OK);
-    run_now_enter(comm, &coll);
+    caller_enter(comm, &coll);
     /* an older collective of this communicator, posted by another thread,
      * may be on its way to the scheduler: it runs first */
-    r = comm->next_run_seq == coll.seq ? run_now_turn(ctx, &coll) : DFCCL_ONESHOT_BLOCKED;
+    r = comm->next_run_seq == coll.seq ? caller_turn(ctx, &coll) : DFCCL_ONESHOT_BLOCKED;
     if (r != DFCCL_ONESHOT_BLOCKED) {
-        status = run_now_finish(comm, &coll, r == DFCCL_ONESHOT_DONE ? DFCCL_OK
+        status = caller_finish(comm, &coll, r == DFCCL_ONESHOT_DONE ? DFCCL_OK
                                                                      : DFCCL_ERR_MISMATCH);
         pthread_mutex_unlock(&s->lock);
         return status;
     }
-    heap = run_now_copy(&coll);
+    heap = caller_copy(&coll);
     if (heap == NULL) {
         /* our place is taken and our contribution maybe written: the
          * peers must learn that this call failed */
         dfccl_comm_break(comm, coll.seq, DFCCL_ERR_NO_MEMORY, "out of memory");
-        status = run_now_finish(comm, &coll, DFCCL_ERR_NO_MEMORY);
+        status = caller_finish(comm, &coll, DFCCL_ERR_NO_MEMORY);
         pthread_mutex_unlock(&s->lock);
         return status;
     }
@@ -133,7 +133,7 @@ dfccl_status_t dfccl_host_run(dfccl_comm_t *comm, const dfccl_coll_args_t *args)
     dfccl_stats_add_algorithm(DFCCL_STATS_ONESHOT);
     dfccl_sched_admit(ctx, heap);
     pthread_mutex_unlock(&s->lock);
-    dfccl_queue_kick(&ctx->submit);   /* a sleeping daemon must not sleep on it */
+    dfccl_queue_kick(&dfccl_host_ctx(ctx)->submit);   /* a sleeping daemon must not sleep on it */
     return DFCCL_INPROGRESS;
 post:
     status = dfccl_host_post_checked(comm, args, total);

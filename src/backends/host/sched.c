@@ -31,7 +31,7 @@
  */
 #include <stdlib.h>
 #include "util/clock.h"
-#include "engine/internal.h"
+#include "backends/host/host.h"
 #include "util/log.h"
 #include "core/sched_policy.h"
 #include "core/wait_policy.h"
@@ -55,7 +55,7 @@ static int coll_before(const dfccl_coll_t *a, const dfccl_coll_t *b)
 static void sched_admit(dfccl_context_t *ctx, dfccl_coll_t *first)
 {
     while (first != NULL) {
-        dfccl_coll_t *c = first, **link = &ctx->sched.active;
+        dfccl_coll_t *c = first, **link = &dfccl_host_ctx(ctx)->sched.active;
         first = first->next;
         dfccl_host_send_ident(c->comm, c->seq, &c->ident);
         if (ctx->config.preempt) {
@@ -88,7 +88,7 @@ static void sched_finish(dfccl_context_t *ctx, dfccl_coll_t **link, dfccl_status
     }
     dfccl_stats_add_finished(coll->type, status, coll->exec.sent_bytes);
     if (coll->crosses && status == DFCCL_OK) dfccl_stats_add_net();
-    dfccl_coll_complete(ctx, coll, status);
+    dfccl_coll_complete(ctx, &coll->call, status);
     dfccl_comm_release(coll->comm);
     free(coll);
 }
@@ -100,9 +100,9 @@ static void sched_finish(dfccl_context_t *ctx, dfccl_coll_t **link, dfccl_status
  * or a caller wants to drive while the daemon runs it. */
 static int sched_give_way(dfccl_context_t *ctx, uint64_t now)
 {
-    const dfccl_sched_t *s = &ctx->sched;
+    const dfccl_sched_t *s = &dfccl_host_ctx(ctx)->sched;
 
-    if (__atomic_load_n(&ctx->submit.pending, __ATOMIC_ACQUIRE)) return 1;
+    if (__atomic_load_n(&dfccl_host_ctx(ctx)->submit.pending, __ATOMIC_ACQUIRE)) return 1;
     if (s->deadline_ns != 0) return now >= s->deadline_ns;
     return __atomic_load_n(&s->drivers, __ATOMIC_ACQUIRE) > 0;
 }
@@ -160,7 +160,7 @@ static sched_run_t sched_run(dfccl_context_t *ctx, dfccl_coll_t *coll, uint64_t 
 /* One pass over the runnable collectives; returns 1 when anything moved. */
 static int sched_pass(dfccl_context_t *ctx)
 {
-    dfccl_sched_t *s = &ctx->sched;
+    dfccl_sched_t *s = &dfccl_host_ctx(ctx)->sched;
     const dfccl_config_t *cfg = &ctx->config;
     dfccl_coll_t **link = &s->active;
     int progressed = 0, first = 1;
@@ -268,7 +268,7 @@ void dfccl_sched_fini(dfccl_sched_t *s)
 
 int dfccl_sched_round(dfccl_context_t *ctx)
 {
-    dfccl_sched_t *s = &ctx->sched;
+    dfccl_sched_t *s = &dfccl_host_ctx(ctx)->sched;
     dfccl_net_t *net = __atomic_load_n(&ctx->net, __ATOMIC_ACQUIRE);
     int moved = 0;
 
@@ -276,24 +276,24 @@ int dfccl_sched_round(dfccl_context_t *ctx)
     /* sends to other nodes still under way keep the scheduler going: the
      * peers wait for them though our side of the collective ended */
     if (s->active == NULL && dfccl_net_busy(net)) moved = dfccl_net_progress(net);
-    if (s->active == NULL || __atomic_load_n(&ctx->submit.pending, __ATOMIC_ACQUIRE))
-        sched_admit(ctx, dfccl_queue_take_all(&ctx->submit));
+    if (s->active == NULL || __atomic_load_n(&dfccl_host_ctx(ctx)->submit.pending, __ATOMIC_ACQUIRE))
+        sched_admit(ctx, dfccl_queue_take_all(&dfccl_host_ctx(ctx)->submit));
     if (s->active != NULL && sched_pass(ctx)) moved = 1;
     return moved;
 }
 
 int dfccl_sched_idle(dfccl_context_t *ctx)
 {
-    return ctx->sched.active == NULL &&
-           !__atomic_load_n(&ctx->submit.pending, __ATOMIC_ACQUIRE) &&
+    return dfccl_host_ctx(ctx)->sched.active == NULL &&
+           !__atomic_load_n(&dfccl_host_ctx(ctx)->submit.pending, __ATOMIC_ACQUIRE) &&
            !dfccl_net_busy(__atomic_load_n(&ctx->net, __ATOMIC_ACQUIRE));
 }
 
 void dfccl_sched_drain(dfccl_context_t *ctx)
 {
-    dfccl_sched_t *s = &ctx->sched;
+    dfccl_sched_t *s = &dfccl_host_ctx(ctx)->sched;
 
-    sched_admit(ctx, dfccl_queue_take_all(&ctx->submit));
+    sched_admit(ctx, dfccl_queue_take_all(&dfccl_host_ctx(ctx)->submit));
     while (s->active != NULL) sched_finish(ctx, &s->active, DFCCL_ERR_SHUTDOWN);
 }
 

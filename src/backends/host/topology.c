@@ -5,47 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "backends/host/host_comm.h"
-#include "engine/internal.h"
+#include "backends/host/host.h"
 #include "util/log.h"
-
-static uint64_t fnv1a(uint64_t h, const char *s, size_t n)
-{
-    for (size_t i = 0; i < n && s[i] != '\0'; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h;
-}
-
-uint64_t dfccl_host_node_label(char *host, size_t len)
-{
-    char boot[64] = "";
-    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-
-    if (gethostname(host, len) != 0) snprintf(host, len, "unknown");
-    host[len - 1] = '\0';
-    /* the boot id tells apart hosts that share a name (and containers
-     * that share a kernel keep one node) */
-    if (f != NULL) {
-        if (fgets(boot, sizeof(boot), f) == NULL) boot[0] = '\0';
-        fclose(f);
-    }
-    return fnv1a(fnv1a(14695981039346656037ull, host, len), boot, sizeof(boot));
-}
-
-void dfccl_host_nodes(const uint64_t *label, int size, unsigned split, int *node, int *k)
-{
-    int n = 0;
-
-    for (int r = 0; r < size; r++) {
-        k[r] = 0;
-        for (int q = 0; q < r; q++) k[r] += label[q] == label[r];
-        node[r] = -1;
-        for (int q = 0; q < r && node[r] < 0; q++)
-            if (label[q] == label[r] && (split == 0 || k[q] / (int)split == k[r] / (int)split))
-                node[r] = node[q];
-        if (node[r] < 0) node[r] = n++;
-    }
-}
 
 dfccl_status_t dfccl_host_topology(dfccl_comm_t *comm, dfccl_host_t *h)
 {

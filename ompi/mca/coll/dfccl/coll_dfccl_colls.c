@@ -7,7 +7,6 @@
 #include <limits.h>
 #include <stdlib.h>
 #include "coll_dfccl.h"
-#include "core/wait_policy.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/info.h"
 

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <unistd.h>
 #include "coll_dfccl.h"
-#include "core/wait_policy.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
@@ -230,7 +229,7 @@ int mca_coll_dfccl_progress(void)
              * processes without a core for seconds, and every rank waiting
              * on them stalled until a watchdog broke the communicator. */
             if (empty_since == 0) empty_since = now;
-            if (now - empty_since < DFCCL_WAIT_SPIN_NS) sched_yield();
+            if (now - empty_since < DFCCL_WAIT_CALLER_SPIN_NS) sched_yield();
             else dfccl_context_wait(ctx, DFCCL_WAIT_CALLER_SLEEP_NS);
             return 0;
         }

@@ -1,5 +1,5 @@
 /*
- * elsewhere.c - calls the caller carries outside the engine on a host
+ * carried_outside.c - calls the caller carries outside the engine on a host
  * communicator (dfccl.h, dfccl_coll_elsewhere): every rank declares the
  * call on its board and waits until all ranks declared the same, so that a
  * call routed differently on some rank (a user-defined op on one rank
@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <time.h>
 #include "util/clock.h"
-#include "engine/internal.h"
+#include "backends/host/host.h"
 #include "util/log.h"
 #include "core/wait_policy.h"
 
@@ -65,15 +65,14 @@ static int elsewhere_look(dfccl_comm_t *comm, uint64_t seq, const dfccl_ident_t 
     return all;
 }
 
-dfccl_status_t dfccl_coll_elsewhere(dfccl_comm_t *comm, dfccl_coll_type_t type, uint64_t bytes)
+dfccl_status_t dfccl_host_outside(dfccl_comm_t *comm, dfccl_coll_type_t type, uint64_t bytes)
 {
     dfccl_ident_t mine = { 0 };
     dfccl_status_t status;
     uint64_t seq, start, now, next_pid_check, timeout_ns;
     char why[160];
 
-    if (comm == NULL || (unsigned)type >= DFCCL_COLL_TYPE_COUNT) return DFCCL_ERR_INVALID_PARAM;
-    if (comm->gpu != NULL || comm->size == 1) return DFCCL_OK;
+    if (comm->size == 1) return DFCCL_OK;
     status = dfccl_comm_post_check(comm);
     if (status != DFCCL_OK) return status;
     mine.type = (uint8_t)type;

@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include "engine/board.h"
-#include "backends/host/exec_host.h"
+#include "core/board.h"
+#include "core/exec_cpu.h"   /* what a blocked collective waits for */
 
 #define BOARD_MAGIC 0xdfcc1b0du
 

@@ -1,0 +1,97 @@
+/* completions.c - the context's completion queue (completions.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+#include "engine/completions.h"
+
+/* timeout_ns from now on the clock a condition variable waits by. */
+static void queue_deadline(struct timespec *deadline, clockid_t clock, uint64_t timeout_ns)
+{
+    clock_gettime(clock, deadline);
+    deadline->tv_sec += (time_t)(timeout_ns / 1000000000ull);
+    deadline->tv_nsec += (long)(timeout_ns % 1000000000ull);
+    if (deadline->tv_nsec >= 1000000000L) {
+        deadline->tv_sec++;
+        deadline->tv_nsec -= 1000000000L;
+    }
+}
+
+void dfccl_cqueue_init(dfccl_cqueue_t *cq)
+{
+    pthread_mutex_init(&cq->lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&cq->nonempty, &attr);
+    pthread_condattr_destroy(&attr);
+    cq->ring = NULL;
+    cq->capacity = cq->first = cq->used = 0;
+}
+
+void dfccl_cqueue_fini(dfccl_cqueue_t *cq)
+{
+    free(cq->ring);
+    pthread_cond_destroy(&cq->nonempty);
+    pthread_mutex_destroy(&cq->lock);
+}
+
+static int cqueue_grow(dfccl_cqueue_t *cq)
+{
+    size_t capacity = cq->capacity ? 2 * cq->capacity : 64;
+    dfccl_completion_t *ring = malloc(capacity * sizeof(*ring));
+
+    if (ring == NULL) return -1;
+    for (size_t i = 0; i < cq->used; i++)
+        ring[i] = cq->ring[(cq->first + i) % cq->capacity];
+    free(cq->ring);
+    cq->ring = ring;
+    cq->capacity = capacity;
+    cq->first = 0;
+    return 0;
+}
+
+dfccl_status_t dfccl_cqueue_push(dfccl_cqueue_t *cq, void *user, dfccl_status_t status)
+{
+    pthread_mutex_lock(&cq->lock);
+    if (cq->used == cq->capacity && cqueue_grow(cq) != 0) {
+        pthread_mutex_unlock(&cq->lock);
+        return DFCCL_ERR_NO_MEMORY;
+    }
+    dfccl_completion_t *c = &cq->ring[(cq->first + cq->used) % cq->capacity];
+    __atomic_store_n(&cq->used, cq->used + 1, __ATOMIC_RELEASE);  /* read unlocked by poll */
+    c->user = user;
+    c->status = status;
+    pthread_cond_broadcast(&cq->nonempty);
+    pthread_mutex_unlock(&cq->lock);
+    return DFCCL_OK;
+}
+
+int dfccl_cqueue_poll(dfccl_cqueue_t *cq, dfccl_completion_t *out, int max)
+{
+    int n = 0;
+
+    if (__atomic_load_n(&cq->used, __ATOMIC_ACQUIRE) == 0) return 0;  /* cheap miss */
+    pthread_mutex_lock(&cq->lock);
+    while (n < max && cq->used > 0) {
+        out[n++] = cq->ring[cq->first];
+        cq->first = (cq->first + 1) % cq->capacity;
+        __atomic_store_n(&cq->used, cq->used - 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&cq->lock);
+    return n;
+}
+
+int dfccl_cqueue_wait(dfccl_cqueue_t *cq, uint64_t timeout_ns)
+{
+    struct timespec deadline;
+    int nonempty;
+
+    queue_deadline(&deadline, CLOCK_MONOTONIC, timeout_ns);
+    pthread_mutex_lock(&cq->lock);
+    while (cq->used == 0) {
+        if (pthread_cond_timedwait(&cq->nonempty, &cq->lock, &deadline) == ETIMEDOUT) break;
+    }
+    nonempty = cq->used > 0;
+    pthread_mutex_unlock(&cq->lock);
+    return nonempty;
+}
