@@ -4,10 +4,21 @@
  * block 0's copies), the copy into the task, the task's executor state and
  * its place in the active list; and the block's scheduler state between
  * global and shared memory.
- * Included once, by daemon_kernel.cu, after gpu_ll_early_admit.cuh.
  */
 #ifndef DFCCL_GPU_ADMISSION_CUH
 #define DFCCL_GPU_ADMISSION_CUH
+
+#include "kernels/gpu_device.cuh"
+#include <stddef.h>
+#include <stdint.h>
+#include "core/exec.h"
+#include "core/sched_policy.h"
+#include "core/wait_policy.h"
+#include "backends/gpu/gpu_shared.h"
+#include "kernels/gpu_direct_move.cuh"
+#include "kernels/gpu_block_state.cuh"
+#include "kernels/gpu_trace.cuh"
+#include "kernels/gpu_ll_early_admit.cuh"
 
 /* 16 bytes of host memory in one uncached load (the host rewrites them). */
 __device__ static inline ulonglong2 gpu_host_load16(const void *p)

@@ -1,11 +1,19 @@
 /*
  * gpu_block_state.cuh - what a block's threads share (the command thread 0
  * sets for all of them) and thread 0's own state within one launch.
- * Included once, by daemon_kernel.cu, after the movers and the paths'
- * parts (their contexts live in the shared command).
+ * The LL paths' contexts (gpu_ll.cuh, gpu_ll_early.cuh) live in the shared
+ * command.
  */
 #ifndef DFCCL_GPU_BLOCK_STATE_CUH
 #define DFCCL_GPU_BLOCK_STATE_CUH
+
+#include "kernels/gpu_device.cuh"
+#include <stddef.h>
+#include <stdint.h>
+#include "core/exec.h"
+#include "backends/gpu/gpu_shared.h"
+#include "kernels/gpu_ll.cuh"
+#include "kernels/gpu_ll_early.cuh"
 
 typedef enum {
     CMD_NONE,          /* nothing for the other threads this round */

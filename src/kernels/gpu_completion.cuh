@@ -2,10 +2,17 @@
  * gpu_completion.cuh - how a channel's part of a collective ends: out of the
  * block's active list, the channels' status and diagnosis gathered by the
  * last one, and the completion entry the host reads.
- * Included once, by daemon_kernel.cu, after gpu_trace.cuh.
  */
 #ifndef DFCCL_GPU_COMPLETION_CUH
 #define DFCCL_GPU_COMPLETION_CUH
+
+#include "kernels/gpu_device.cuh"
+#include <stdint.h>
+#include "core/exec.h"
+#include "core/fifo.h"
+#include "backends/gpu/gpu_shared.h"
+#include "kernels/gpu_block_state.cuh"
+#include "kernels/gpu_trace.cuh"
 
 /* Thread 0: slot's completion entry, in this block's own ring (only this
  * block writes it: no atomic for the index), its marker last, after a

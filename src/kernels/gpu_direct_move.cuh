@@ -1,11 +1,15 @@
 /*
  * gpu_direct_move.cuh - the direct path for large collectives: its phases, the chunk
  * layout and the movers over all ranks' buffers.
- * Included once, by daemon_kernel.cu (one translation unit: the kernel
- * inlines all of it).
  */
 #ifndef DFCCL_GPU_DIRECT_MOVE_CUH
 #define DFCCL_GPU_DIRECT_MOVE_CUH
+
+#include "kernels/gpu_device.cuh"
+#include <stddef.h>
+#include <stdint.h>
+#include "backends/gpu/gpu_shared.h"
+#include "kernels/gpu_movers.cuh"
 
 /* ---- direct, for large messages ------------------------------------------- */
 /*

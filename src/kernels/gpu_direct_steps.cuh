@@ -3,11 +3,18 @@
  * runs them: the handshake over the board and the host, the chunks, the
  * finish; and the commands all threads run for it: the copies for the
  * handshake, the chunks' moves.
- * Included once, by daemon_kernel.cu (one translation unit: the kernel
- * inlines all of it), after gpu_admission.cuh.
  */
 #ifndef DFCCL_GPU_DIRECT_STEPS_CUH
 #define DFCCL_GPU_DIRECT_STEPS_CUH
+
+#include "kernels/gpu_device.cuh"
+#include <stdint.h>
+#include "core/exec.h"
+#include "backends/gpu/gpu_shared.h"
+#include "kernels/gpu_direct_move.cuh"
+#include "kernels/gpu_oneshot.cuh"
+#include "kernels/gpu_block_state.cuh"
+#include "kernels/gpu_admission.cuh"
 
 /* Thread 0: where this channel's chunk at element `at` comes from and goes
  * (gpu_direct_layout gave at, end, chunk and the stride to the next). */

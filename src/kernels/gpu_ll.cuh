@@ -1,7 +1,5 @@
 /*
  * gpu_ll.cuh - the low-latency one-shot for the smallest collectives.
- * Included once, by daemon_kernel.cu (one translation unit: the kernel
- * inlines all of it).
  *
  * The exchange of the one-shot (gpu_oneshot.cuh), but in 16-byte lines that
  * carry 8 data bytes and the collective's number twice, as NCCL's LL
@@ -17,6 +15,14 @@
  */
 #ifndef DFCCL_GPU_LL_CUH
 #define DFCCL_GPU_LL_CUH
+
+#include "kernels/gpu_device.cuh"
+#include <stddef.h>
+#include <stdint.h>
+#include "core/exec.h"
+#include "core/reduce.h"
+#include "backends/gpu/gpu_shared.h"
+#include "kernels/gpu_oneshot.cuh"
 
 #define GPU_LL_DATA 8   /* data bytes per line */
 
@@ -284,7 +290,8 @@ __device__ static int gpu_ll_line(const gpu_ll_ctx_t *x, size_t i, uint64_t dead
                 *lagging = p;
                 return 0;
             }
-            if (p == 0 && *first == 0) *first = clock64();   /* trace: the first line's load is back */
+            if (GPU_TRACE_BUILT && p == 0 && *first == 0)
+                *first = clock64();   /* trace: the first line's load is back */
             uint64_t v = (uint64_t)l[j].x | (uint64_t)l[j].z << 32;
             if (gather) {
                 gpu_ll_scatter(x->out + (size_t)p * bytes + at, v, len);
@@ -304,10 +311,10 @@ __device__ static int gpu_ll_line(const gpu_ll_ctx_t *x, size_t i, uint64_t dead
  * its own lines until the deadline. Returns to every thread whether all
  * were there; if not, *lagging names a rank one was missing from. Outputs
  * of an attempt that comes too early are written again by the next (the
- * inputs are in the inbox, so in place is safe). For the trace, thread 0
- * leaves in *first its clock64 when the load of its first line was back (it
- * waits for it there), in *done when its own lines were handled, and in
- * *polls how often it loaded one again.
+ * inputs are in the inbox, so in place is safe). For the trace (where
+ * compiled in), thread 0 leaves in *first its clock64 when the load of its
+ * first line was back (it waits for it there), in *done when its own lines
+ * were handled, and in *polls how often it loaded one again.
  */
 __device__ static int gpu_ll_recv(const gpu_ll_ctx_t *x, uint64_t deadline, int *lagging,
                                   long long *first, long long *done, uint32_t *polls)
@@ -318,7 +325,7 @@ __device__ static int gpu_ll_recv(const gpu_ll_ctx_t *x, uint64_t deadline, int 
 
     for (size_t i = threadIdx.x; ok && i < gpu_ll_lines(x->out_bytes); i += blockDim.x)
         ok = gpu_ll_line(x, i, deadline, &who, &again, &back);
-    if (threadIdx.x == 0) {
+    if (GPU_TRACE_BUILT && threadIdx.x == 0) {   /* only the trace reads them */
         *first = back;
         *done = clock64();
         *polls = again;

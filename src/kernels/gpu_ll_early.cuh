@@ -2,7 +2,6 @@
  * gpu_ll_early.cuh - an LL allreduce, allgather or reduce-scatter (blocks all
  * alike) that reaches an idle daemon kernel is sent and received within its
  * admission command.
- * Included once, by daemon_kernel.cu, after gpu_ll.cuh.
  *
  * Admission copies the submission from host memory, a trip over the bus,
  * then fills the task; only then did the LL send begin. The host also
@@ -43,6 +42,12 @@
  */
 #ifndef DFCCL_GPU_LL_EARLY_CUH
 #define DFCCL_GPU_LL_EARLY_CUH
+
+#include "kernels/gpu_device.cuh"
+#include <stddef.h>
+#include <stdint.h>
+#include "backends/gpu/gpu_shared.h"
+#include "kernels/gpu_ll.cuh"
 
 #define GPU_LLH_VECS (sizeof(dfccl_gpu_ll_head_t) / 16)
 
@@ -153,7 +158,7 @@ __device__ static void gpu_ll_early_send(const dfccl_gpu_env_t *env, gpu_ll_earl
         already = c->ll_early_k;
     }
     if (p == 0) {
-        if (env->trace) e->begin_ns = gpu_now_ns();
+        if (GPU_TRACE_ON(env)) e->begin_ns = gpu_now_ns();
         e->k = k;
         e->sent = !broken;
         e->again = already == k;   /* its lines went out before: not again */
@@ -161,7 +166,7 @@ __device__ static void gpu_ll_early_send(const dfccl_gpu_env_t *env, gpu_ll_earl
                        (dfccl_op_t)e->op, e->out, bytes);
     }
     __syncthreads();
-    if (env->trace && p == 0) e->clk_loaded = clock64();
+    if (GPU_TRACE_ON(env) && p == 0) e->clk_loaded = clock64();
     if (!e->sent) return;
     k = e->k;
     /* reduce-scatter: rank p gets block p (all blocks alike, bytes each) */
@@ -169,10 +174,10 @@ __device__ static void gpu_ll_early_send(const dfccl_gpu_env_t *env, gpu_ll_earl
         gpu_ll_ctx_peer(x, p, me, n, k, inbox,
                         e->type == DFCCL_COLL_REDUCE_SCATTER ? in + (size_t)p * bytes : in, bytes);
     __syncthreads();
-    if (env->trace && p == 0) e->clk_filled = clock64();
+    if (GPU_TRACE_ON(env) && p == 0) e->clk_filled = clock64();
     if (!e->again) gpu_ll_send(x, (size_t)p < lines, first);
     if (p == 0) c->ll_early_k = k;
-    if (env->trace && p == 0) {
+    if (GPU_TRACE_ON(env) && p == 0) {
         e->sent_ns = gpu_now_ns();
         e->clk_sent = clock64();
     }

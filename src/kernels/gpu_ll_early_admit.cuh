@@ -3,11 +3,19 @@
  * admission command: whether it goes, the send and its receive while the
  * copy's loads are under way, the completion entry of a collective done
  * within the command, and which summary warp 1 reads next.
- * Included once, by daemon_kernel.cu, after gpu_completion.cuh and before
- * gpu_admission.cuh, which calls it.
+ * Admission (gpu_admission.cuh) calls it.
  */
 #ifndef DFCCL_GPU_LL_EARLY_ADMIT_CUH
 #define DFCCL_GPU_LL_EARLY_ADMIT_CUH
+
+#include "kernels/gpu_device.cuh"
+#include <stdint.h>
+#include "backends/gpu/gpu_shared.h"
+#include "kernels/gpu_ll.cuh"
+#include "kernels/gpu_ll_early.cuh"
+#include "kernels/gpu_block_state.cuh"
+#include "kernels/gpu_trace.cuh"
+#include "kernels/gpu_completion.cuh"
 
 /* Thread 0, trace: the parts of an LL send made early (gpu_ll_early.cuh),
  * counted from the admission command's beginning, and of its receive when
@@ -40,7 +48,7 @@ __device__ static inline void gpu_ll_early_trace(const dfccl_gpu_env_t *env, dfc
                                                  const gpu_shared_t *sh, const gpu_sched_t *s,
                                                  int done)
 {
-    if (env->trace && !done) gpu_ll_early_stamp(t, sh, s);
+    if (GPU_TRACE_ON(env) && !done) gpu_ll_early_stamp(t, sh, s);
 }
 
 /* Thread 0: did this admission command send lines early (gpu_ll_early.cuh)
@@ -104,7 +112,7 @@ __device__ static void gpu_ll_early_post(const dfccl_gpu_env_t *env, dfccl_gpu_b
 {
     long long c0 = gpu_trace_clock(env);
 
-    if (env->trace) {
+    if (GPU_TRACE_ON(env)) {
         gpu_admit_stamp(t, s);
         gpu_ll_early_stamp(t, sh, s);
         t->algo = DFCCL_GPU_ALGO_LL;

@@ -1,11 +1,15 @@
 /*
  * gpu_movers.cuh - the daemon kernel's data movers: copies and reductions that all
  * threads of a block run together (16-byte vectors, scalar tails).
- * Included once, by daemon_kernel.cu (one translation unit: the kernel
- * inlines all of it).
  */
 #ifndef DFCCL_GPU_MOVERS_CUH
 #define DFCCL_GPU_MOVERS_CUH
+
+#include "kernels/gpu_device.cuh"
+#include <stddef.h>
+#include <stdint.h>
+#include "core/exec.h"
+#include "core/reduce.h"
 
 /* ---- data movers: all threads of the block ------------------------------ */
 

@@ -1,11 +1,17 @@
 /*
  * gpu_oneshot.cuh - the one-shot path for small collectives: inboxes, readiness,
  * the two phases.
- * Included once, by daemon_kernel.cu (one translation unit: the kernel
- * inlines all of it).
  */
 #ifndef DFCCL_GPU_ONESHOT_CUH
 #define DFCCL_GPU_ONESHOT_CUH
+
+#include "kernels/gpu_device.cuh"
+#include <stddef.h>
+#include <stdint.h>
+#include "core/exec.h"
+#include "backends/gpu/gpu_shared.h"
+#include "kernels/gpu_movers.cuh"
+#include "kernels/gpu_direct_move.cuh"
 
 /* ---- one-shot for small messages ------------------------------------------ */
 

@@ -2,15 +2,22 @@
  * gpu_trace.cuh - the latency trace's stamps (config gpu_trace): times
  * (globaltimer) and cycles (clock64) of a collective's way through the
  * daemon kernel, kept in its task and copied into its completion entry.
- * Included once, by daemon_kernel.cu, after gpu_block_state.cuh.
  *
- * Every stamp is taken only where env->trace is set; each helper tests it
- * itself, so that the scheduler, admission and completion read without
- * the trace woven through them. All are inlined: with the trace off each
- * costs one test of a launch parameter.
+ * Every stamp is taken only where GPU_TRACE_ON(env) (gpu_device.cuh): the
+ * trace compiled in (configure --enable-gpu-trace) and on in this launch
+ * (env->trace). Each helper tests it itself, so that the scheduler,
+ * admission and completion read without the trace woven through them.
+ * All are inlined: compiled in but off, each costs one test of a launch
+ * parameter; not compiled in, nothing.
  */
 #ifndef DFCCL_GPU_TRACE_CUH
 #define DFCCL_GPU_TRACE_CUH
+
+#include "kernels/gpu_device.cuh"
+#include <stdint.h>
+#include "backends/gpu/gpu_shared.h"
+#include "kernels/gpu_ll_early.cuh"
+#include "kernels/gpu_block_state.cuh"
 
 /* Thread 0, trace: a command's times: when thread 0 had set it
  * (globaltimer), and clock64 when it began and when all threads were past
@@ -23,27 +30,27 @@ typedef struct gpu_cmd_times {
 /* clock64 where the trace is on, else 0: where a count of cycles begins. */
 __device__ static inline long long gpu_trace_clock(const dfccl_gpu_env_t *env)
 {
-    return env->trace ? clock64() : 0;
+    return GPU_TRACE_ON(env) ? clock64() : 0;
 }
 
 /* Thread 0 of the threads that call: clock64 into *at. */
 __device__ static inline void gpu_trace_clock0(const dfccl_gpu_env_t *env, long long *at)
 {
-    if (env->trace && threadIdx.x == 0) *at = clock64();
+    if (GPU_TRACE_ON(env) && threadIdx.x == 0) *at = clock64();
 }
 
 /* The cycles since c0 (gpu_trace_clock) into *to. */
 __device__ static inline void gpu_trace_cycles(const dfccl_gpu_env_t *env, uint32_t *to,
                                                long long c0)
 {
-    if (env->trace) *to = (uint32_t)(clock64() - c0);
+    if (GPU_TRACE_ON(env)) *to = (uint32_t)(clock64() - c0);
 }
 
 /* The time and clock64 now into *ns and *clk. */
 __device__ static inline void gpu_trace_stamp(const dfccl_gpu_env_t *env, uint64_t *ns,
                                               long long *clk)
 {
-    if (env->trace) {
+    if (GPU_TRACE_ON(env)) {
         *ns = gpu_now_ns();
         *clk = clock64();
     }
@@ -54,7 +61,7 @@ __device__ static inline void gpu_trace_stamp(const dfccl_gpu_env_t *env, uint64
 /* Thread 0: the command is set. */
 __device__ static inline void gpu_trace_cmd_set(const dfccl_gpu_env_t *env, gpu_cmd_times_t *tm)
 {
-    if (env->trace) tm->ns = gpu_now_ns();
+    if (GPU_TRACE_ON(env)) tm->ns = gpu_now_ns();
 }
 
 /* All threads: the command begins (thread 0 notes when). */
@@ -68,8 +75,8 @@ __device__ static inline void gpu_trace_cmd_begin(const dfccl_gpu_env_t *env, gp
 __device__ static inline void gpu_trace_cmd_end(const dfccl_gpu_env_t *env, gpu_cmd_times_t *tm,
                                                 dfccl_gpu_task_t *t, gpu_cmd_t cmd)
 {
-    if (env->trace) tm->clk_end = clock64();
-    if (env->trace && cmd >= CMD_RING_SLICE) t->move_ns += gpu_now_ns() - tm->ns;
+    if (GPU_TRACE_ON(env)) tm->clk_end = clock64();
+    if (GPU_TRACE_ON(env) && cmd >= CMD_RING_SLICE) t->move_ns += gpu_now_ns() - tm->ns;
 }
 
 /* ---- admission --------------------------------------------------------- */
@@ -79,7 +86,7 @@ __device__ static inline void gpu_trace_cmd_end(const dfccl_gpu_env_t *env, gpu_
 __device__ static inline void gpu_trace_seen(const dfccl_gpu_env_t *env, gpu_sched_t *s,
                                              long long clk_now)
 {
-    if (env->trace) {
+    if (GPU_TRACE_ON(env)) {
         s->clk_seen = clk_now;   /* as seen_ns: before the control read */
         s->seen_cyc = s->ctrl_cyc;
     }
@@ -108,7 +115,7 @@ __device__ static void gpu_admit_stamp(dfccl_gpu_task_t *t, const gpu_sched_t *s
 __device__ static inline void gpu_trace_admitted(const dfccl_gpu_env_t *env, dfccl_gpu_task_t *t,
                                                  const gpu_sched_t *s, int done)
 {
-    if (env->trace && !done) gpu_admit_stamp(t, s);
+    if (GPU_TRACE_ON(env) && !done) gpu_admit_stamp(t, s);
 }
 
 /* Thread 0, after the admission command: its cycles from the submission
@@ -117,7 +124,7 @@ __device__ static inline void gpu_trace_admit_cmd(const dfccl_gpu_env_t *env, gp
                                                   const gpu_ll_early_t *early,
                                                   const gpu_cmd_times_t *tm)
 {
-    if (env->trace) {
+    if (GPU_TRACE_ON(env)) {
         s->issue_cyc = (uint32_t)(tm->clk - s->clk_seen);
         /* sent early: the copy's stores followed the receive */
         long long copy_from = early->go && early->sent ? early->clk_received : tm->clk;
@@ -131,7 +138,7 @@ __device__ static inline void gpu_trace_admit_filled(const dfccl_gpu_env_t *env,
                                                      dfccl_gpu_task_t *t, int done,
                                                      long long clk_end)
 {
-    if (env->trace && !done) {
+    if (GPU_TRACE_ON(env) && !done) {
         long long c = clock64();
         t->cyc[DFCCL_GPU_C_ADMIT] = (uint32_t)(c - clk_end);
         t->clk[1] = (uint64_t)c;
@@ -143,7 +150,7 @@ __device__ static inline void gpu_trace_admit_filled(const dfccl_gpu_env_t *env,
 /* Thread 0: the task's primitive moves now: its last move, and its first. */
 __device__ static inline void gpu_trace_move(const dfccl_gpu_env_t *env, dfccl_gpu_task_t *t)
 {
-    if (env->trace) {
+    if (GPU_TRACE_ON(env)) {
         t->t[DFCCL_GPU_T_LAST_MOVE] = gpu_now_ns();
         if (t->t[DFCCL_GPU_T_FIRST_MOVE] == 0) {
             t->t[DFCCL_GPU_T_FIRST_MOVE] = t->t[DFCCL_GPU_T_LAST_MOVE];
@@ -156,7 +163,7 @@ __device__ static inline void gpu_trace_move(const dfccl_gpu_env_t *env, dfccl_g
 __device__ static inline void gpu_trace_last_move(const dfccl_gpu_env_t *env, dfccl_gpu_task_t *t,
                                                   uint64_t ns)
 {
-    if (env->trace) t->t[DFCCL_GPU_T_LAST_MOVE] = ns;
+    if (GPU_TRACE_ON(env)) t->t[DFCCL_GPU_T_LAST_MOVE] = ns;
 }
 
 /* Thread 0: the one-shot command's phase is done (cmd: its send or its
@@ -164,7 +171,7 @@ __device__ static inline void gpu_trace_last_move(const dfccl_gpu_env_t *env, df
 __device__ static inline void gpu_trace_oneshot(const dfccl_gpu_env_t *env, dfccl_gpu_task_t *t,
                                                 gpu_cmd_t cmd, const gpu_cmd_times_t *tm)
 {
-    if (env->trace) {
+    if (GPU_TRACE_ON(env)) {
         t->t[cmd == CMD_ONESHOT_SEND ? DFCCL_GPU_T_SENT : DFCCL_GPU_T_RECEIVED] = gpu_now_ns();
         t->cyc[cmd == CMD_ONESHOT_SEND ? DFCCL_GPU_C_SEND : DFCCL_GPU_C_RECEIVE] =
             (uint32_t)(tm->clk_end - tm->clk);
@@ -177,7 +184,7 @@ __device__ static inline void gpu_trace_oneshot(const dfccl_gpu_env_t *env, dfcc
 __device__ static inline void gpu_trace_ll_start(const dfccl_gpu_env_t *env, dfccl_gpu_task_t *t,
                                                  const gpu_shared_t *sh, uint64_t now)
 {
-    if (env->trace && sh->ll.send) {
+    if (GPU_TRACE_ON(env) && sh->ll.send) {
         t->t[DFCCL_GPU_T_FIRST_MOVE] = now;
         t->cyc[DFCCL_GPU_C_START] = (uint32_t)(clock64() - (long long)t->clk[1]);
     }
@@ -187,7 +194,7 @@ __device__ static inline void gpu_trace_ll_start(const dfccl_gpu_env_t *env, dfc
 __device__ static inline void gpu_trace_ll_attempt(const dfccl_gpu_env_t *env, dfccl_gpu_task_t *t,
                                                    const gpu_shared_t *sh, long long clk_cmd)
 {
-    if (env->trace && threadIdx.x == 0) {
+    if (GPU_TRACE_ON(env) && threadIdx.x == 0) {
         uint32_t since = (uint32_t)(clk_cmd - (long long)t->clk[1]);
         /* sent early: the first attempt only receives */
         if (++t->cyc[DFCCL_GPU_C_ATTEMPTS] == 1 && !sh->ll.send)
@@ -202,7 +209,7 @@ __device__ static inline void gpu_trace_ll_attempt(const dfccl_gpu_env_t *env, d
 __device__ static inline void gpu_trace_ll_sent(const dfccl_gpu_env_t *env, dfccl_gpu_task_t *t,
                                                 long long *clk_recv, long long clk_cmd)
 {
-    if (env->trace && threadIdx.x == 0) {
+    if (GPU_TRACE_ON(env) && threadIdx.x == 0) {
         t->t[DFCCL_GPU_T_SENT] = gpu_now_ns();
         *clk_recv = clock64();
         t->cyc[DFCCL_GPU_C_SEND] = (uint32_t)(*clk_recv - clk_cmd);
@@ -215,7 +222,7 @@ __device__ static inline void gpu_trace_ll_received(const dfccl_gpu_env_t *env, 
                                                     const gpu_shared_t *sh, int ok,
                                                     long long clk_recv)
 {
-    if (env->trace) {
+    if (GPU_TRACE_ON(env)) {
         long long c1 = clock64();
         if (ok) {
             t->t[DFCCL_GPU_T_RECEIVED] = gpu_now_ns();
@@ -236,7 +243,7 @@ __device__ static inline void gpu_trace_part_done(const dfccl_gpu_env_t *env,
                                                   dfccl_gpu_state_t *st, int slot,
                                                   const dfccl_gpu_task_t *t)
 {
-    if (env->trace) {
+    if (GPU_TRACE_ON(env)) {
         atomicMax(&st->move_max[slot], (unsigned long long)t->move_ns);
         atomicAdd(&st->move_sum[slot], (unsigned long long)t->move_ns);
     }
@@ -248,7 +255,7 @@ __device__ static inline void gpu_trace_cqe(const dfccl_gpu_env_t *env, dfccl_gp
                                             dfccl_gpu_cqe_t *e, int slot, const dfccl_gpu_task_t *t,
                                             uint32_t nparts, long long c0)
 {
-    if (env->trace) {
+    if (GPU_TRACE_ON(env)) {
         for (int k = 0; k < DFCCL_GPU_T_FINISHED; k++) e->t[k] = t->t[k];
         e->t[DFCCL_GPU_T_FINISHED] = gpu_now_ns();
         e->move_max_ns = nparts > 1 ? atomicAdd(&st->move_max[slot], 0ull) : t->move_ns;

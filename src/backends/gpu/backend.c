@@ -179,7 +179,15 @@ static dfccl_status_t gpu_create(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
     g->env.idle_quit_ns = cfg->gpu_idle_quit_ns;
     g->env.stuck_quit_ns = cfg->gpu_stuck_quit_ns;
     g->env.poll_max_ns = cfg->gpu_poll_max_ns;
+#ifdef DFCCL_GPU_TRACE
     g->env.trace = cfg->gpu_trace != 0;
+#else
+    /* the kernel has no stamps to give (configure --enable-gpu-trace) */
+    if (cfg->gpu_trace)
+        dfccl_error("gpu_trace=1 ignored: the GPU latency trace was not compiled in (configure"
+                    " --enable-gpu-trace); running without it");
+    g->env.trace = 0;
+#endif
     g->env.ll_wait_ns = cfg->gpu_ll_wait_ns;
     if (g->env.trace) gpu_trace_start(g);
     pthread_mutex_init(&g->sq.lock, NULL);
