@@ -17,8 +17,9 @@
 #include "include/dfccl.h"
 
 /* A peer on another core answers a FIFO slot or a board post within a few
- * microseconds: longer spins only burn the core a late peer may need. */
-#define DFCCL_WAIT_SPIN_NS 20000ull
+ * microseconds: longer spins only burn the core a late peer may need. The
+ * same spin a caller is told to make (dfccl.h). */
+#define DFCCL_WAIT_SPIN_NS DFCCL_WAIT_CALLER_SPIN_NS
 /* Yield (not nap) up to this long: a nap costs a timer wake-up of tens of
  * microseconds, which a yield avoids while waits are still short. */
 #define DFCCL_WAIT_YIELD_NS 1000000ull

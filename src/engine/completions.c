@@ -3,18 +3,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include "engine/completions.h"
-
-/* timeout_ns from now on the clock a condition variable waits by. */
-static void queue_deadline(struct timespec *deadline, clockid_t clock, uint64_t timeout_ns)
-{
-    clock_gettime(clock, deadline);
-    deadline->tv_sec += (time_t)(timeout_ns / 1000000000ull);
-    deadline->tv_nsec += (long)(timeout_ns % 1000000000ull);
-    if (deadline->tv_nsec >= 1000000000L) {
-        deadline->tv_sec++;
-        deadline->tv_nsec -= 1000000000L;
-    }
-}
+#include "util/clock.h"
 
 void dfccl_cqueue_init(dfccl_cqueue_t *cq)
 {
@@ -86,7 +75,7 @@ int dfccl_cqueue_wait(dfccl_cqueue_t *cq, uint64_t timeout_ns)
     struct timespec deadline;
     int nonempty;
 
-    queue_deadline(&deadline, CLOCK_MONOTONIC, timeout_ns);
+    dfccl_deadline_after(&deadline, CLOCK_MONOTONIC, timeout_ns);
     pthread_mutex_lock(&cq->lock);
     while (cq->used == 0) {
         if (pthread_cond_timedwait(&cq->nonempty, &cq->lock, &deadline) == ETIMEDOUT) break;

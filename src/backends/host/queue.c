@@ -3,19 +3,8 @@
 #include <stdlib.h>
 #include <time.h>
 #include "backends/host/host.h"
+#include "util/clock.h"
 #include "core/wait_policy.h"
-
-/* timeout_ns from now on the clock a condition variable waits by. */
-static void queue_deadline(struct timespec *deadline, clockid_t clock, uint64_t timeout_ns)
-{
-    clock_gettime(clock, deadline);
-    deadline->tv_sec += (time_t)(timeout_ns / 1000000000ull);
-    deadline->tv_nsec += (long)(timeout_ns % 1000000000ull);
-    if (deadline->tv_nsec >= 1000000000L) {
-        deadline->tv_sec++;
-        deadline->tv_nsec -= 1000000000L;
-    }
-}
 
 void dfccl_queue_init(dfccl_queue_t *q)
 {
@@ -68,7 +57,7 @@ void dfccl_queue_wait(dfccl_queue_t *q, uint64_t timeout_ns)
 {
     struct timespec deadline;
 
-    queue_deadline(&deadline, CLOCK_REALTIME, timeout_ns);
+    dfccl_deadline_after(&deadline, CLOCK_REALTIME, timeout_ns);
     pthread_mutex_lock(&q->lock);
     q->sleeping = 1;
     while (q->head == NULL && !q->stop)
@@ -81,7 +70,7 @@ void dfccl_queue_nap(dfccl_queue_t *q, uint64_t timeout_ns)
 {
     struct timespec deadline;
 
-    queue_deadline(&deadline, CLOCK_REALTIME, timeout_ns);
+    dfccl_deadline_after(&deadline, CLOCK_REALTIME, timeout_ns);
     pthread_mutex_lock(&q->lock);
     if (!q->stop) pthread_cond_timedwait(&q->nonempty, &q->lock, &deadline);
     pthread_mutex_unlock(&q->lock);
