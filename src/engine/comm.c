@@ -37,6 +37,13 @@ struct dfccl_comm_setup {
     int               extensions;
 };
 
+/* A post that came during the set-up, with its own copy of the counts. */
+typedef struct dfccl_queued_post {
+    struct dfccl_queued_post *next;
+    dfccl_coll_args_t         args;
+    size_t                    counts[];
+} dfccl_queued_post_t;
+
 static const char *const setup_round_names[] = { "hellos", "addresses", "outcomes", "ended" };
 
 static uint64_t setup_timeout_ns(const dfccl_comm_t *comm)
@@ -50,6 +57,66 @@ static void setup_free(dfccl_comm_setup_t *s)
     free(s->addresses);
     free(s->outcomes);
     free(s);
+}
+
+dfccl_status_t dfccl_comm_queue_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args)
+{
+    dfccl_queued_post_t *q;
+    size_t ncounts;
+
+    if (__atomic_load_n(&comm->setup_status, __ATOMIC_ACQUIRE) != DFCCL_INPROGRESS &&
+        __atomic_load_n(&comm->queued_left, __ATOMIC_ACQUIRE) == 0)
+        return DFCCL_OK;
+    ncounts = args->counts != NULL ? (size_t)comm->size : 0;
+    q = malloc(sizeof(*q) + ncounts * sizeof(size_t));
+    if (q == NULL) return DFCCL_ERR_NO_MEMORY;
+    q->next = NULL;
+    q->args = *args;
+    if (ncounts > 0) {
+        memcpy(q->counts, args->counts, ncounts * sizeof(size_t));
+        q->args.counts = q->counts;
+    }
+    /* the set-up's end hands on what was queued under this lock: once it
+     * is free again, nothing queued is left and the caller may post */
+    pthread_mutex_lock(&comm->setup_lock);
+    if (__atomic_load_n(&comm->setup_status, __ATOMIC_ACQUIRE) == DFCCL_INPROGRESS) {
+        if (comm->queued_tail != NULL) comm->queued_tail->next = q;
+        else comm->queued = q;
+        comm->queued_tail = q;
+        __atomic_add_fetch(&comm->queued_left, 1, __ATOMIC_RELEASE);
+        q = NULL;
+    }
+    pthread_mutex_unlock(&comm->setup_lock);
+    if (q == NULL) return DFCCL_INPROGRESS;
+    free(q);
+    return DFCCL_OK;
+}
+
+/* Hands what was queued during the set-up to the backend, in order, or
+ * completes it with the set-up's failure (a post that fails completes with
+ * its own); the set-up lock is held. */
+static void setup_hand_on_queued(dfccl_comm_t *comm, dfccl_status_t outcome)
+{
+    dfccl_queued_post_t *q = comm->queued;
+
+    while (q != NULL) {
+        dfccl_queued_post_t *next = q->next;
+        dfccl_status_t status = outcome;
+        if (status == DFCCL_OK) status = comm->ops->post(comm, &q->args);
+        if (status != DFCCL_OK) {
+            dfccl_call_t call = { 0 };
+            dfccl_call_init(&call, &q->args, 0);
+            call.comm = comm;
+            dfccl_info("comm %#llx: %s queued during the set-up fails: %s",
+                       (unsigned long long)comm->key, dfccl_coll_type_name(q->args.type),
+                       dfccl_status_string(status));
+            dfccl_coll_complete(comm->context, &call, status);
+        }
+        free(q);
+        q = next;
+    }
+    comm->queued = comm->queued_tail = NULL;
+    __atomic_store_n(&comm->queued_left, 0, __ATOMIC_RELEASE);
 }
 
 /* Ends the set-up with the outcome every rank agreed on (or this rank's own,
@@ -74,7 +141,13 @@ static dfccl_status_t setup_end(dfccl_comm_t *comm, dfccl_status_t outcome)
     }
     comm->setup = NULL;
     setup_free(s);
+    /* published before the queued posts are handed on (a backend's post
+     * wants a usable communicator); posts that come meanwhile wait for the
+     * lock, so none overtakes a queued one */
+    pthread_mutex_lock(&comm->setup_lock);
     __atomic_store_n(&comm->setup_status, outcome, __ATOMIC_RELEASE);
+    setup_hand_on_queued(comm, outcome);
+    pthread_mutex_unlock(&comm->setup_lock);
     return outcome;
 }
 
@@ -199,6 +272,7 @@ dfccl_status_t dfccl_comm_create_start(dfccl_context_t *context, const dfccl_com
     comm->ops     = context->backends[params->backend];
     comm->setup   = s;
     comm->setup_status = DFCCL_INPROGRESS;
+    pthread_mutex_init(&comm->setup_lock, NULL);
     s->boot = params->bootstrap;
     s->round = SETUP_HELLOS;
     s->hello_bytes = comm->ops->hello_bytes(comm);
@@ -242,6 +316,7 @@ void dfccl_comm_release(dfccl_comm_t *comm)
 {
     if (__atomic_sub_fetch(&comm->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
     comm->ops->release(comm);
+    pthread_mutex_destroy(&comm->setup_lock);
     free(comm);
 }
 

@@ -89,7 +89,9 @@ dfccl_status_t dfccl_coll_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args
     dfccl_status_t status;
 
     if (comm == NULL || args == NULL) return DFCCL_ERR_INVALID_PARAM;
-    if ((status = dfccl_comm_usable(comm)) != DFCCL_OK) return status;
+    status = dfccl_comm_queue_post(comm, args);
+    if (status == DFCCL_INPROGRESS) return DFCCL_OK;   /* queued until the set-up ends */
+    if (status != DFCCL_OK || (status = dfccl_comm_usable(comm)) != DFCCL_OK) return status;
     return comm->ops->post(comm, args);
 }
 
@@ -98,6 +100,8 @@ dfccl_status_t dfccl_coll_run(dfccl_comm_t *comm, const dfccl_coll_args_t *args)
     dfccl_status_t status;
 
     if (comm == NULL || args == NULL) return DFCCL_ERR_INVALID_PARAM;
+    status = dfccl_comm_queue_post(comm, args);
+    if (status != DFCCL_OK) return status;   /* DFCCL_INPROGRESS: queued */
     if ((status = dfccl_comm_usable(comm)) != DFCCL_OK) return status;
     if (comm->ops->run != NULL) return comm->ops->run(comm, args);
     status = comm->ops->post(comm, args);

@@ -51,6 +51,9 @@ struct dfccl_comm {
     const dfccl_backend_ops_t *ops;
     dfccl_comm_setup_t *setup;      /* while the set-up runs */
     dfccl_status_t   setup_status;  /* DFCCL_INPROGRESS, then its agreed outcome (atomic) */
+    pthread_mutex_t  setup_lock;    /* posts queued during the set-up, and its end */
+    struct dfccl_queued_post *queued, *queued_tail;   /* in posting order */
+    int              queued_left;   /* queued and not yet handed on (atomic) */
     uint64_t         next_seq;      /* posting thread side */
     uint64_t         next_run_seq;  /* daemon side: the collective that may use the FIFOs */
     int              refs;          /* user + in-flight collectives (atomic) */
@@ -92,6 +95,11 @@ void dfccl_coll_complete(dfccl_context_t *ctx, const dfccl_call_t *call, dfccl_s
 /* comm.c: DFCCL_OK once the communicator's set-up succeeded; while it runs
  * DFCCL_ERR_INVALID_PARAM, after a failure that failure */
 dfccl_status_t dfccl_comm_usable(const dfccl_comm_t *comm);
+/* A post on a communicator whose set-up runs is queued (DFCCL_INPROGRESS)
+ * and handed to its backend, in order, when the set-up ends, or completed
+ * with the set-up's failure; else DFCCL_OK, and the caller posts it (after
+ * every queued one was handed on). */
+dfccl_status_t dfccl_comm_queue_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args);
 /* context.c: the engine with the library's backends (backend_ops.h),
  * each opened with the context. */
 dfccl_status_t dfccl_context_open(const dfccl_config_t *config,

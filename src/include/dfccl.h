@@ -273,7 +273,11 @@ typedef struct dfccl_coll_args {
 
 /* Submits a collective. Collectives on one communicator must be posted in
  * the same order on every rank (as MPI requires); across communicators any
- * order is allowed. Returns at once. */
+ * order is allowed. Returns at once. A post on a communicator whose set-up
+ * still runs (dfccl_comm_create_start) is queued and runs, in order, once
+ * the set-up ends; if the set-up fails, it completes with that failure
+ * (a callback is then called by the thread whose dfccl_comm_create_test,
+ * or dfccl_comm_destroy, ended the set-up). */
 dfccl_status_t dfccl_coll_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args);
 
 /* For a caller that would wait for the collective at once (a blocking

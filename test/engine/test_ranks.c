@@ -251,6 +251,56 @@ static int body_mismatch(int rank, int size, sim_world_t *world, void *arg)
     return 0;
 }
 
+/* Collectives posted while the set-up runs: queued by the engine, run in
+ * order once it ends (arg NULL); with mismatched settings (arg set) the
+ * set-up fails and each queued post completes with that failure. */
+static int body_post_during_setup(int rank, int size, sim_world_t *world, void *arg)
+{
+    enum { POSTS = 3, N = 1000 };
+    int fail = arg != NULL;
+    dfccl_context_t *ctx;
+    dfccl_comm_t *comm = NULL;
+    dfccl_config_t cfg;
+    dfccl_status_t status, last = DFCCL_OK;
+    float in[POSTS][N], out[POSTS][N];
+
+    dfccl_config_init(&cfg);
+    cfg.timeout_sec = 30;
+    if (fail) cfg.slot_bytes = rank == 0 ? 4096 : 8192;
+    CHECK(dfccl_context_create(&cfg, &ctx) == DFCCL_OK, "context");
+    dfccl_comm_params_t p = sim_comm_params(world, rank, 11, DFCCL_BACKEND_HOST);
+    CHECK(dfccl_comm_create_start(ctx, &p, &comm) == DFCCL_OK, "create_start");
+    for (int k = 0; k < POSTS; k++) {
+        for (int i = 0; i < N; i++) in[k][i] = (float)(rank + 1) * (float)(k + 1);
+        dfccl_coll_args_t a = { DFCCL_COLL_ALLREDUCE, in[k], out[k], N, NULL, DFCCL_FLOAT,
+                                DFCCL_OP_SUM, 0, NULL, NULL };
+        CHECK(dfccl_coll_post(comm, &a) == DFCCL_OK, "post %d during the set-up", k);
+    }
+    for (int spins = 0; (status = dfccl_comm_create_test(comm)) == DFCCL_INPROGRESS &&
+                        spins < 60000; spins++)
+        usleep(500);
+    if (fail) {
+        CHECK(status == DFCCL_ERR_INVALID_PARAM, "set-up must fail, got %s",
+              dfccl_status_string(status));
+        CHECK(wait_completions(ctx, POSTS, &last) == 0 && last == DFCCL_ERR_INVALID_PARAM,
+              "queued posts must fail with the set-up's failure, last %s",
+              dfccl_status_string(last));
+    } else {
+        CHECK(status == DFCCL_OK, "set-up: %s", dfccl_status_string(status));
+        CHECK(wait_completions(ctx, POSTS, &last) == POSTS, "completions (last status %s)",
+              dfccl_status_string(last));
+        float want = 0;
+        for (int r = 0; r < size; r++) want += (float)(r + 1);
+        for (int k = 0; k < POSTS; k++)
+            for (int i = 0; i < N; i++)
+                CHECK(out[k][i] == want * (float)(k + 1), "post %d element %d: %g", k, i,
+                      (double)out[k][i]);
+    }
+    dfccl_comm_destroy(comm);
+    dfccl_context_destroy(ctx);
+    return 0;
+}
+
 int main(void)
 {
     int failed = 0, passed = 0;
@@ -286,6 +336,15 @@ int main(void)
     f ? failed++ : passed++;
     f = sim_run(3, 60, body_mismatch, NULL);
     printf("mismatched settings: %s\n", f ? "FAIL" : "ok");
+    f ? failed++ : passed++;
+    for (int n = 1; n <= 3; n += 2) {
+        f = sim_run(n, 60, body_post_during_setup, NULL);
+        printf("posts during the set-up on %d ranks: %s\n", n, f ? "FAIL" : "ok");
+        f ? failed++ : passed++;
+    }
+    static const int set_up_fails = 1;
+    f = sim_run(3, 60, body_post_during_setup, (void *)&set_up_fails);
+    printf("posts during a set-up that fails: %s\n", f ? "FAIL" : "ok");
     f ? failed++ : passed++;
     printf("test_ranks: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

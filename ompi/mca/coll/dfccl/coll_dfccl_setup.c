@@ -7,52 +7,34 @@
  * or initialise persistent collectives, in different orders on different
  * ranks; a blocking exchange inside such a call would make those ranks wait
  * for each other forever. So the call only starts the engine's set-up
- * (dfccl_comm_create_start, over the non-blocking bootstrap) and queues its
- * collective; the progress hook advances every set-up
- * (dfccl_comm_create_test) and posts what was queued, in order. The engine
- * agrees the outcome: all ranks use the new communicator or none does. A
- * rank that never joins is named once the timeout passes.
+ * (dfccl_comm_create_start, over the non-blocking bootstrap) and posts its
+ * collective, which the engine queues until the set-up ends; the progress
+ * hook advances every set-up (dfccl_comm_create_test). The engine agrees
+ * the outcome: all ranks use the new communicator or none does. A rank
+ * that never joins is named once the timeout passes.
  */
 #include <stdlib.h>
 #include <string.h>
 #include "coll_dfccl.h"
 #include "opal/runtime/opal_progress.h"
 
-typedef struct dfccl_pending {
-    struct dfccl_pending *next;
-    dfccl_coll_args_t     args;
-    size_t               *counts;      /* owned copy for reduce-scatter */
-} dfccl_pending_t;
-
 struct mca_coll_dfccl_setup_t {
     mca_coll_dfccl_side_t           *side;
     struct mca_coll_dfccl_setup_t   *next;   /* component's list of set-ups in progress */
-    dfccl_pending_t *pending, *pending_tail;
 };
-
-/* Completes a queued collective's request that will never run. */
-static void dfccl_setup_fail_request(mca_coll_dfccl_request_t *req, dfccl_status_t status)
-{
-    opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, -1);
-    if (req->on_host) opal_atomic_add_fetch_32(&mca_coll_dfccl_component.host_in_flight, -1);
-    req->super.super.req_status.MPI_ERROR = mca_coll_dfccl_request_error(status);
-    ompi_request_complete(&req->super.super, true);
-    mca_coll_dfccl_request_release(req);   /* the engine's reference */
-}
 
 static const char *dfccl_side_comm_name(const mca_coll_dfccl_side_t *side)
 {
     return side->boot.module->comm->c_name;
 }
 
-/* The set-up ended (agreed outcome, the same on every rank): post or fail
- * what was queued, in order, and only then publish the state, so that a call
- * on another thread cannot overtake the queued ones. Called with the set-up
- * lock held (or from the side's end, with nothing concurrent). */
+/* The set-up ended (agreed outcome, the same on every rank): the engine
+ * has handed on (or failed) the collectives posted meanwhile, in order;
+ * publish the state. Called with the set-up lock held (or from the side's
+ * end, with nothing concurrent). */
 static void dfccl_setup_end(mca_coll_dfccl_setup_t *s, dfccl_status_t outcome)
 {
     mca_coll_dfccl_side_t *side = s->side;
-    dfccl_pending_t *p = s->pending;
 
     if (outcome == DFCCL_OK)
         DFCCL_VERBOSE(1, "comm %s: %s ready", dfccl_side_comm_name(side), side->label);
@@ -60,22 +42,6 @@ static void dfccl_setup_end(mca_coll_dfccl_setup_t *s, dfccl_status_t outcome)
         DFCCL_ERROR("comm %s: set-up of the %s failed (%s): its collectives fail with"
                     " MPI_ERR_OTHER", dfccl_side_comm_name(side), side->label,
                     dfccl_status_string(outcome));
-    while (p != NULL) {
-        dfccl_pending_t *next = p->next;
-        dfccl_status_t status = outcome;
-        if (status == DFCCL_OK) {
-            p->args.counts = p->counts;
-            status = dfccl_coll_post(side->comm, &p->args);
-            if (status != DFCCL_OK)
-                DFCCL_ERROR("%s on comm %s not posted to the %s: %s",
-                            dfccl_coll_type_name(p->args.type), dfccl_side_comm_name(side),
-                            side->label, dfccl_status_string(status));
-        }
-        if (status != DFCCL_OK) dfccl_setup_fail_request(p->args.user, status);
-        free(p->counts);
-        free(p);
-        p = next;
-    }
     side->setup = NULL;
     opal_atomic_wmb();
     side->state = outcome == DFCCL_OK ? MCA_COLL_DFCCL_ENGINE_READY : MCA_COLL_DFCCL_ENGINE_FAILED;
@@ -173,61 +139,31 @@ int mca_coll_dfccl_side_start(mca_coll_dfccl_side_t *side, dfccl_context_t *ctx,
 }
 
 /*
- * Hands a collective to a side whose set-up has started: queued while the
- * set-up runs, posted once it is ready (a prepared call is started instead
- * when the side is ready at once). The request carries the outcome.
- * OMPI_ERROR when the set-up failed, which all ranks agreed.
+ * Hands a collective to a side whose set-up has started: the engine queues
+ * it while the set-up runs and posts it once it is ready (a prepared call
+ * is started instead, which only a ready side has). The request carries
+ * the outcome. OMPI_ERROR when the set-up failed, which all ranks agreed.
  */
 int mca_coll_dfccl_side_submit(mca_coll_dfccl_side_t *side, dfccl_coll_args_t *args,
                                dfccl_prepared_t *prepared, bool *posted)
 {
-    dfccl_pending_t *p;
+    dfccl_status_t status;
 
     *posted = false;
     /* after a failed set-up every rank fails every call on this side
      * alike: a fallback taken from some call on, which ranks would reach at
      * different calls, could pair different collectives */
-    if (side->state == MCA_COLL_DFCCL_ENGINE_FAILED || side->state == MCA_COLL_DFCCL_ENGINE_UNSET)
+    if (side->state == MCA_COLL_DFCCL_ENGINE_FAILED || side->state == MCA_COLL_DFCCL_ENGINE_UNSET ||
+        side->comm == NULL)   /* its set-up could not start: it fails at the next progress */
         return OMPI_ERROR;
-    if (side->state == MCA_COLL_DFCCL_ENGINE_READY) {
-        opal_atomic_rmb();   /* pairs with the set-up's publication */
-        dfccl_status_t status = prepared != NULL ? dfccl_coll_start(prepared, args->user)
-                                                 : dfccl_coll_post(side->comm, args);
-        if (status != DFCCL_OK) {
-            DFCCL_ERROR("%s on comm %s not posted to the %s: %s", dfccl_coll_type_name(args->type),
-                        dfccl_side_comm_name(side), side->label, dfccl_status_string(status));
-            return mca_coll_dfccl_request_error(status);
-        }
-        *posted = true;
-        return OMPI_SUCCESS;
-    }
-    /* set-up in progress (this call may have ended it already, on one rank) */
-    p = calloc(1, sizeof(*p));
-    if (p == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
-    p->args = *args;
-    if (args->type == DFCCL_COLL_REDUCE_SCATTER) {
-        size_t n = (size_t)ompi_comm_size(side->boot.module->comm);
-        p->counts = malloc(n * sizeof(size_t));
-        if (p->counts == NULL) {
-            free(p);
-            return OMPI_ERR_OUT_OF_RESOURCE;
-        }
-        memcpy(p->counts, args->counts, n * sizeof(size_t));
-    }
-    OPAL_THREAD_LOCK(&mca_coll_dfccl_component.setup_lock);
-    if (side->state == MCA_COLL_DFCCL_ENGINE_SETUP) {
-        mca_coll_dfccl_setup_t *s = side->setup;
-        if (s->pending_tail) s->pending_tail->next = p;
-        else s->pending = p;
-        s->pending_tail = p;
-        p = NULL;
-    }
-    OPAL_THREAD_UNLOCK(&mca_coll_dfccl_component.setup_lock);
-    if (p != NULL) {
-        /* the set-up ended between our check and the lock */
-        free(p->counts);
-        free(p);
-        return mca_coll_dfccl_side_submit(side, args, prepared, posted);
+    opal_atomic_rmb();   /* pairs with the set-up's publication */
+    status = prepared != NULL && side->state == MCA_COLL_DFCCL_ENGINE_READY
+                 ? dfccl_coll_start(prepared, args->user)
+                 : dfccl_coll_post(side->comm, args);
+    if (status != DFCCL_OK) {
+        DFCCL_ERROR("%s on comm %s not posted to the %s: %s", dfccl_coll_type_name(args->type),
+                    dfccl_side_comm_name(side), side->label, dfccl_status_string(status));
+        return mca_coll_dfccl_request_error(status);
     }
     *posted = true;
     return OMPI_SUCCESS;
