@@ -26,7 +26,8 @@ typedef struct dfccl_backend_ops {
     /* The context's part of the backend (its threads, queues, devices),
      * made with the context (*state, which the engine keeps for it) and
      * ended before the context goes; close waits for the backend's threads
-     * and fails what is still pending. */
+     * and fails what is still pending. A NULL *state (nothing kept) is
+     * never closed. */
     dfccl_status_t (*context_open)(dfccl_context_t *ctx, void **state);
     void           (*context_close)(dfccl_context_t *ctx, void *state);
     /* Optional (dfccl_context_poll): completions that need a look from the
