@@ -23,6 +23,16 @@ struct dfccl_coll;   /* internal.h */
 
 typedef struct dfccl_backend_ops {
     const char *name;
+    /* The memory its collectives work on (DFCCL_BUFFERS_HOST or _DEVICE);
+     * calls whose buffers are elsewhere are staged (engine/stage.c). */
+    dfccl_buffers_t memory;
+    /* Optional: a block of at least `bytes` of that memory for staging,
+     * and its return. NULL: host memory from the C library. */
+    dfccl_status_t (*stage_alloc)(dfccl_context_t *ctx, size_t bytes, void **buf_p);
+    void           (*stage_free)(dfccl_context_t *ctx, void *buf);
+    /* Optional: copies between host and device memory, complete on return
+     * (the backend that knows device memory offers it). */
+    dfccl_status_t (*copy)(dfccl_context_t *ctx, void *dst, const void *src, size_t bytes);
     /* The context's part of the backend (its threads, queues, devices),
      * made with the context (*state, which the engine keeps for it) and
      * ended before the context goes; close waits for the backend's threads

@@ -27,7 +27,7 @@ void dfccl_cqueue_fini(dfccl_cqueue_t *cq)
 static int cqueue_grow(dfccl_cqueue_t *cq)
 {
     size_t capacity = cq->capacity ? 2 * cq->capacity : 64;
-    dfccl_completion_t *ring = malloc(capacity * sizeof(*ring));
+    dfccl_cqueue_entry_t *ring = malloc(capacity * sizeof(*ring));
 
     if (ring == NULL) return -1;
     for (size_t i = 0; i < cq->used; i++)
@@ -39,23 +39,36 @@ static int cqueue_grow(dfccl_cqueue_t *cq)
     return 0;
 }
 
-dfccl_status_t dfccl_cqueue_push(dfccl_cqueue_t *cq, void *user, dfccl_status_t status)
+static dfccl_status_t cqueue_push(dfccl_cqueue_t *cq, void *user, struct dfccl_stage *stage,
+                                  dfccl_status_t status)
 {
     pthread_mutex_lock(&cq->lock);
     if (cq->used == cq->capacity && cqueue_grow(cq) != 0) {
         pthread_mutex_unlock(&cq->lock);
         return DFCCL_ERR_NO_MEMORY;
     }
-    dfccl_completion_t *c = &cq->ring[(cq->first + cq->used) % cq->capacity];
+    dfccl_cqueue_entry_t *c = &cq->ring[(cq->first + cq->used) % cq->capacity];
     __atomic_store_n(&cq->used, cq->used + 1, __ATOMIC_RELEASE);  /* read unlocked by poll */
-    c->user = user;
-    c->status = status;
+    c->done.user = user;
+    c->done.status = status;
+    c->stage = stage;
     pthread_cond_broadcast(&cq->nonempty);
     pthread_mutex_unlock(&cq->lock);
     return DFCCL_OK;
 }
 
-int dfccl_cqueue_poll(dfccl_cqueue_t *cq, dfccl_completion_t *out, int max)
+dfccl_status_t dfccl_cqueue_push(dfccl_cqueue_t *cq, void *user, dfccl_status_t status)
+{
+    return cqueue_push(cq, user, NULL, status);
+}
+
+dfccl_status_t dfccl_cqueue_push_stage(dfccl_cqueue_t *cq, struct dfccl_stage *stage,
+                                       dfccl_status_t status)
+{
+    return cqueue_push(cq, NULL, stage, status);
+}
+
+int dfccl_cqueue_poll(dfccl_cqueue_t *cq, dfccl_cqueue_entry_t *out, int max)
 {
     int n = 0;
 

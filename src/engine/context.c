@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "engine/internal.h"
+#include "engine/stage.h"
 #include "util/log.h"
 #include "core/wait_policy.h"
 
@@ -84,22 +85,53 @@ void dfccl_context_destroy(dfccl_context_t *ctx)
     free(ctx);
 }
 
+/* The call as its backend takes it: args, or (staged) args on a block of
+ * the backend's memory, the input copied in (*stage_p, else NULL). */
+static dfccl_status_t coll_stage(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
+                                 dfccl_coll_args_t *staged, dfccl_stage_t **stage_p)
+{
+    dfccl_status_t status;
+    bool needed;
+
+    *stage_p = NULL;
+    if ((status = dfccl_stage_needed(comm, args, &needed)) != DFCCL_OK) return status;
+    if (!needed) {
+        *staged = *args;
+        return DFCCL_OK;
+    }
+    if ((status = dfccl_comm_usable(comm)) != DFCCL_OK &&
+        __atomic_load_n(&comm->setup_status, __ATOMIC_ACQUIRE) != DFCCL_INPROGRESS)
+        return status;
+    return dfccl_stage_open(comm, args, false, staged, stage_p);
+}
+
 dfccl_status_t dfccl_coll_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args)
 {
+    dfccl_coll_args_t call;
+    dfccl_stage_t *stage;
     dfccl_status_t status;
 
     if (comm == NULL || args == NULL) return DFCCL_ERR_INVALID_PARAM;
-    status = dfccl_comm_queue_post(comm, args);
+    if ((status = coll_stage(comm, args, &call, &stage)) != DFCCL_OK) return status;
+    status = dfccl_comm_queue_post(comm, &call);
     if (status == DFCCL_INPROGRESS) return DFCCL_OK;   /* queued until the set-up ends */
-    if (status != DFCCL_OK || (status = dfccl_comm_usable(comm)) != DFCCL_OK) return status;
-    return comm->ops->post(comm, args);
+    if (status == DFCCL_OK && (status = dfccl_comm_usable(comm)) == DFCCL_OK)
+        status = comm->ops->post(comm, &call);
+    if (status != DFCCL_OK) dfccl_stage_close(stage);
+    return status;
 }
 
 dfccl_status_t dfccl_coll_run(dfccl_comm_t *comm, const dfccl_coll_args_t *args)
 {
     dfccl_status_t status;
+    bool staged;
 
     if (comm == NULL || args == NULL) return DFCCL_ERR_INVALID_PARAM;
+    if ((status = dfccl_stage_needed(comm, args, &staged)) != DFCCL_OK) return status;
+    if (staged) {   /* its result is copied out by the polling thread: a post */
+        status = dfccl_coll_post(comm, args);
+        return status == DFCCL_OK ? DFCCL_INPROGRESS : status;
+    }
     status = dfccl_comm_queue_post(comm, args);
     if (status != DFCCL_OK) return status;   /* DFCCL_INPROGRESS: queued */
     if ((status = dfccl_comm_usable(comm)) != DFCCL_OK) return status;
@@ -110,9 +142,19 @@ dfccl_status_t dfccl_coll_run(dfccl_comm_t *comm, const dfccl_coll_args_t *args)
 
 int dfccl_context_poll(dfccl_context_t *ctx, dfccl_completion_t *out, int max)
 {
+    dfccl_cqueue_entry_t popped[16];
+    int n = 0, got;
+
     for (int i = 0; i < DFCCL_BACKEND_COUNT; i++)
         if (ctx->backends[i]->poll != NULL) ctx->backends[i]->poll(ctx);
-    return dfccl_cqueue_poll(&ctx->complete, out, max);
+    do {
+        got = dfccl_cqueue_poll(&ctx->complete, popped, max - n < 16 ? max - n : 16);
+        for (int i = 0; i < got; i++) {
+            if (popped[i].stage == NULL) out[n++] = popped[i].done;
+            else if (dfccl_stage_finish(popped[i].stage, popped[i].done.status, &out[n])) n++;
+        }
+    } while (got > 0 && n < max);
+    return n;
 }
 
 int dfccl_context_wait(dfccl_context_t *ctx, uint64_t timeout_ns)

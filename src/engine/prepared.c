@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "engine/internal.h"
+#include "engine/stage.h"
 #include "util/log.h"
 
 struct dfccl_prepared {
@@ -16,6 +17,7 @@ struct dfccl_prepared {
     size_t           *counts;
     struct dfccl_coll *tmpl;         /* the backend's record, or NULL: each start posts args */
     size_t            tmpl_bytes;
+    dfccl_stage_t    *stage;    /* buffers of another memory kind: staged (args on it) */
 };
 
 dfccl_status_t dfccl_coll_prepare(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
@@ -29,6 +31,8 @@ dfccl_status_t dfccl_coll_prepare(dfccl_comm_t *comm, const dfccl_coll_args_t *a
     if ((status = dfccl_comm_usable(comm)) != DFCCL_OK) return status;
     status = dfccl_coll_check_args(comm, args, &total);
     if (status != DFCCL_OK) return status;
+    bool staged;
+    if ((status = dfccl_stage_needed(comm, args, &staged)) != DFCCL_OK) return status;
     if ((p = calloc(1, sizeof(*p))) == NULL) return DFCCL_ERR_NO_MEMORY;
     p->args = *args;
     if (args->type == DFCCL_COLL_REDUCE_SCATTER) {
@@ -40,9 +44,11 @@ dfccl_status_t dfccl_coll_prepare(dfccl_comm_t *comm, const dfccl_coll_args_t *a
         memcpy(p->counts, args->counts, sizeof(size_t) * (size_t)comm->size);
         p->args.counts = p->counts;
     }
-    if (comm->ops->prepare != NULL)
+    if (staged) status = dfccl_stage_open(comm, &p->args, true, &p->args, &p->stage);
+    if (status == DFCCL_OK && comm->ops->prepare != NULL)
         status = comm->ops->prepare(comm, &p->args, &p->tmpl, &p->tmpl_bytes);
     if (status != DFCCL_OK) {
+        dfccl_stage_close(p->stage);
         free(p->counts);
         free(p);
         return status;
@@ -56,18 +62,26 @@ dfccl_status_t dfccl_coll_prepare(dfccl_comm_t *comm, const dfccl_coll_args_t *a
 dfccl_status_t dfccl_coll_start(dfccl_prepared_t *p, void *user)
 {
     dfccl_coll_args_t args;
+    dfccl_status_t status;
 
     if (p == NULL) return DFCCL_ERR_INVALID_PARAM;
     args = p->args;
     args.user = user;
-    if (p->tmpl == NULL) return p->comm->ops->post(p->comm, &args);
-    return p->comm->ops->start(p->comm, p->tmpl, p->tmpl_bytes, &args);
+    if (p->stage != NULL) {   /* the input in; the run completes through the stage */
+        if ((status = dfccl_stage_start(p->stage, user)) != DFCCL_OK) return status;
+        args.user = p->stage;
+    }
+    if (p->tmpl == NULL) status = p->comm->ops->post(p->comm, &args);
+    else status = p->comm->ops->start(p->comm, p->tmpl, p->tmpl_bytes, &args);
+    if (status != DFCCL_OK && p->stage != NULL) dfccl_stage_abandon(p->stage);
+    return status;
 }
 
 void dfccl_coll_prepared_free(dfccl_prepared_t *p)
 {
     if (p == NULL) return;
     free(p->tmpl);
+    dfccl_stage_close(p->stage);
     free(p->counts);
     dfccl_comm_release(p->comm);
     free(p);

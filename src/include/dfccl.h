@@ -235,16 +235,13 @@ int dfccl_net_available(char *why, size_t why_len);
 /* Largest communicator the GPU backend carries. */
 int dfccl_gpu_max_ranks(void);
 
-/* Staging, for a rank whose buffers are not of the memory kind its call's
- * path carries. dfccl_gpu_stage_alloc lends a block of at least `bytes` of
- * the engine's device memory (creating the context's GPU side on first use;
- * blocks are reused and kept until the context ends); dfccl_gpu_stage_free
- * gives it back. dfccl_gpu_copy copies between any host and device memory
- * and is complete on return. Without the GPU backend they return
- * DFCCL_ERR_UNSUPPORTED. */
-dfccl_status_t dfccl_gpu_stage_alloc(dfccl_context_t *context, size_t bytes, void **buf_p);
-void dfccl_gpu_stage_free(dfccl_context_t *context, void *buf);
-dfccl_status_t dfccl_gpu_copy(dfccl_context_t *context, void *dst, const void *src, size_t bytes);
+/* Where a call's buffers are (dfccl_coll_args_t.buffers). */
+typedef enum {
+    DFCCL_BUFFERS_NATIVE = 0,  /* of the kind the communicator's backend carries */
+    DFCCL_BUFFERS_HOST,        /* both in host memory */
+    DFCCL_BUFFERS_DEVICE,      /* both in device memory */
+    DFCCL_BUFFERS_MIXED        /* one in host memory, the other in device memory */
+} dfccl_buffers_t;
 
 /* sendbuf == DFCCL_IN_PLACE: the input is already in recvbuf where MPI's
  * MPI_IN_PLACE rules put it. */
@@ -269,6 +266,16 @@ typedef struct dfccl_coll_args {
      * or the GPU side's poller): it must return quickly and must not call
      * dfccl functions. Leave it zero (designated initializers) otherwise. */
     void            (*callback)(void *user, dfccl_status_t status);
+    /* Where the buffers are. Buffers of another kind than the ones the
+     * communicator's backend carries (host memory for host communicators,
+     * device memory for GPU ones) are staged: the engine copies the input
+     * into memory of that kind, runs the collective there and copies the
+     * result back out before the call completes, which it then does
+     * through dfccl_context_poll (a callback too is called from there).
+     * Copies to or from device memory need the GPU backend
+     * (DFCCL_ERR_UNSUPPORTED without it); stream-ordered calls are never
+     * staged. Zero (designated initializers) means DFCCL_BUFFERS_NATIVE. */
+    dfccl_buffers_t   buffers;
 } dfccl_coll_args_t;
 
 /* Submits a collective. Collectives on one communicator must be posted in

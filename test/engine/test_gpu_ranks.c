@@ -105,7 +105,7 @@ static int run_one(int rank, int size, dfccl_context_t *ctx, dfccl_comm_t *comm,
         CUDA_OK(cudaMemcpy(d_in, h_in, in_n * esize, cudaMemcpyHostToDevice));
     }
     dfccl_coll_args_t a = { type, in_place ? DFCCL_IN_PLACE : d_in, d_out, count, counts, dtype,
-                            type == DFCCL_COLL_ALLGATHER ? DFCCL_OP_NONE : op, 0, NULL, NULL };
+                            type == DFCCL_COLL_ALLGATHER ? DFCCL_OP_NONE : op, 0, NULL, NULL, DFCCL_BUFFERS_NATIVE };
     CHECK(dfccl_coll_post(comm, &a) == DFCCL_OK, "post");
     CHECK(wait_completions(ctx, 1, 60, &worst) == 1, "%s of %zu %s failed: %s",
           dfccl_coll_type_name(type), count, dfccl_dtype_name(dtype), dfccl_status_string(worst));
@@ -213,7 +213,7 @@ static int body_disorder(int rank, int size, sim_world_t *world, void *arg)
         int c = (k + rank) % NCOMMS;
         void *scratch;
         dfccl_coll_args_t a = { DFCCL_COLL_ALLREDUCE, in, out[c], count, NULL, DFCCL_FLOAT,
-                                DFCCL_OP_SUM, 0, NULL, NULL };
+                                DFCCL_OP_SUM, 0, NULL, NULL, DFCCL_BUFFERS_NATIVE };
         CHECK(dfccl_coll_post(comm[c], &a) == DFCCL_OK, "post");
         CUDA_OK(cudaDeviceSynchronize());
         CUDA_OK(cudaMalloc(&scratch, 1 << 20));
@@ -268,7 +268,7 @@ static int body_direct_fallback(int rank, int size, sim_world_t *world, void *ar
     if (in_pool) CUDA_OK(cudaMemcpy(in_pool, h, sizeof(float) * count, cudaMemcpyHostToDevice));
     for (int call = 0; call < 3; call++) {
         dfccl_coll_args_t a = { DFCCL_COLL_ALLREDUCE, call == 1 && in_pool ? in_pool : in, out,
-                                count, NULL, DFCCL_FLOAT, DFCCL_OP_SUM, 0, NULL, NULL };
+                                count, NULL, DFCCL_FLOAT, DFCCL_OP_SUM, 0, NULL, NULL, DFCCL_BUFFERS_NATIVE };
         CUDA_OK(cudaMemset(out, 0, sizeof(float) * count));
         CHECK(dfccl_coll_post(comm, &a) == DFCCL_OK, "post");
         CHECK(wait_completions(ctx, 1, 60, &worst) == 1, "call %d failed: %s", call,
@@ -307,7 +307,7 @@ static int body_timeout(int rank, int size, sim_world_t *world, void *arg)
     CUDA_OK(cudaMalloc((void **)&buf, sizeof(float) * 1000000));
     if (rank == 0) {
         dfccl_coll_args_t a = { DFCCL_COLL_ALLREDUCE, DFCCL_IN_PLACE, buf, 1000000, NULL,
-                                DFCCL_FLOAT, DFCCL_OP_SUM, 0, NULL, NULL };
+                                DFCCL_FLOAT, DFCCL_OP_SUM, 0, NULL, NULL, DFCCL_BUFFERS_NATIVE };
         CHECK(dfccl_coll_post(comm, &a) == DFCCL_OK, "post");
         int ok = wait_completions(ctx, 1, 30, &worst);
         CHECK(ok == 0 && worst == DFCCL_ERR_TIMEOUT, "expected a watchdog timeout, got %d ok (%s)",
@@ -343,7 +343,7 @@ static int body_bench(int rank, int size, sim_world_t *world, void *arg)
         for (int it = -5; it < ITERS; it++) {
             struct timespec t0, t1;
             dfccl_coll_args_t a = { DFCCL_COLL_ALLREDUCE, DFCCL_IN_PLACE, buf, bytes[b] / 4, NULL,
-                                    DFCCL_FLOAT, DFCCL_OP_SUM, 0, NULL, NULL };
+                                    DFCCL_FLOAT, DFCCL_OP_SUM, 0, NULL, NULL, DFCCL_BUFFERS_NATIVE };
             clock_gettime(CLOCK_MONOTONIC, &t0);
             CHECK(dfccl_coll_post(comm, &a) == DFCCL_OK, "post");
             CHECK(wait_completions(ctx, 1, 60, &worst) == 1, "allreduce failed");

@@ -123,7 +123,7 @@ static void *caller_main(void *arg)
 
     for (int i = 0; i < THREAD_CALLS && !t->failed; i++) {
         dfccl_coll_args_t a = { DFCCL_COLL_ALLREDUCE, &in, &out, 1, NULL, DFCCL_INT64,
-                                DFCCL_OP_SUM, 0, &t->where, NULL };
+                                DFCCL_OP_SUM, 0, &t->where, NULL, DFCCL_BUFFERS_NATIVE };
         __atomic_store_n(&t->where, DFCCL_INPROGRESS, __ATOMIC_RELEASE);
         t->failed = run_blocking(t->ctx, t->comm, &a) != DFCCL_OK ||
                     out != (int64_t)t->size * (t->size + 1) / 2;
@@ -175,7 +175,7 @@ static int body_mismatch(int rank, int size, sim_world_t *world, void *arg)
     dfccl_coll_args_t a = { DFCCL_COLL_ALLREDUCE, in, out, rank == 0 && !local_failure ? 8 : 4,
                             NULL, DFCCL_FLOAT, rank == 0 && local_failure ? DFCCL_OP_BAND
                                                                            : DFCCL_OP_SUM,
-                            0, &where, NULL };
+                            0, &where, NULL, DFCCL_BUFFERS_NATIVE };
     s = run_blocking(ctx, comm, &a);
     if (rank == 0 && local_failure)
         CHECK(s == DFCCL_ERR_UNSUPPORTED, "the local failure: %s", dfccl_status_string(s));

@@ -102,7 +102,7 @@ static int body_timeout(int rank, int size, sim_world_t *world, void *arg)
     dfccl_comm_params_t p = sim_comm_params(world, rank, 7, DFCCL_BACKEND_HOST);
     CHECK(dfccl_comm_create(ctx, &p, &comm) == DFCCL_OK, "comm");
     if (rank == 0) {
-        dfccl_coll_args_t a = { DFCCL_COLL_ALLREDUCE, in, out, 64, NULL, DFCCL_FLOAT, DFCCL_OP_SUM, 0, NULL, NULL };
+        dfccl_coll_args_t a = { DFCCL_COLL_ALLREDUCE, in, out, 64, NULL, DFCCL_FLOAT, DFCCL_OP_SUM, 0, NULL, NULL, DFCCL_BUFFERS_NATIVE };
         memset(in, 0, sizeof(in));
         CHECK(dfccl_coll_post(comm, &a) == DFCCL_OK, "post");
         CHECK(wait_completions(ctx, 1, &last) == 0 && last == DFCCL_ERR_TIMEOUT,
@@ -184,7 +184,7 @@ static int body_disorder(int rank, int size, sim_world_t *world, void *arg)
     for (int k = 0; k < DISORDER_COMMS; k++) {
         int c = (k + rank) % DISORDER_COMMS;   /* each rank its own order */
         dfccl_coll_args_t a = { DFCCL_COLL_ALLREDUCE, in, out[c], DISORDER_COUNT, NULL,
-                                DFCCL_FLOAT, DFCCL_OP_SUM, 0, NULL, NULL };
+                                DFCCL_FLOAT, DFCCL_OP_SUM, 0, NULL, NULL, DFCCL_BUFFERS_NATIVE };
         CHECK(dfccl_coll_post(comm[c], &a) == DFCCL_OK, "post");
     }
     if (drives) {
@@ -273,7 +273,7 @@ static int body_post_during_setup(int rank, int size, sim_world_t *world, void *
     for (int k = 0; k < POSTS; k++) {
         for (int i = 0; i < N; i++) in[k][i] = (float)(rank + 1) * (float)(k + 1);
         dfccl_coll_args_t a = { DFCCL_COLL_ALLREDUCE, in[k], out[k], N, NULL, DFCCL_FLOAT,
-                                DFCCL_OP_SUM, 0, NULL, NULL };
+                                DFCCL_OP_SUM, 0, NULL, NULL, DFCCL_BUFFERS_NATIVE };
         CHECK(dfccl_coll_post(comm, &a) == DFCCL_OK, "post %d during the set-up", k);
     }
     for (int spins = 0; (status = dfccl_comm_create_test(comm)) == DFCCL_INPROGRESS &&

@@ -15,6 +15,7 @@
 #include "backends/gpu/setup_hello.h"
 #include "util/log.h"
 #include "backends/gpu/net_side.h"
+#include "backends/gpu/stage.h"
 #include "backends/gpu/state.h"
 
 #define GPU_FIFO_ALIGN 256
@@ -316,6 +317,10 @@ static dfccl_status_t gpu_comm_finish(dfccl_comm_t *comm, dfccl_status_t agreed)
 
 const dfccl_backend_ops_t dfccl_gpu_backend = {
     .name        = "GPU",
+    .memory      = DFCCL_BUFFERS_DEVICE,
+    .stage_alloc = dfccl_gpu_stage_alloc,
+    .stage_free  = dfccl_gpu_stage_free,
+    .copy        = dfccl_gpu_copy,
     .context_open  = dfccl_gpu_context_open,
     .context_close = dfccl_gpu_context_close,
     .poll        = dfccl_gpu_poll,

@@ -304,6 +304,9 @@ dfccl_status_t dfccl_coll_post_stream(dfccl_comm_t *comm, const dfccl_coll_args_
     if (comm == NULL || args == NULL) return DFCCL_ERR_INVALID_PARAM;
     if ((status = dfccl_comm_usable(comm)) != DFCCL_OK) return status;
     if (gpu_comm_of(comm) == NULL) return DFCCL_ERR_UNSUPPORTED;   /* GPU communicators only */
+    /* never staged: a copy out would have to be stream-ordered too */
+    if (args->buffers != DFCCL_BUFFERS_NATIVE && args->buffers != DFCCL_BUFFERS_DEVICE)
+        return DFCCL_ERR_UNSUPPORTED;
     if ((status = dfccl_coll_check_args(comm, args, &total)) != DFCCL_OK) return status;
     if ((status = streams_get(comm->context, &s)) != DFCCL_OK) return status;
     if ((op = calloc(1, sizeof(*op))) == NULL) return DFCCL_ERR_NO_MEMORY;

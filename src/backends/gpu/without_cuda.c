@@ -68,6 +68,7 @@ static void none_context_close(dfccl_context_t *ctx, void *state)
 
 const dfccl_backend_ops_t dfccl_gpu_backend = {
     .name        = "gpu (not built)",
+    .memory      = DFCCL_BUFFERS_DEVICE,   /* staging to or from it is refused: no copy */
     .context_open  = none_context_open,
     .context_close = none_context_close,
     .hello_bytes = none_hello_bytes,
@@ -77,28 +78,6 @@ const dfccl_backend_ops_t dfccl_gpu_backend = {
     .release     = none_release,
     .post        = none_post,
 };
-
-dfccl_status_t dfccl_gpu_stage_alloc(dfccl_context_t *context, size_t bytes, void **buf_p)
-{
-    (void)context;
-    (void)bytes;
-    *buf_p = NULL;
-    return DFCCL_ERR_UNSUPPORTED;
-}
-
-void dfccl_gpu_stage_free(dfccl_context_t *context, void *buf)
-{
-    (void)context;
-    (void)buf;
-}
-
-dfccl_status_t dfccl_gpu_copy(dfccl_context_t *context, void *dst, const void *src, size_t bytes)
-{
-    (void)context;
-    (void)dst;
-    (void)src;
-    return bytes == 0 ? DFCCL_OK : DFCCL_ERR_UNSUPPORTED;
-}
 
 dfccl_status_t dfccl_coll_post_stream(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
                                       void *stream)

@@ -330,6 +330,7 @@ static void host_release(dfccl_comm_t *comm)
 
 const dfccl_backend_ops_t dfccl_host_backend = {
     .name          = "host",
+    .memory        = DFCCL_BUFFERS_HOST,
     .context_open  = dfccl_host_context_open,
     .context_close = dfccl_host_context_close,
     .hello_bytes   = host_hello_bytes,

@@ -174,19 +174,14 @@ typedef struct mca_coll_dfccl_request_t {
     bool                 on_host;     /* posted to the host side (counted in host_in_flight) */
     int32_t              refs;        /* the engine's and the caller's: the last one
                                          to let go returns the request */
-    /* staging (coll_dfccl_stage.c): the buffers were of another memory kind
-     * than the call's path carries */
-    void                *stage_buf;       /* NULL: not staged */
-    bool                 stage_on_device;
-    void                *stage_user_out;  /* the caller's receive buffer */
-    const void          *stage_out;       /* where the path leaves the result */
-    size_t               stage_out_bytes;
-    const void          *stage_in_src;    /* what each start copies in ... */
-    void                *stage_in_dst;    /* ... to here */
-    size_t               stage_in_bytes;
-    /* packing (allgather of a non-contiguous layout): this rank's block is
-     * packed at each start, the blocks arrive packed at stage_out and are
-     * unpacked into the caller's buffer */
+    /* packing (allgather of a non-contiguous layout, coll_dfccl_pack.c):
+     * this rank's block is packed at each start into pack_in, the blocks
+     * arrive packed at pack_out and are unpacked into the caller's buffer */
+    void                *pack_buf;        /* NULL: not packed */
+    void                *pack_user_out;   /* the caller's receive buffer */
+    const void          *pack_out;
+    void                *pack_in;
+    size_t               pack_block_bytes;
     ompi_datatype_t     *pack_dtype;      /* retained; NULL: not packed */
     int                  pack_count;      /* elements per rank's block */
     int                  pack_blocks;     /* ranks */
@@ -242,6 +237,9 @@ void mca_coll_dfccl_types_init(void);
  * is asked if loaded); MPI_IN_PLACE and NULL are not device memory */
 void mca_coll_dfccl_memory_kinds(const void *sbuf, const void *rbuf, bool *send_dev,
                                  bool *recv_dev);
+/* Copies between host memory and the device memory (dst_dev: dst is the
+ * device buffer, else src) through the CUDA driver; complete on return. */
+int  mca_coll_dfccl_memory_copy(void *dst, const void *src, size_t bytes, bool dst_dev);
 
 /* requests */
 mca_coll_dfccl_request_t *mca_coll_dfccl_request_get(ompi_communicator_t *comm);
@@ -275,23 +273,16 @@ void mca_coll_dfccl_persist_drop(mca_coll_dfccl_request_t *req);
 /* types: an engine status as an MPI error */
 int  mca_coll_dfccl_request_error(dfccl_status_t status);
 
-/* staging (coll_dfccl_stage.c): copies the input into memory of the path's
- * kind (device: on_device) and points args at it; stage_out copies the
- * result to the caller's buffer at completion (an MPI error code);
- * stage_drop gives the memory back (request release) */
-int  mca_coll_dfccl_stage_in(mca_coll_dfccl_request_t *req, dfccl_coll_args_t *args, int rank,
-                             int size, bool on_device);
-/* the two halves of stage_in (and of pack_in): the memory and the
- * pointers, once; the copy (or the packing) of the input, at each start */
-int  mca_coll_dfccl_stage_setup(mca_coll_dfccl_request_t *req, dfccl_coll_args_t *args, int rank,
-                                int size, bool on_device);
+/* packing (coll_dfccl_pack.c): the memory and the pointers, once
+ * (pack_setup); the packing of this rank's block, at each start
+ * (pack_copy_in); both at once (pack_in); the unpacking of every block
+ * before completion (pack_out); the memory back (pack_drop, at the
+ * request's release) */
 int  mca_coll_dfccl_pack_setup(mca_coll_dfccl_request_t *req, dfccl_coll_args_t *args,
                                const mca_coll_dfccl_pack_t *pack, int rank, int size);
-int  mca_coll_dfccl_stage_copy_in(mca_coll_dfccl_request_t *req);
-int  mca_coll_dfccl_stage_out(mca_coll_dfccl_request_t *req);
-void mca_coll_dfccl_stage_drop(mca_coll_dfccl_request_t *req);
-/* packs this rank's block into host memory and points args at it; the
- * completion unpacks every block (stage_out) */
+int  mca_coll_dfccl_pack_copy_in(mca_coll_dfccl_request_t *req);
+int  mca_coll_dfccl_pack_out(mca_coll_dfccl_request_t *req);
+void mca_coll_dfccl_pack_drop(mca_coll_dfccl_request_t *req);
 int  mca_coll_dfccl_pack_in(mca_coll_dfccl_request_t *req, dfccl_coll_args_t *args,
                             const mca_coll_dfccl_pack_t *pack, int rank, int size);
 

@@ -22,7 +22,8 @@
  */
 typedef struct {
     enum { DFCCL_ROUTE_STOCK, DFCCL_ROUTE_HOST, DFCCL_ROUTE_GPU } path;
-    bool stage;   /* this rank's buffers are not of the path's memory kind */
+    bool stage;   /* this rank's buffers are not of the path's memory kind ... */
+    dfccl_buffers_t buffers;   /* ... but these, which the engine stages */
     const mca_coll_dfccl_pack_t *pack;   /* allgather of a non-contiguous layout */
 } dfccl_route_t;
 
@@ -30,10 +31,12 @@ static dfccl_route_t dfccl_route(const mca_coll_dfccl_module_t *m, const void *s
                                  const void *rbuf)
 {
     bool send_dev, recv_dev, all_dev;
-    dfccl_route_t route = { DFCCL_ROUTE_STOCK, false, NULL };
+    dfccl_route_t route = { DFCCL_ROUTE_STOCK, false, DFCCL_BUFFERS_NATIVE, NULL };
 
     mca_coll_dfccl_memory_kinds(sbuf, rbuf, &send_dev, &recv_dev);
     all_dev = (sbuf == MPI_IN_PLACE || send_dev) && recv_dev;
+    route.buffers = all_dev ? DFCCL_BUFFERS_DEVICE
+                    : send_dev || recv_dev ? DFCCL_BUFFERS_MIXED : DFCCL_BUFFERS_HOST;
 
     if (mca_coll_dfccl_component.host_buffers == MCA_COLL_DFCCL_HOST_BUFFERS_ENGINE) {
         if (m->gpu_agreed) {
@@ -54,6 +57,7 @@ static dfccl_route_t dfccl_route(const mca_coll_dfccl_module_t *m, const void *s
          * ranks on one node or reached through the network transport */
         route.path = DFCCL_ROUTE_GPU;
     }
+    if (!route.stage) route.buffers = DFCCL_BUFFERS_NATIVE;
     return route;
 }
 
@@ -131,17 +135,15 @@ static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_route_t route, dfccl_coll
      * than fall back alone */
     if (route.path == DFCCL_ROUTE_GPU && mca_coll_dfccl_context_get(&ctx) != OMPI_SUCCESS)
         return OMPI_ERR_OUT_OF_RESOURCE;
+    args->buffers = route.buffers;   /* staged by the engine where not the path's kind */
     if (init != NULL)
         return mca_coll_dfccl_persist_init(m, route.path == DFCCL_ROUTE_GPU, route.stage, route.pack,
                                            args, init->info, init->ordinal, request);
     req = mca_coll_dfccl_request_get(m->comm);
     if (req == NULL) return OMPI_ERR_OUT_OF_RESOURCE;   /* never fall back alone */
-    if (route.stage || route.pack != NULL) {
-        rc = route.pack != NULL
-                 ? mca_coll_dfccl_pack_in(req, args, route.pack, ompi_comm_rank(m->comm),
-                                          ompi_comm_size(m->comm))
-                 : mca_coll_dfccl_stage_in(req, args, ompi_comm_rank(m->comm),
-                                           ompi_comm_size(m->comm), route.path == DFCCL_ROUTE_GPU);
+    if (route.pack != NULL) {
+        rc = mca_coll_dfccl_pack_in(req, args, route.pack, ompi_comm_rank(m->comm),
+                                    ompi_comm_size(m->comm));
         if (rc != OMPI_SUCCESS) {   /* an error, never a lone fallback */
             mca_coll_dfccl_request_release(req);
             mca_coll_dfccl_request_release(req);

@@ -247,9 +247,9 @@ int mca_coll_dfccl_progress(void)
         mca_coll_dfccl_request_t *req = done[i].user;
         if (req->on_host) opal_atomic_add_fetch_32(&mca_coll_dfccl_component.host_in_flight, -1);
         req->super.super.req_status.MPI_ERROR = mca_coll_dfccl_request_error(done[i].status);
-        /* a staged call's result reaches the caller's buffer before completion */
+        /* a packed call's result reaches the caller's buffer before completion */
         if (req->super.super.req_status.MPI_ERROR == MPI_SUCCESS)
-            req->super.super.req_status.MPI_ERROR = mca_coll_dfccl_stage_out(req);
+            req->super.super.req_status.MPI_ERROR = mca_coll_dfccl_pack_out(req);
         ompi_request_complete(&req->super.super, true);
         mca_coll_dfccl_request_release(req);   /* the engine's reference */
     }

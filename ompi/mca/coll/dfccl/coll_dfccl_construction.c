@@ -36,8 +36,7 @@ static int dfccl_construction_done(ompi_request_t *request)
     dfccl_construction_stage_t *t = request->req_complete_cb_data;
 
     if (request->req_status.MPI_ERROR == MPI_SUCCESS &&
-        dfccl_gpu_copy(mca_coll_dfccl_component.context, t->rbuf, &t->out, sizeof(int)) !=
-            DFCCL_OK)
+        mca_coll_dfccl_memory_copy(t->rbuf, &t->out, sizeof(int), true) != OMPI_SUCCESS)
         request->req_status.MPI_ERROR = MPI_ERR_OTHER;
     free(t);
     return OMPI_SUCCESS;
@@ -48,7 +47,6 @@ int mca_coll_dfccl_construction_iallreduce(mca_coll_dfccl_module_t *m, const voi
                                            ompi_communicator_t *comm, ompi_request_t **request)
 {
     dfccl_construction_stage_t *t;
-    dfccl_context_t *ctx = NULL;
     bool send_dev, recv_dev;
     int rc;
 
@@ -56,13 +54,12 @@ int mca_coll_dfccl_construction_iallreduce(mca_coll_dfccl_module_t *m, const voi
     if (!send_dev && !recv_dev)
         return m->previous_iallreduce(sbuf, rbuf, 1, MPI_INT, op, comm, request,
                                       m->previous_iallreduce_module);
-    if (mca_coll_dfccl_context_get(&ctx) != OMPI_SUCCESS) return OMPI_ERR_OUT_OF_RESOURCE;
     if ((t = malloc(sizeof(*t))) == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
     t->rbuf = rbuf;
     /* the input: the send buffer, or (in place) the receive buffer */
     const void *src = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
     bool src_dev = sbuf == MPI_IN_PLACE ? recv_dev : send_dev;
-    if (src_dev ? dfccl_gpu_copy(ctx, &t->in, src, sizeof(int)) != DFCCL_OK
+    if (src_dev ? mca_coll_dfccl_memory_copy(&t->in, src, sizeof(int), false) != OMPI_SUCCESS
                 : (memcpy(&t->in, src, sizeof(int)), false)) {
         free(t);
         return MPI_ERR_OTHER;

@@ -1,7 +1,9 @@
 /*
  * coll_dfccl_memory.c - is a buffer GPU memory? Asked of the CUDA driver
  * found at run time, so the component loads and works where there is no
- * driver. Device buffers go to the GPU side (coll_dfccl_gpu.c).
+ * driver. Device buffers go to the GPU side (coll_dfccl_colls.c's route).
+ * The few bytes of the calls that build communicators are copied here too
+ * (coll_dfccl_construction.c): those calls never enter the engine.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE   /* dl_iterate_phdr */
@@ -17,11 +19,24 @@
  * driver calls (compute-sanitizer) stay quiet. */
 typedef int (*dfccl_cu_pointer_get_attributes_fn)(unsigned int count, int *attributes, void **data,
                                                   unsigned long long ptr);
+typedef int (*dfccl_cu_pointer_get_attribute_fn)(void *data, int attribute,
+                                                 unsigned long long ptr);
+typedef int (*dfccl_cu_ctx_push_fn)(void *context);
+typedef int (*dfccl_cu_ctx_pop_fn)(void **context);
+typedef int (*dfccl_cu_memcpy_fn)(unsigned long long dst, unsigned long long src, size_t bytes);
 #define DFCCL_CU_SUCCESS                       0
+#define DFCCL_CU_POINTER_ATTRIBUTE_CONTEXT     1
 #define DFCCL_CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
 #define DFCCL_CU_MEMORYTYPE_DEVICE             2
 
 static dfccl_cu_pointer_get_attributes_fn cu_pointer_get_attributes;
+/* for copies: looked up with the query */
+static struct {
+    dfccl_cu_pointer_get_attribute_fn pointer_get_attribute;
+    dfccl_cu_ctx_push_fn              ctx_push;
+    dfccl_cu_ctx_pop_fn               ctx_pop;
+    dfccl_cu_memcpy_fn                memcpy;
+} cu_copy;
 /* The process's count of shared-object loads when the driver was last
  * looked for and not found (0: never looked, or the count is unknown). */
 static unsigned long long driver_missing_at_loads;
@@ -57,6 +72,11 @@ static dfccl_cu_pointer_get_attributes_fn driver_query(void)
             __atomic_store_n(&driver_missing_at_loads, loads, __ATOMIC_RELAXED);
             return NULL;
         }
+        cu_copy.pointer_get_attribute =
+            (dfccl_cu_pointer_get_attribute_fn)dlsym(driver, "cuPointerGetAttribute");
+        cu_copy.ctx_push = (dfccl_cu_ctx_push_fn)dlsym(driver, "cuCtxPushCurrent_v2");
+        cu_copy.ctx_pop = (dfccl_cu_ctx_pop_fn)dlsym(driver, "cuCtxPopCurrent_v2");
+        cu_copy.memcpy = (dfccl_cu_memcpy_fn)dlsym(driver, "cuMemcpy");
         cu_pointer_get_attributes =
             (dfccl_cu_pointer_get_attributes_fn)dlsym(driver, "cuPointerGetAttributes");
         if (cu_pointer_get_attributes == NULL) return NULL;
@@ -84,4 +104,26 @@ void mca_coll_dfccl_memory_kinds(const void *sbuf, const void *rbuf, bool *send_
 
     *send_dev = query != NULL && memory_is_device(query, sbuf);
     *recv_dev = query != NULL && memory_is_device(query, rbuf);
+}
+
+int mca_coll_dfccl_memory_copy(void *dst, const void *src, size_t bytes, bool dst_dev)
+{
+    void *context = NULL, *popped = NULL;
+    unsigned long long device_ptr = (unsigned long long)(uintptr_t)(dst_dev ? dst : src);
+    int rc;
+
+    if (driver_query() == NULL || cu_copy.pointer_get_attribute == NULL ||
+        cu_copy.ctx_push == NULL || cu_copy.ctx_pop == NULL || cu_copy.memcpy == NULL)
+        return OMPI_ERR_NOT_AVAILABLE;
+    /* the calling thread need not have the buffer's context current:
+     * push it for the copy. cuMemcpy (unified addressing) takes both
+     * directions and has the data in place on return. */
+    if (cu_copy.pointer_get_attribute(&context, DFCCL_CU_POINTER_ATTRIBUTE_CONTEXT, device_ptr) !=
+            DFCCL_CU_SUCCESS ||
+        cu_copy.ctx_push(context) != DFCCL_CU_SUCCESS)
+        return OMPI_ERROR;
+    rc = cu_copy.memcpy((unsigned long long)(uintptr_t)dst, (unsigned long long)(uintptr_t)src,
+                        bytes);
+    cu_copy.ctx_pop(&popped);
+    return rc == DFCCL_CU_SUCCESS ? OMPI_SUCCESS : OMPI_ERROR;
 }

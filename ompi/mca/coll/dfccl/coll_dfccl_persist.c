@@ -21,10 +21,10 @@
  * communicator's, alike on every rank.
  *
  * What can be prepared is prepared once: the route (as the nonblocking
- * form would take it), the staging or packing memory, the scheduling
- * priority and, on the host engine, the collective's plan
+ * form would take it), the packing memory, the scheduling priority and,
+ * on the host engine, the collective's plan and staging memory
  * (dfccl_coll_prepare, once its communicator is ready). MPI_Start only
- * copies a staged input in and submits. The request is inactive between
+ * packs an input and submits. The request is inactive between
  * runs and goes back to the free list once it is freed and its last run
  * completed; its channel goes with it.
  */
@@ -41,7 +41,7 @@
 typedef struct mca_coll_dfccl_persist_t {
     mca_coll_dfccl_module_t *module;   /* the request holds the communicator */
     bool                     on_gpu;
-    dfccl_coll_args_t        args;     /* staged pointers where staged; counts: ours */
+    dfccl_coll_args_t        args;     /* packed pointers where packed; counts: ours */
     size_t                  *counts;
     dfccl_prepared_t        *prepared; /* host engine: planned once; NULL: each start posts */
     bool                     prepare_tried;
@@ -103,9 +103,10 @@ static int dfccl_persist_start_one(mca_coll_dfccl_request_t *req)
     r->req_status._cancelled = 0;
     r->req_state = OMPI_REQUEST_ACTIVE;
     r->req_complete = REQUEST_PENDING;
-    /* the input as it is now; an error here fails the start on this rank,
-     * and its peers' runs then end with the watchdog's report */
-    rc = mca_coll_dfccl_stage_copy_in(req);
+    /* a packed input as it is now (the engine copies a staged one in); an
+     * error here fails the start on this rank, and its peers' runs then end
+     * with the watchdog's report */
+    rc = mca_coll_dfccl_pack_copy_in(req);
     if (rc != OMPI_SUCCESS) {
         dfccl_persist_deactivate(r);
         return rc;
@@ -171,7 +172,6 @@ int mca_coll_dfccl_persist_init(mca_coll_dfccl_module_t *m, bool on_gpu, bool st
         p->args.counts = p->counts;
     }
     if (pack != NULL) rc = mca_coll_dfccl_pack_setup(req, &p->args, pack, rank, size);
-    else if (stage) rc = mca_coll_dfccl_stage_setup(req, &p->args, rank, size, on_gpu);
     if (rc != OMPI_SUCCESS) {   /* an error, never a lone fallback */
         mca_coll_dfccl_request_release(req);
         return rc;

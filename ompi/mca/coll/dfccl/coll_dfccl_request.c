@@ -12,7 +12,7 @@ static void dfccl_request_construct(mca_coll_dfccl_request_t *req)
 {
     req->comm = NULL;
     req->refs = 0;
-    req->stage_buf = NULL;
+    req->pack_buf = NULL;
     req->pack_dtype = NULL;
     req->pack_send_dtype = NULL;
     req->persist = NULL;
@@ -57,7 +57,7 @@ mca_coll_dfccl_request_t *mca_coll_dfccl_request_get(ompi_communicator_t *comm)
     req->super.data.objs[1] = NULL;
     req->refs = 2;
     req->comm = comm;
-    req->stage_buf = NULL;
+    req->pack_buf = NULL;
     req->pack_dtype = NULL;
     req->pack_send_dtype = NULL;
     req->persist = NULL;
@@ -68,7 +68,7 @@ mca_coll_dfccl_request_t *mca_coll_dfccl_request_get(ompi_communicator_t *comm)
 void mca_coll_dfccl_request_release(mca_coll_dfccl_request_t *req)
 {
     if (OPAL_THREAD_ADD_FETCH32(&req->refs, -1) != 0) return;
-    mca_coll_dfccl_stage_drop(req);   /* the engine is done with it too */
+    mca_coll_dfccl_pack_drop(req);   /* the engine is done with it too */
     mca_coll_dfccl_persist_drop(req);
     OBJ_RELEASE(req->comm);
     req->comm = NULL;
