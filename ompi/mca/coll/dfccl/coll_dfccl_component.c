@@ -5,6 +5,7 @@
  */
 #include <sched.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 #include "coll_dfccl.h"
 #include "opal/mca/base/mca_base_var.h"
@@ -40,6 +41,29 @@ static const mca_base_var_enum_value_t mca_coll_dfccl_host_buffers_values[] = {
     { MCA_COLL_DFCCL_HOST_BUFFERS_ENGINE, "engine" },
     { 0, NULL }
 };
+
+/* Engine knobs whose values have names (the engine takes the numbers,
+ * which the parameter still accepts). */
+static const mca_base_var_enum_value_t mca_coll_dfccl_algorithm_values[] = {
+    { 0, "ring" },
+    { 1, "hierarchical" },
+    { 2, "recursive_doubling" },
+    { 3, "auto" },
+    { 0, NULL }
+};
+
+static const mca_base_var_enum_value_t mca_coll_dfccl_net_protocol_values[] = {
+    { 0, "tagged" },
+    { 1, "rma" },
+    { 0, NULL }
+};
+
+static const mca_base_var_enum_value_t *dfccl_engine_knob_values(const char *name)
+{
+    if (strcmp(name, "algorithm") == 0) return mca_coll_dfccl_algorithm_values;
+    if (strcmp(name, "net_protocol") == 0) return mca_coll_dfccl_net_protocol_values;
+    return NULL;
+}
 
 /* The MCA type of each kind of the knob tables. */
 #define DFCCL_VAR_TYPE_SIZE     MCA_BASE_VAR_TYPE_SIZE_T
@@ -86,7 +110,8 @@ static int dfccl_register(void)
     dfccl_config_init(&defaults);
 #define DFCCL_KNOB(field, mca, kind, def, min, max, multiple, group, level, scope, help, reason) \
     c->mca = (MCA_COLL_DFCCL_TYPE_##kind)defaults.field;                                        \
-    dfccl_register_knob(#mca, help ". Default " reason, DFCCL_VAR_TYPE_##kind, NULL,            \
+    dfccl_register_knob(#mca, help ". Default " reason, DFCCL_VAR_TYPE_##kind,                  \
+                        dfccl_engine_knob_values(#mca),                                         \
                         OPAL_INFO_LVL_##level, MCA_BASE_VAR_SCOPE_##scope, &c->mca);
 #define DFCCL_KNOB_FROM_CALLER(...)
 #include "include/dfccl_knobs.def"
