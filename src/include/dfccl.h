@@ -209,8 +209,12 @@ dfccl_status_t dfccl_comm_create(dfccl_context_t *context,
  * application passes the id's bytes to every rank by any means; each rank
  * then calls dfccl_comm_create_by_id with the same size and its own rank
  * (collective, blocking until the set-up ends, bounded by the timeout).
- * The rendezvous listens on DFCCL_BOOTSTRAP_ADDR when set, else on the
- * address this host's name resolves to. An id serves one communicator.
+ * The rendezvous runs over UCX (DFCCL_ERR_UNSUPPORTED in a build without
+ * it): a listener on DFCCL_BOOTSTRAP_ADDR when set, else on the first
+ * device of UCX_NET_DEVICES with an address, else on the first interface
+ * that is up and not loopback (docs/api.md). UCX does not survive fork():
+ * make the id in a process that forks no ranks afterwards. An id serves
+ * one communicator.
  */
 #define DFCCL_UNIQUE_ID_BYTES 128
 typedef struct { char internal[DFCCL_UNIQUE_ID_BYTES]; } dfccl_unique_id_t;

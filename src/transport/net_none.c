@@ -2,6 +2,7 @@
  * that span nodes cannot be set up (the caller takes its own path). */
 #include <stdio.h>
 #include "transport/net.h"
+#include "transport/rendezvous.h"
 
 int dfccl_net_available(char *why, size_t len)
 {
@@ -78,3 +79,36 @@ int dfccl_net_link_failed(const dfccl_net_link_t *link, char *why, size_t len)
 
 int dfccl_net_progress(dfccl_net_t *net) { (void)net; return 0; }
 int dfccl_net_busy(dfccl_net_t *net) { (void)net; return 0; }
+
+/* rendezvous.h: communicators from a unique id need UCX */
+dfccl_status_t dfccl_rendezvous_serve(struct sockaddr_storage *where, uint64_t token,
+                                      double timeout_sec)
+{
+    (void)where; (void)token; (void)timeout_sec;
+    return DFCCL_ERR_UNSUPPORTED;
+}
+
+dfccl_status_t dfccl_rendezvous_join(dfccl_net_t *net, const struct sockaddr_storage *where,
+                                     uint64_t token, int rank, int size, double timeout_sec,
+                                     dfccl_rendezvous_t **rdv_p)
+{
+    (void)net; (void)where; (void)token; (void)rank; (void)size; (void)timeout_sec; (void)rdv_p;
+    return DFCCL_ERR_UNSUPPORTED;
+}
+
+int dfccl_rendezvous_allgather_start(void *arg, const void *sendbuf, void *recvbuf,
+                                     size_t bytes, void **request_p)
+{
+    (void)arg; (void)sendbuf; (void)recvbuf; (void)bytes; (void)request_p;
+    return -1;
+}
+int dfccl_rendezvous_allgather_test(void *arg, void *request) { (void)arg; (void)request; return -1; }
+void dfccl_rendezvous_allgather_cancel(void *arg, void *request) { (void)arg; (void)request; }
+void dfccl_rendezvous_leave(dfccl_rendezvous_t *rdv) { (void)rdv; }
+
+const char *dfccl_rendezvous_addr_string(const struct sockaddr_storage *sa, char *buf, size_t len)
+{
+    (void)sa;
+    if (len > 0) buf[0] = '\0';
+    return buf;
+}

@@ -52,7 +52,9 @@ dfccl_status_t dfccl_net_open(dfccl_net_t **net_p, dfccl_net_protocol_t protocol
     }
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-    params.features = UCP_FEATURE_TAG;
+    /* tagged messages carry the links; the stream, the set-up exchanges of
+     * communicators made from a unique id (ucx_rendezvous_client.c) */
+    params.features = UCP_FEATURE_TAG | UCP_FEATURE_STREAM;
     /* RMA adds lanes (or their emulation) to every endpoint: only for the
      * protocol that puts */
     if (protocol == DFCCL_NET_RMA) params.features |= UCP_FEATURE_RMA;

@@ -369,6 +369,34 @@ static int body_bench(int rank, int size, sim_world_t *world, void *arg)
 
 /* Asks a forked child whether a CUDA device is usable: the parent must not
  * touch CUDA before forking the ranks. */
+/* A GPU communicator made from a unique id (the rendezvous over UCX):
+ * rank 0 makes the id, the world's allgather hands it on; the three
+ * collectives on device buffers. */
+static int body_by_id(int rank, int size, sim_world_t *world, void *arg)
+{
+    static const dfccl_coll_type_t types[] = { DFCCL_COLL_ALLREDUCE, DFCCL_COLL_ALLGATHER,
+                                               DFCCL_COLL_REDUCE_SCATTER };
+    dfccl_unique_id_t id, ids[16];
+    dfccl_context_t *ctx;
+    dfccl_comm_t *comm;
+
+    (void)arg;
+    if (gpu_setup(rank, &ctx, 60) != 0) return 1;
+    if (rank == 0) CHECK(dfccl_unique_id_create(&id) == DFCCL_OK, "unique id");
+    CHECK(sim_allgather(&id, ids, sizeof(id), world) == 0, "handing the id on");
+    CHECK(dfccl_comm_create_by_id(ctx, &ids[0], size, rank, DFCCL_BACKEND_GPU, &comm) == DFCCL_OK,
+          "a GPU communicator from the id");
+    static const size_t counts[] = { 7, 4099, 1 << 20 };
+    for (size_t t = 0; t < 3; t++)
+        for (size_t k = 0; k < 3; k++)
+            if (run_one(rank, size, ctx, comm, types[t], DFCCL_FLOAT, DFCCL_OP_SUM, counts[k],
+                        0) != 0)
+                return 1;
+    dfccl_comm_destroy(comm);
+    dfccl_context_destroy(ctx);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     int sizes[] = { 2, 4, 8 }, failed = 0, max_ranks = argc > 1 ? atoi(argv[1]) : 8;
@@ -429,6 +457,20 @@ int main(int argc, char **argv)
             test_node_split = 0;
         }
         fflush(stdout);
+    }
+    char why[160];
+    if (dfccl_net_available(why, sizeof(why))) {
+        for (unsigned split = 0; split <= 1; split++) {
+            int n = max_ranks < 4 ? max_ranks : 4;
+            test_node_split = split;
+            int f = sim_run(n, 300, body_by_id, NULL);
+            printf("collectives on %d ranks from a unique id%s: %s\n", n,
+                   split ? ", every rank its own node" : "", f ? "FAIL" : "ok");
+            failed += f != 0;
+        }
+        test_node_split = 0;
+    } else {
+        printf("communicators from a unique id: skipped (%s)\n", why);
     }
     int f = sim_run(2, 120, body_timeout, NULL);
     printf("watchdog names the missing peer: %s\n", f ? "FAIL" : "ok");
