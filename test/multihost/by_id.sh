@@ -40,7 +40,7 @@ run_case() {
                 [ "${pair%%:*}" = "$r" ] && extra="${pair#*:}"
             done
             echo "( '$prog' --rank $r --size $np --id-file '$dir/id' --timeout $timeout" \
-                 "--count 4099 $extra > '$dir/out.$r' 2>&1; echo \$? > '$dir/rc.$r' ) &" \
+                 "--count 4099 --done-dir '$dir' $extra > '$dir/out.$r' 2>&1; echo \$? > '$dir/rc.$r' ) &" \
                  >> "$dir/h$h.sh"
         done
         echo wait >> "$dir/h$h.sh"

@@ -76,6 +76,24 @@ static int read_id(const char *path, dfccl_unique_id_t *id, double wait_ms)
     }
 }
 
+/* Says this rank is done and waits (bounded) until every rank is: a rank
+ * that ends its process while a peer on another node still takes its last
+ * data can reset that connection first (TCP drops what the peer had not
+ * read), which MPI programs never see, as MPI_Finalize waits for all. */
+static void all_done(const char *dir, int rank, int size)
+{
+    char path[4096];
+    double until = now_ms() + 30000;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/done.%d", dir, rank);
+    if ((f = fopen(path, "w")) != NULL) fclose(f);
+    for (int r = 0; r < size && now_ms() < until; r++) {
+        snprintf(path, sizeof(path), "%s/done.%d", dir, r);
+        while (access(path, F_OK) != 0 && now_ms() < until) usleep(5000);
+    }
+}
+
 /* Waits (bounded) for the three collectives. */
 static int wait_three(dfccl_context_t *ctx, int rank)
 {
@@ -103,6 +121,7 @@ static int wait_three(dfccl_context_t *ctx, int rank)
 int main(int argc, char **argv)
 {
     int rank = -1, size = 0, die_after_ms = 0, start_delay_ms = 0, rc = 0;
+    const char *done_dir = NULL;
     double timeout = 20;
     const char *id_file = NULL;
     size_t n = 70001;
@@ -121,11 +140,12 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--die-after-ms")) die_after_ms = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--start-delay-ms")) start_delay_ms = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--count")) n = (size_t)atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--done-dir")) done_dir = argv[i + 1];
         else rank = -2;
     }
     if (rank < 0 || size <= 0 || rank >= size || size > 64 || id_file == NULL) {
         fprintf(stderr, "usage: %s --rank R --size N --id-file F [--timeout S] [--count N]"
-                        " [--die-after-ms M] [--start-delay-ms D]\n", argv[0]);
+                        " [--die-after-ms M] [--start-delay-ms D] [--done-dir D]\n", argv[0]);
         return 2;
     }
     int stale_segments = own_segments_left();
@@ -167,6 +187,7 @@ int main(int argc, char **argv)
     if (rc == 0 && (wait_three(ctx, rank) != 0 || sim_three_check(&t, rank, size, n, rs_counts)))
         rc = 2;
     sim_three_free(&t);
+    if (done_dir != NULL) all_done(done_dir, rank, size);
     dfccl_comm_destroy(comm);
     dfccl_context_destroy(ctx);
     if (own_segments_left() != stale_segments) {
