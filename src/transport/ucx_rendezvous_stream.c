@@ -16,21 +16,22 @@ static void rdv_op_posted(ucs_status_ptr_t p, rdv_op_t *op)
     else op->req = p, op->status = UCS_INPROGRESS;
 }
 
+/* An operation that needs no request: on a closed endpoint (it fails) or
+ * of no bytes (done). 1 when op was settled so. */
+static int rdv_op_settled(ucp_ep_h ep, size_t len, rdv_op_t *op)
+{
+    if (ep != NULL && len > 0) return 0;
+    op->req = NULL;
+    op->status = ep == NULL ? UCS_ERR_CONNECTION_RESET : UCS_OK;
+    return 1;
+}
+
 void rdv_recv(ucp_ep_h ep, void *buf, size_t len, rdv_op_t *op)
 {
     ucp_request_param_t param = { 0 };
     size_t got = 0;
 
-    if (ep == NULL) {
-        op->req = NULL;
-        op->status = UCS_ERR_CONNECTION_RESET;
-        return;
-    }
-    if (len == 0) {
-        op->req = NULL;
-        op->status = UCS_OK;
-        return;
-    }
+    if (rdv_op_settled(ep, len, op)) return;
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags = UCP_STREAM_RECV_FLAG_WAITALL;   /* complete only with all len bytes */
     rdv_op_posted(ucp_stream_recv_nbx(ep, buf, len, &got, &param), op);
@@ -40,16 +41,7 @@ void rdv_send(ucp_ep_h ep, const void *buf, size_t len, rdv_op_t *op)
 {
     ucp_request_param_t param = { 0 };
 
-    if (ep == NULL) {
-        op->req = NULL;
-        op->status = UCS_ERR_CONNECTION_RESET;
-        return;
-    }
-    if (len == 0) {
-        op->req = NULL;
-        op->status = UCS_OK;
-        return;
-    }
+    if (rdv_op_settled(ep, len, op)) return;
     rdv_op_posted(ucp_stream_send_nbx(ep, buf, len, &param), op);
 }
 

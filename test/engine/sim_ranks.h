@@ -65,6 +65,10 @@ void sim_three_free(sim_three_t *t);
 /* 0 when all results are right, else 1 after a line saying what is wrong. */
 int sim_three_check(const sim_three_t *t, int rank, int size, size_t n, const size_t *rs_counts);
 
+/* The shared-memory segments in /dev/shm named after this process
+ * (dfccl-PID-...): compared before and after, they show what was left. */
+int sim_own_segments(void);
+
 /* 1 when a CUDA device is usable (asked in a forked child); else 0 after a
  * "SKIP: why" line. */
 int sim_gpu_usable(void);

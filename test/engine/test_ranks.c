@@ -4,7 +4,6 @@
  * nonblocking posting, the timeout diagnosis and set-up agreement, callers
  * that drive the scheduler themselves.
  */
-#include <dirent.h>
 #include <pthread.h>
 #include <time.h>
 #include <stdio.h>
@@ -31,19 +30,6 @@ static int wait_completions(dfccl_context_t *ctx, int n, dfccl_status_t *last)
     return got == n ? ok : -1;
 }
 
-static int own_segments_left(void)
-{
-    char prefix[32];
-    struct dirent *e;
-    DIR *d = opendir("/dev/shm");
-    int n = 0;
-    snprintf(prefix, sizeof(prefix), "dfccl-%d-", (int)getpid());
-    if (d == NULL) return 0;
-    while ((e = readdir(d)) != NULL) n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
-    closedir(d);
-    return n;
-}
-
 /* Three communicators (the same ranks), every collective, nonblocking. */
 static int body_collectives(int rank, int size, sim_world_t *world, void *arg)
 {
@@ -54,7 +40,7 @@ static int body_collectives(int rank, int size, sim_world_t *world, void *arg)
     dfccl_status_t last;
 
     /* names of a killed earlier process that had our pid may be left */
-    int stale_segments = own_segments_left();
+    int stale_segments = sim_own_segments();
 
     dfccl_config_init(&cfg);
     cfg.slot_bytes = 4096;   /* small slots: many rounds and slices */
@@ -64,7 +50,7 @@ static int body_collectives(int rank, int size, sim_world_t *world, void *arg)
         dfccl_comm_params_t p = sim_comm_params(world, rank, 100 + (uint64_t)c, DFCCL_BACKEND_HOST);
         CHECK(dfccl_comm_create(ctx, &p, &comm[c]) == DFCCL_OK, "comm %d", c);
     }
-    CHECK(own_segments_left() == stale_segments, "shm names must be unlinked once mapped");
+    CHECK(sim_own_segments() == stale_segments, "shm names must be unlinked once mapped");
     for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
         size_t n = counts[k], rs_counts[64], total = 0;
         for (int r = 0; r < size; r++) total += rs_counts[r] = (n + (size_t)r) % (n + 2);
@@ -246,7 +232,7 @@ static int body_mismatch(int rank, int size, sim_world_t *world, void *arg)
     CHECK(dfccl_context_create(&cfg, &ctx) == DFCCL_OK, "context");
     dfccl_comm_params_t p = sim_comm_params(world, rank, 9, DFCCL_BACKEND_HOST);
     CHECK(dfccl_comm_create(ctx, &p, &comm) == DFCCL_ERR_INVALID_PARAM, "mismatch must fail");
-    CHECK(own_segments_left() == 0, "failed creation must not leave segments");
+    CHECK(sim_own_segments() == 0, "failed creation must not leave segments");
     dfccl_context_destroy(ctx);
     return 0;
 }

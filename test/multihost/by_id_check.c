@@ -12,7 +12,6 @@
  * failure cases expect); 2: wrong results, shared memory left behind, or
  * a usage error.
  */
-#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -28,19 +27,6 @@ static double now_ms(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
-
-static int own_segments_left(void)
-{
-    char prefix[32];
-    struct dirent *e;
-    DIR *d = opendir("/dev/shm");
-    int n = 0;
-    snprintf(prefix, sizeof(prefix), "dfccl-%d-", (int)getpid());
-    if (d == NULL) return 0;
-    while ((e = readdir(d)) != NULL) n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
-    closedir(d);
-    return n;
 }
 
 static void *die_later(void *arg)
@@ -148,7 +134,7 @@ int main(int argc, char **argv)
                         " [--die-after-ms M] [--start-delay-ms D] [--done-dir D]\n", argv[0]);
         return 2;
     }
-    int stale_segments = own_segments_left();
+    int stale_segments = sim_own_segments();
     if (start_delay_ms > 0) usleep((useconds_t)start_delay_ms * 1000u);
     if (rank == 0 && access(id_file, F_OK) != 0) {   /* (a damaged id may be there already) */
         if ((status = dfccl_unique_id_create(&id)) != DFCCL_OK || write_id(id_file, &id) != 0) {
@@ -171,7 +157,7 @@ int main(int argc, char **argv)
         printf("by_id rank %d of %d: creation failed: %s after %.0f ms\n", rank, size,
                dfccl_status_string(status), setup_ms);
         dfccl_context_destroy(ctx);
-        if (own_segments_left() != stale_segments) {
+        if (sim_own_segments() != stale_segments) {
             printf("by_id rank %d: shared memory left in /dev/shm after a failed creation\n",
                    rank);
             return 2;
@@ -190,7 +176,7 @@ int main(int argc, char **argv)
     if (done_dir != NULL) all_done(done_dir, rank, size);
     dfccl_comm_destroy(comm);
     dfccl_context_destroy(ctx);
-    if (own_segments_left() != stale_segments) {
+    if (sim_own_segments() != stale_segments) {
         printf("by_id rank %d: shared memory left in /dev/shm\n", rank);
         rc = 2;
     }
