@@ -123,10 +123,11 @@ dfccl_status_t dfccl_rendezvous_join(dfccl_net_t *net, const struct sockaddr_sto
                         rank, rdv->where, timeout_sec);
         else
             dfccl_error("rank %d: the bootstrap rendezvous at %s refused or could not be"
-                        " reached (%s): its service is gone (a stale id), it serves another"
-                        " set of ranks, or rank %d of %d does not fit it", rank, rdv->where,
-                        ucs_status_string(st == UCS_OK ? UCS_ERR_INVALID_PARAM : st), rank,
-                        size);
+                        " reached (%s) within the set-up timeout of %.0f s: its service is"
+                        " gone (a stale id), it serves another set of ranks, or rank %d of %d"
+                        " does not fit it", rank, rdv->where,
+                        ucs_status_string(st == UCS_OK ? UCS_ERR_INVALID_PARAM : st),
+                        timeout_sec, rank, size);
         rdv->failed = rdv->failed != 0 ? rdv->failed : (int)UCS_ERR_CANCELED;
         rdv_free(rdv);
         return DFCCL_ERR_BOOTSTRAP;
