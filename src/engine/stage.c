@@ -34,7 +34,7 @@ struct dfccl_stage {
     void                      *user;     /* the caller's cookie and callback */
     void                     (*callback)(void *user, dfccl_status_t status);
     bool                       kept;     /* a prepared call's */
-    int                        pending;  /* a run is posted (atomic) */
+    int                        pending;  /* kept: a run is posted (atomic) */
 };
 
 static size_t stage_align(size_t bytes)
@@ -169,7 +169,6 @@ dfccl_status_t dfccl_stage_open(dfccl_comm_t *comm, const dfccl_coll_args_t *arg
     staged->buffers = DFCCL_BUFFERS_NATIVE;
     staged->user = stage;
     staged->callback = stage_done;
-    stage->pending = !kept;
     *stage_p = stage;
     return DFCCL_OK;
 }

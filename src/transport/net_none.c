@@ -105,10 +105,3 @@ int dfccl_rendezvous_allgather_start(void *arg, const void *sendbuf, void *recvb
 int dfccl_rendezvous_allgather_test(void *arg, void *request) { (void)arg; (void)request; return -1; }
 void dfccl_rendezvous_allgather_cancel(void *arg, void *request) { (void)arg; (void)request; }
 void dfccl_rendezvous_leave(dfccl_rendezvous_t *rdv) { (void)rdv; }
-
-const char *dfccl_rendezvous_addr_string(const struct sockaddr_storage *sa, char *buf, size_t len)
-{
-    (void)sa;
-    if (len > 0) buf[0] = '\0';
-    return buf;
-}

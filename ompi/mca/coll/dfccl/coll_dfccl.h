@@ -265,7 +265,7 @@ int  mca_coll_dfccl_priority_of(struct mca_coll_dfccl_module_t *m);
 /* persistent collectives (coll_dfccl_persist.c): prepares a call routed to
  * the engine and returns its inactive persistent request; persist_drop
  * frees what it prepared (request release) */
-int  mca_coll_dfccl_persist_init(struct mca_coll_dfccl_module_t *m, bool on_gpu, bool stage,
+int  mca_coll_dfccl_persist_init(struct mca_coll_dfccl_module_t *m, bool on_gpu,
                                  const mca_coll_dfccl_pack_t *pack, dfccl_coll_args_t *args,
                                  struct ompi_info_t *info, uint64_t ordinal,
                                  ompi_request_t **request);

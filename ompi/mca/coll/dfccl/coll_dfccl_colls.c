@@ -18,36 +18,41 @@
  * peers' takes another route than they do, and their watchdog names it.
  * With coll_dfccl_host_buffers=engine the route is the communicator's, agreed
  * at its creation: the GPU side when every rank offered it, else the host
- * engine; a rank whose buffers are of the other kind stages them (*stage).
+ * engine; a rank whose buffers are of the other kind has the engine stage
+ * them (buffers).
  */
 typedef struct {
     enum { DFCCL_ROUTE_STOCK, DFCCL_ROUTE_HOST, DFCCL_ROUTE_GPU } path;
-    bool stage;   /* this rank's buffers are not of the path's memory kind ... */
-    dfccl_buffers_t buffers;   /* ... but these, which the engine stages */
+    /* DFCCL_BUFFERS_NATIVE, or where this rank's buffers are when they are
+     * not of the path's memory kind (the engine stages them) */
+    dfccl_buffers_t buffers;
     const mca_coll_dfccl_pack_t *pack;   /* allgather of a non-contiguous layout */
 } dfccl_route_t;
+
+#define DFCCL_ROUTE_STAGED(route) ((route).buffers != DFCCL_BUFFERS_NATIVE)
 
 static dfccl_route_t dfccl_route(const mca_coll_dfccl_module_t *m, const void *sbuf,
                                  const void *rbuf)
 {
     bool send_dev, recv_dev, all_dev;
-    dfccl_route_t route = { DFCCL_ROUTE_STOCK, false, DFCCL_BUFFERS_NATIVE, NULL };
+    dfccl_buffers_t kind;
+    dfccl_route_t route = { DFCCL_ROUTE_STOCK, DFCCL_BUFFERS_NATIVE, NULL };
 
     mca_coll_dfccl_memory_kinds(sbuf, rbuf, &send_dev, &recv_dev);
     all_dev = (sbuf == MPI_IN_PLACE || send_dev) && recv_dev;
-    route.buffers = all_dev ? DFCCL_BUFFERS_DEVICE
-                    : send_dev || recv_dev ? DFCCL_BUFFERS_MIXED : DFCCL_BUFFERS_HOST;
+    kind = all_dev ? DFCCL_BUFFERS_DEVICE
+                   : send_dev || recv_dev ? DFCCL_BUFFERS_MIXED : DFCCL_BUFFERS_HOST;
 
     if (mca_coll_dfccl_component.host_buffers == MCA_COLL_DFCCL_HOST_BUFFERS_ENGINE) {
         if (m->gpu_agreed) {
             route.path = DFCCL_ROUTE_GPU;
-            route.stage = !all_dev;
+            if (!all_dev) route.buffers = kind;
         } else if (send_dev || recv_dev) {
             /* a build without CUDA cannot copy device memory: the stock
              * path, as before this setting (all ranks alike when all pass
              * device buffers) */
             route.path = m->stage_agreed ? DFCCL_ROUTE_HOST : DFCCL_ROUTE_STOCK;
-            route.stage = m->stage_agreed;
+            if (m->stage_agreed) route.buffers = kind;
         } else {
             route.path = DFCCL_ROUTE_HOST;
         }
@@ -57,7 +62,6 @@ static dfccl_route_t dfccl_route(const mca_coll_dfccl_module_t *m, const void *s
          * ranks on one node or reached through the network transport */
         route.path = DFCCL_ROUTE_GPU;
     }
-    if (!route.stage) route.buffers = DFCCL_BUFFERS_NATIVE;
     return route;
 }
 
@@ -137,7 +141,7 @@ static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_route_t route, dfccl_coll
         return OMPI_ERR_OUT_OF_RESOURCE;
     args->buffers = route.buffers;   /* staged by the engine where not the path's kind */
     if (init != NULL)
-        return mca_coll_dfccl_persist_init(m, route.path == DFCCL_ROUTE_GPU, route.stage, route.pack,
+        return mca_coll_dfccl_persist_init(m, route.path == DFCCL_ROUTE_GPU, route.pack,
                                            args, init->info, init->ordinal, request);
     req = mca_coll_dfccl_request_get(m->comm);
     if (req == NULL) return OMPI_ERR_OUT_OF_RESOURCE;   /* never fall back alone */
@@ -152,7 +156,8 @@ static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_route_t route, dfccl_coll
     }
     args->user = req;
     args->priority = mca_coll_dfccl_priority_of(m);
-    if (request == NULL && route.path == DFCCL_ROUTE_HOST && !route.stage && route.pack == NULL)
+    if (request == NULL && route.path == DFCCL_ROUTE_HOST && !DFCCL_ROUTE_STAGED(route) &&
+        route.pack == NULL)
         rc = mca_coll_dfccl_run_host(m, args, req, &done);   /* may end here */
     else
         rc = mca_coll_dfccl_submit(m, route.path == DFCCL_ROUTE_GPU, NULL, args, NULL, req);
@@ -164,7 +169,7 @@ static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_route_t route, dfccl_coll
     DFCCL_VERBOSE(2, "%s%s on comm %s posted to the engine%s%s%s", request ? "i" : "",
                   dfccl_coll_type_name(args->type), m->comm->c_name,
                   route.path == DFCCL_ROUTE_GPU ? " (GPU)" : "",
-                  route.stage ? ", staged" : "", done ? ", ended at once" : "");
+                  DFCCL_ROUTE_STAGED(route) ? ", staged" : "", done ? ", ended at once" : "");
     if (done) {   /* run on this thread: nothing was queued */
         mca_coll_dfccl_request_release(req);
         mca_coll_dfccl_request_release(req);
@@ -275,7 +280,8 @@ static bool dfccl_prepare_allgather(const mca_coll_dfccl_module_t *m, const void
     /* packing copies through host memory: the host engine's route, with the
      * caller's buffers in host memory (the other routes take the stock path,
      * agreed by all ranks or failed on all) */
-    if (route->path != DFCCL_ROUTE_HOST || route->stage || bytes > (size_t)INT_MAX) return false;
+    if (route->path != DFCCL_ROUTE_HOST || DFCCL_ROUTE_STAGED(*route) || bytes > (size_t)INT_MAX)
+        return false;
     *pack = (mca_coll_dfccl_pack_t){ sbuf, scount, sdtype, rbuf, rcount, rdtype };
     route->pack = pack;
     args->sendbuf = NULL;   /* the packed block, set by mca_coll_dfccl_pack_in */

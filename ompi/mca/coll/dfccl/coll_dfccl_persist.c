@@ -138,7 +138,7 @@ static int dfccl_persist_start(size_t count, ompi_request_t **requests)
     return OMPI_SUCCESS;
 }
 
-int mca_coll_dfccl_persist_init(mca_coll_dfccl_module_t *m, bool on_gpu, bool stage,
+int mca_coll_dfccl_persist_init(mca_coll_dfccl_module_t *m, bool on_gpu,
                                 const mca_coll_dfccl_pack_t *pack, dfccl_coll_args_t *args,
                                 struct ompi_info_t *info, uint64_t ordinal,
                                 ompi_request_t **request)
@@ -200,7 +200,8 @@ int mca_coll_dfccl_persist_init(mca_coll_dfccl_module_t *m, bool on_gpu, bool st
     }
     dfccl_persist_prepare(p);   /* the communicator's own order: now */
     DFCCL_VERBOSE(2, "%s on comm %s prepared (persistent%s%s%s)", dfccl_coll_type_name(args->type),
-                  m->comm->c_name, on_gpu ? ", GPU" : "", stage || pack ? ", staged" : "",
+                  m->comm->c_name, on_gpu ? ", GPU" : "",
+                  args->buffers != DFCCL_BUFFERS_NATIVE || pack ? ", staged" : "",
                   strict ? ", strict order" : ", own channel");
     *request = &req->super.super;
     return OMPI_SUCCESS;
