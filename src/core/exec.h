@@ -41,6 +41,8 @@ typedef enum {
     DFCCL_WAIT_HOST = 3    /* GPU LL: our host has not released the inputs yet */
 } dfccl_wait_t;
 
+struct dfccl_exec_graph;
+
 /* Dynamic context of one collective on one rank: a few bytes to save. */
 /* (step, round, offset) is all the context there is. */
 typedef struct dfccl_exec {
@@ -62,7 +64,11 @@ typedef struct dfccl_exec {
     dfccl_dtype_t       dtype;
     dfccl_op_t          op;
     dfccl_fifo_t       *recv_fifo; /* receive connections, indexed by a step's recv_conn */
-    dfccl_fifo_t       *send_fifo; /* send connections, indexed by a step's send_conn[] */
+    dfccl_fifo_t       *send_fifo; /* send connections, indexed by a step's send_conn ... */
+    const uint8_t      *more_conns;/* ... and those of its further sends (plan.h) */
+    const uint32_t     *deps;      /* the steps' dependency lists (plan.h) */
+    struct dfccl_exec_graph *graph;/* per-step progress (exec_graph.h); NULL: the steps
+                                      run as one chain, round by round (below) */
     dfccl_wait_t        waiting;   /* why the last attempt gave up */
     int                 wait_peer; /* ... and the rank it waits for */
 } dfccl_exec_t;
@@ -103,6 +109,21 @@ DFCCL_INLINE DFCCL_HD uint64_t dfccl_exec_part(const dfccl_exec_t *x, uint64_t c
     len   = (base + (p < rem)) * unit;
     if (p == x->nparts - 1) len += count % unit;   /* the tail short of a whole unit */
     return len;
+}
+
+/* The k-th connection step s sends to (k < s->send). */
+DFCCL_INLINE DFCCL_HD dfccl_fifo_t *dfccl_exec_send_fifo(const dfccl_exec_t *x, const dfccl_step_t *s,
+                                                         uint32_t k)
+{
+    return &x->send_fifo[k == 0 ? s->send_conn : x->more_conns[s->more_at + k - 1]];
+}
+
+/* The slot the current slice of step s goes to on its k-th send connection. */
+DFCCL_INLINE DFCCL_HD char *dfccl_exec_send_slot(const dfccl_exec_t *x, const dfccl_step_t *s,
+                                                 uint32_t k)
+{
+    dfccl_fifo_t *f = dfccl_exec_send_fifo(x, s, k);
+    return dfccl_fifo_slot(f, f->count);
 }
 
 /* Rounds this executor needs: enough for its part of the largest block.
@@ -148,38 +169,80 @@ DFCCL_INLINE DFCCL_HD int dfccl_exec_done(dfccl_exec_t *x)
 }
 
 /*
- * Checks whether the next slice can move now. Returns 1 and fills *slice
- * when it can; 0 (and records why in x->waiting) when it must wait. Must not
- * be called when dfccl_exec_done() is true.
+ * The chain (no graph): the steps in program order, round by round. The
+ * GPU's ring runs so; the host runs every plan through exec_graph.h, which
+ * uses the checks and the publishing below for the step it picked.
  */
-DFCCL_INLINE DFCCL_HD int dfccl_exec_slice_begin(dfccl_exec_t *x, dfccl_slice_t *slice)
+
+/* 1 when step s can move a slice now: data on its receive connection and a
+ * free slot on every send connection; else 0, and x->waiting says why. */
+DFCCL_INLINE DFCCL_HD int dfccl_exec_step_ready(dfccl_exec_t *x, const dfccl_step_t *s)
 {
-    const dfccl_step_t *s = &x->steps[x->step];
-    uint64_t lo, left = dfccl_exec_round_len(x, &lo) - x->offset;
-    dfccl_fifo_t *in = &x->recv_fifo[s->recv_conn], *out = &x->send_fifo[s->send_conn[0]];
+    dfccl_fifo_t *in = &x->recv_fifo[s->recv_conn];
 
     if (s->recv && DFCCL_LOAD_ACQUIRE(&in->ctrl->tail) <= in->count) {
         x->waiting = DFCCL_WAIT_RECV;
         x->wait_peer = in->peer;
         return 0;
     }
-    for (uint8_t k = 0; k < s->send; k++) {
-        dfccl_fifo_t *f = &x->send_fifo[s->send_conn[k]];
+    for (uint32_t k = 0; k < s->send; k++) {
+        dfccl_fifo_t *f = dfccl_exec_send_fifo(x, s, k);
         if (f->count - DFCCL_LOAD_ACQUIRE(&f->ctrl->head) >= f->nslots) {
             x->waiting = DFCCL_WAIT_SEND;
             x->wait_peer = f->peer;
             return 0;
         }
     }
-    x->waiting  = DFCCL_WAIT_NONE;
+    x->waiting = DFCCL_WAIT_NONE;
+    return 1;
+}
+
+/* The slice of step s at element lo + x->offset of its block, left
+ * elements of its unit still to move. */
+DFCCL_INLINE DFCCL_HD void dfccl_exec_slice_fill(const dfccl_exec_t *x, const dfccl_step_t *s,
+                                                 uint64_t lo, uint64_t left, dfccl_slice_t *slice)
+{
+    dfccl_fifo_t *in = &x->recv_fifo[s->recv_conn];
+
     slice->count  = left < x->slice_elems ? (size_t)left : x->slice_elems;
     slice->reduce = s->reduce;
     slice->in  = s->recv ? dfccl_fifo_slot(in, in->count) : NULL;
-    slice->out = s->send ? dfccl_fifo_slot(out, out->count) : NULL;
-    slice->out2 = s->send > 1 ? dfccl_fifo_slot(&x->send_fifo[s->send_conn[1]],
-                                                 x->send_fifo[s->send_conn[1]].count) : NULL;
+    slice->out = s->send ? dfccl_exec_send_slot(x, s, 0) : NULL;
+    slice->out2 = s->send > 1 ? dfccl_exec_send_slot(x, s, 1) : NULL;
     slice->src = s->src_buf ? dfccl_exec_buf(x, s->src_buf, s->src_off + lo + x->offset) : NULL;
     slice->dst = s->dst_buf ? dfccl_exec_buf(x, s->dst_buf, s->dst_off + lo + x->offset) : NULL;
+}
+
+/* Frees the received slot of step s and hands the sent ones over. */
+DFCCL_INLINE DFCCL_HD void dfccl_exec_slice_publish(dfccl_exec_t *x, const dfccl_step_t *s,
+                                                    const dfccl_slice_t *slice)
+{
+    if (s->recv) {
+        dfccl_fifo_t *in = &x->recv_fifo[s->recv_conn];
+        DFCCL_STORE_RELEASE(&in->ctrl->head, ++in->count);
+    }
+    for (uint32_t k = 0; k < s->send; k++) {
+        dfccl_fifo_t *f = dfccl_exec_send_fifo(x, s, k);
+        /* a connection that crosses nodes sends what was written, not the slot */
+        if (f->lens != NULL) f->lens[f->count % f->nslots] = (uint32_t)(slice->count * x->esize);
+        DFCCL_STORE_RELEASE(&f->ctrl->tail, ++f->count);
+        x->sent_bytes += slice->count * x->esize;
+    }
+    x->slices++;
+}
+
+/*
+ * Checks whether the next slice of the chain can move now. Returns 1 and
+ * fills *slice when it can; 0 (and records why in x->waiting) when it must
+ * wait. Must not be called when dfccl_exec_done() is true.
+ */
+DFCCL_INLINE DFCCL_HD int dfccl_exec_slice_begin(dfccl_exec_t *x, dfccl_slice_t *slice)
+{
+    const dfccl_step_t *s = &x->steps[x->step];
+    uint64_t lo, left = dfccl_exec_round_len(x, &lo) - x->offset;
+
+    if (!dfccl_exec_step_ready(x, s)) return 0;
+    dfccl_exec_slice_fill(x, s, lo, left, slice);
     return 1;
 }
 
@@ -187,21 +250,8 @@ DFCCL_INLINE DFCCL_HD int dfccl_exec_slice_begin(dfccl_exec_t *x, dfccl_slice_t 
  * sent one over, and advances the saved context. */
 DFCCL_INLINE DFCCL_HD void dfccl_exec_slice_end(dfccl_exec_t *x, const dfccl_slice_t *slice)
 {
-    const dfccl_step_t *s = &x->steps[x->step];
-
-    if (s->recv) {
-        dfccl_fifo_t *in = &x->recv_fifo[s->recv_conn];
-        DFCCL_STORE_RELEASE(&in->ctrl->head, ++in->count);
-    }
-    for (uint8_t k = 0; k < s->send; k++) {
-        dfccl_fifo_t *f = &x->send_fifo[s->send_conn[k]];
-        /* a connection that crosses nodes sends what was written, not the slot */
-        if (f->lens != NULL) f->lens[f->count % f->nslots] = (uint32_t)(slice->count * x->esize);
-        DFCCL_STORE_RELEASE(&f->ctrl->tail, ++f->count);
-        x->sent_bytes += slice->count * x->esize;
-    }
+    dfccl_exec_slice_publish(x, &x->steps[x->step], slice);
     x->offset += slice->count;
-    x->slices++;
 }
 
 #endif

@@ -21,7 +21,9 @@ void plan_push(dfccl_plan_t *b, int recv_peer, int send_peer, int reduce,
         return;
     }
     s = &b->steps[b->nsteps];
-    p = &b->peers[b->nsteps++];
+    p = &b->peers[b->nsteps];
+    *s = (dfccl_step_t){ 0 };
+    s->chain     = b->nsteps++ > 0;   /* built-in algorithms run in program order */
     s->recv      = recv_peer >= 0;
     s->send      = send_peer >= 0;
     s->reduce    = (uint8_t)reduce;
@@ -30,11 +32,8 @@ void plan_push(dfccl_plan_t *b, int recv_peer, int send_peer, int reduce,
     s->dst_buf   = (uint8_t)dst_buf;
     s->dst_off   = dst_off;
     s->count     = count;
-    s->recv_conn = 0;
-    s->send_conn[0] = s->send_conn[1] = 0;
     p->recv      = recv_peer;
-    p->send[0]   = send_peer;
-    p->send[1]   = -1;
+    p->send      = send_peer;
     if (count > b->max_block) b->max_block = count;
 }
 
@@ -261,7 +260,7 @@ dfccl_status_t dfccl_plan_ring(dfccl_coll_type_t type, int rank, int size, int i
     size_t n = (size_t)(size > 0 ? size : 1);
     int *zero = calloc(n, sizeof(int)), *ident = malloc(sizeof(int) * n);
     dfccl_topo_t topo = { size, 1, zero, ident, ident, ident, 1 };
-    dfccl_plan_t plan = { steps, peers, 0, cap, 0 };
+    dfccl_plan_t plan = { .steps = steps, .peers = peers, .cap = cap };
     dfccl_status_t status = DFCCL_ERR_NO_MEMORY;
 
     if (peers != NULL && zero != NULL && ident != NULL) {

@@ -10,12 +10,13 @@
  * The ring algorithms read like NCCL's runRing: send, recvReduceSend...,
  * recvReduceCopySend, recvCopySend..., recv.
  *
- * Steps run in program order: a step depends on the one before it, which
- * is a valid order of any dependency graph (plan files may write the
- * dependencies down; they must point backwards). Each (sender, receiver)
- * pair has one connection per direction, a FIFO; the k-th step of a rank
- * that sends to a peer pairs with the k-th step of that peer that receives
- * from it, and both move the same count.
+ * A step runs once the steps it depends on have moved the same part of
+ * their blocks (see exec_graph.h): the step before it where `chain` is set
+ * (built-in algorithms and version 1 plan files: program order), else the
+ * steps its dependency list names, which point backwards. Each (sender,
+ * receiver) pair has one connection per direction, a FIFO; the k-th step of
+ * a rank that sends to a peer pairs with the k-th step of that peer that
+ * receives from it, and both move the same count.
  *
  * The executor needs only the step (connection indices, 8 bytes of flags);
  * the peers a plan names travel next to the steps (dfccl_step_peers_t) until
@@ -33,28 +34,33 @@ typedef enum {
     DFCCL_BUF_RECV = 2    /* the user's receive buffer */
 } dfccl_buf_t;
 
-/* Peers one step sends the same value to (multicast). */
-#define DFCCL_STEP_MAX_SENDS 2
-/* Connections one rank's plans may use on one communicator, each way. */
+/* Connections one rank's plans may use on one communicator, each way; a
+ * step sends to at most that many peers (multicast). */
 #define DFCCL_PLAN_MAX_CONNS 255
 
 typedef struct dfccl_step {
     uint8_t  recv;       /* consume one slot per slice from connection recv_conn */
-    uint8_t  send;       /* number of connections (send_conn[]) it sends to, 0..2 */
+    uint8_t  send;       /* number of connections it sends to, 0..255 */
     uint8_t  reduce;     /* combine what was received with src */
     uint8_t  src_buf;    /* dfccl_buf_t */
     uint8_t  dst_buf;    /* dfccl_buf_t */
     uint8_t  recv_conn;  /* index into the executor's receive connections */
-    uint8_t  send_conn[DFCCL_STEP_MAX_SENDS];
+    uint8_t  send_conn;  /* the first connection it sends to ... */
+    uint8_t  chain;      /* 1: depends on the step before it */
+    uint32_t more_at;    /* ... the others: the plan's more_conns[more_at .. + send - 1) */
+    uint32_t dep_at;     /* steps it depends on: the plan's deps[dep_at .. + ndeps) */
+    uint32_t ndeps;
+    uint32_t reserved;
     uint64_t src_off;    /* elements */
     uint64_t dst_off;    /* elements */
     uint64_t count;      /* elements */
 } dfccl_step_t;
 
-/* The ranks a step names: recv (when it receives), send[0..send-1]. */
+/* The ranks a step names: recv (when it receives), send (the first it sends
+ * to; the others in the plan's more_peers from the step's more_at on). */
 typedef struct dfccl_step_peers {
     int32_t recv;
-    int32_t send[DFCCL_STEP_MAX_SENDS];
+    int32_t send;
 } dfccl_step_peers_t;
 
 /* Where ranks are: node[r] in 0..nnodes-1 (numbered by first rank), local[r]
@@ -93,13 +99,19 @@ typedef struct dfccl_plan_call {
     const size_t     *counts;   /* reduce-scatter: per rank; else NULL */
 } dfccl_plan_call_t;
 
-/* A rank's program while it is built. */
+/* A rank's program while it is built: steps and their peers (cap of each),
+ * the peers of sends beyond a step's first (more_cap), the dependency lists
+ * (deps_cap). Built-in algorithms are chains and use neither list. */
 typedef struct dfccl_plan {
     dfccl_step_t       *steps;
     dfccl_step_peers_t *peers;
     uint32_t            nsteps;
     uint32_t            cap;
     uint64_t            max_block;  /* the largest step's count */
+    int32_t            *more_peers;
+    uint32_t            nmore, more_cap;
+    uint32_t           *deps;
+    uint32_t            ndeps, deps_cap;
 } dfccl_plan_t;
 
 /* Largest number of steps any algorithm's plan has on size ranks. */

@@ -110,14 +110,21 @@ static dfccl_status_t parse_peer(const dfccl_plan_file_t *pf, int rank, uint32_t
     return DFCCL_OK;
 }
 
+/* A step's lists go to its program's pools, whose room counted them. */
+typedef struct pf_pools {
+    int32_t  *peers;
+    uint32_t *after;
+    size_t    npeers, nafter;
+} pf_pools_t;
+
 static dfccl_status_t parse_links(const dfccl_plan_file_t *pf, int rank, uint32_t i,
-                                  json_object *st, pf_step_t *s, pf_why_t *why)
+                                  json_object *st, pf_step_t *s, pf_pools_t *pools, pf_why_t *why)
 {
     json_object *v;
     size_t n;
 
     s->recv = -1;
-    s->send[0] = s->send[1] = -1;
+    s->send = pools->peers + pools->npeers;
     if (json_object_object_get_ex(st, "recv", &v) && v != NULL &&
         parse_peer(pf, rank, i, v, "recv", &s->recv, why) != DFCCL_OK)
         return DFCCL_ERR_INVALID_PARAM;
@@ -125,23 +132,28 @@ static dfccl_status_t parse_links(const dfccl_plan_file_t *pf, int rank, uint32_
     if (!json_object_is_type(v, json_type_array))
         return pf_fail(why, "rank %d step %u: \"send\" must be a list of ranks", rank, i);
     n = json_object_array_length(v);
-    if (n > DFCCL_STEP_MAX_SENDS)
-        return pf_fail(why, "rank %d step %u: sends to %zu ranks; a step sends to at most %d",
-                       rank, i, n, DFCCL_STEP_MAX_SENDS);
+    if (n > (pf->version < 2 ? 2 : DFCCL_PLAN_MAX_CONNS))
+        return pf_fail(why, "rank %d step %u: sends to %zu ranks; a step of a version %d plan "
+                       "sends to at most %d", rank, i, n, pf->version,
+                       pf->version < 2 ? 2 : DFCCL_PLAN_MAX_CONNS);
     for (size_t k = 0; k < n; k++) {
         if (parse_peer(pf, rank, i, json_object_array_get_idx(v, k), "send", &s->send[k], why))
             return DFCCL_ERR_INVALID_PARAM;
-        if (k > 0 && s->send[k] == s->send[0])
-            return pf_fail(why, "rank %d step %u: sends to rank %d twice", rank, i, s->send[k]);
+        for (size_t j = 0; j < k; j++)
+            if (s->send[k] == s->send[j])
+                return pf_fail(why, "rank %d step %u: sends to rank %d twice", rank, i, s->send[k]);
     }
-    s->nsend = (uint8_t)n;
+    s->nsend = (uint16_t)n;
+    pools->npeers += n;
     return DFCCL_OK;
 }
 
-static dfccl_status_t parse_after(int rank, uint32_t i, json_object *v, pf_why_t *why)
+static dfccl_status_t parse_after(int rank, uint32_t i, json_object *v, pf_step_t *s,
+                                  pf_pools_t *pools, pf_why_t *why)
 {
     int64_t a;
 
+    s->after = pools->after + pools->nafter;
     if (v == NULL) return DFCCL_OK;
     if (!json_object_is_type(v, json_type_array))
         return pf_fail(why, "rank %d step %u: \"after\" must be a list of step numbers", rank, i);
@@ -151,8 +163,10 @@ static dfccl_status_t parse_after(int rank, uint32_t i, json_object *v, pf_why_t
             return pf_fail(why, "rank %d step %u: \"after\" must be a list of step numbers", rank, i);
         if (ok < 0)
             return pf_fail(why, "rank %d step %u: \"after\" names step %lld, which does not come "
-                           "before it (steps run in program order)", rank, i, (long long)a);
+                           "before it", rank, i, (long long)a);
+        s->after[s->nafter++] = (uint32_t)a;
     }
+    pools->nafter += s->nafter;
     return DFCCL_OK;
 }
 
@@ -217,7 +231,7 @@ static dfccl_status_t check_step(const dfccl_plan_file_t *pf, int rank, uint32_t
 }
 
 static dfccl_status_t parse_step(const dfccl_plan_file_t *pf, int rank, uint32_t i,
-                                 json_object *st, pf_step_t *s, pf_why_t *why)
+                                 json_object *st, pf_step_t *s, pf_pools_t *pools, pf_why_t *why)
 {
     json_object *v;
     const char *bad;
@@ -227,7 +241,7 @@ static dfccl_status_t parse_step(const dfccl_plan_file_t *pf, int rank, uint32_t
     if ((bad = unknown_key(st, step_keys)) != NULL)
         return pf_fail(why, "rank %d step %u: unknown key \"%s\"", rank, i, bad);
     memset(s, 0, sizeof(*s));
-    if (parse_links(pf, rank, i, st, s, why) || parse_range(pf, rank, i, st, s, why))
+    if (parse_links(pf, rank, i, st, s, pools, why) || parse_range(pf, rank, i, st, s, why))
         return DFCCL_ERR_INVALID_PARAM;
     if (json_object_object_get_ex(st, "reduce", &v) && v != NULL) {
         if (!json_object_is_type(v, json_type_boolean))
@@ -239,7 +253,7 @@ static dfccl_status_t parse_step(const dfccl_plan_file_t *pf, int rank, uint32_t
     if (!buffer_of(json_object_object_get_ex(st, "dst", &v) ? v : NULL, 0, &s->dst))
         return pf_fail(why, "rank %d step %u: \"dst\" must be \"recv\" or null (the send buffer "
                        "is the caller's input)", rank, i);
-    if (parse_after(rank, i, json_object_object_get_ex(st, "after", &v) ? v : NULL, why))
+    if (parse_after(rank, i, json_object_object_get_ex(st, "after", &v) ? v : NULL, s, pools, why))
         return DFCCL_ERR_INVALID_PARAM;
     return check_step(pf, rank, i, s, why);
 }
@@ -258,7 +272,8 @@ static dfccl_status_t parse_program(dfccl_plan_file_t *pf, size_t index, json_ob
     const char *bad;
     int64_t rank;
     pf_program_t *p;
-    size_t n;
+    pf_pools_t pools = { 0 };
+    size_t n, npeers = 0, nafter = 0;
 
     if (!json_object_is_type(prog, json_type_object))
         return pf_fail(why, "programs[%zu]: a program must be an object", index);
@@ -278,10 +293,31 @@ static dfccl_status_t parse_program(dfccl_plan_file_t *pf, size_t index, json_ob
     if (p->steps == NULL) return DFCCL_ERR_NO_MEMORY;
     p->nsteps = (uint32_t)n;
     if (p->nsteps > pf->max_steps) pf->max_steps = p->nsteps;
-    for (size_t i = 0; i < n; i++)
-        if (parse_step(pf, (int)rank, (uint32_t)i, json_object_array_get_idx(steps, i),
-                       &p->steps[i], why))
+    /* room for the steps' lists: what the file names, at most */
+    for (size_t i = 0; i < n; i++) {
+        json_object *st = json_object_array_get_idx(steps, i);
+        if (json_object_is_type(st, json_type_object)) {
+            if (json_object_object_get_ex(st, "send", &v) && json_object_is_type(v, json_type_array))
+                npeers += json_object_array_length(v);
+            if (json_object_object_get_ex(st, "after", &v) && json_object_is_type(v, json_type_array))
+                nafter += json_object_array_length(v);
+        }
+    }
+    p->peers = malloc(sizeof(int32_t) * (npeers ? npeers : 1));
+    p->links = malloc(sizeof(uint32_t) * (npeers ? npeers : 1));
+    p->after = malloc(sizeof(uint32_t) * (nafter ? nafter : 1));
+    if (p->peers == NULL || p->links == NULL || p->after == NULL) return DFCCL_ERR_NO_MEMORY;
+    pools.peers = p->peers;
+    pools.after = p->after;
+    for (size_t i = 0; i < n; i++) {
+        pf_step_t *s = &p->steps[i];
+        if (parse_step(pf, (int)rank, (uint32_t)i, json_object_array_get_idx(steps, i), s,
+                       &pools, why))
             return DFCCL_ERR_INVALID_PARAM;
+        s->send_link = p->links + (s->send - p->peers);
+        if (s->nsend > 1) p->nmore += s->nsend - 1u;
+    }
+    if (p->nmore > pf->max_more) pf->max_more = p->nmore;
     return DFCCL_OK;
 }
 
@@ -302,6 +338,7 @@ static dfccl_status_t parse_header(dfccl_plan_file_t *pf, json_object *root, pf_
     if (x > DFCCL_PLAN_FILE_VERSION)
         return pf_fail(why, "version %lld is newer than the %d this engine reads", (long long)x,
                        DFCCL_PLAN_FILE_VERSION);
+    pf->version = (int)x;
     s = "";
     if (json_object_object_get_ex(root, "name", &v) && v != NULL) {
         if (!json_object_is_type(v, json_type_string)) return pf_fail(why, "\"name\" must be a string");
@@ -393,6 +430,7 @@ static dfccl_status_t check_plan(dfccl_plan_file_t *pf, pf_why_t *why)
     dfccl_status_t status;
 
     if ((status = pf_check_links(pf, why)) != DFCCL_OK) return status;
+    if ((status = pf_derive_deps(pf)) != DFCCL_OK) return status;
     if ((status = pf_check_rounds(pf, 0, why)) != DFCCL_OK) return status;
     if ((status = pf_check_run(pf, 0, why)) != DFCCL_OK) return status;
     if (pf->type == DFCCL_COLL_REDUCE_SCATTER) {
@@ -411,7 +449,13 @@ void dfccl_plan_file_free(dfccl_plan_file_t *pf)
 {
     if (pf == NULL) return;
     if (pf->programs != NULL)
-        for (int r = 0; r < pf->ranks; r++) free(pf->programs[r].steps);
+        for (int r = 0; r < pf->ranks; r++) {
+            free(pf->programs[r].steps);
+            free(pf->programs[r].peers);
+            free(pf->programs[r].links);
+            free(pf->programs[r].after);
+            free(pf->programs[r].deps);
+        }
     free(pf->programs);
     free(pf->link_from);
     free(pf->link_to);

@@ -23,7 +23,7 @@
 
 /* The format's identity: "format" and the newest "version" understood. */
 #define DFCCL_PLAN_FILE_FORMAT  "dfccl-plan"
-#define DFCCL_PLAN_FILE_VERSION 1
+#define DFCCL_PLAN_FILE_VERSION 2
 
 typedef struct dfccl_plan_file dfccl_plan_file_t;
 
@@ -49,6 +49,11 @@ uint32_t dfccl_plan_file_chunks(const dfccl_plan_file_t *pf);
 const char *dfccl_plan_file_name(const dfccl_plan_file_t *pf);
 /* Steps of the longest program: the capacity dfccl_plan_file_build needs. */
 uint32_t dfccl_plan_file_max_steps(const dfccl_plan_file_t *pf);
+/* The most further sends (beyond each step's first) and dependency entries
+ * a rank's program of the plan has: room a caller of dfccl_plan_file_build
+ * gives (dfccl_plan_t's more_cap and deps_cap). */
+uint32_t dfccl_plan_file_max_more(const dfccl_plan_file_t *pf);
+uint32_t dfccl_plan_file_max_deps(const dfccl_plan_file_t *pf);
 
 /*
  * Where a plan applies (docs/plan-format.md, "Where a plan applies"):

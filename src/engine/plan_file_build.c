@@ -31,6 +31,16 @@ uint32_t dfccl_plan_file_max_steps(const dfccl_plan_file_t *pf)
     return pf->max_steps;
 }
 
+uint32_t dfccl_plan_file_max_more(const dfccl_plan_file_t *pf)
+{
+    return pf->max_more;
+}
+
+uint32_t dfccl_plan_file_max_deps(const dfccl_plan_file_t *pf)
+{
+    return pf->max_deps;
+}
+
 int dfccl_plan_file_in_place(const dfccl_plan_file_t *pf, const char **why)
 {
     if (why != NULL) *why = pf->in_place ? "" : pf->in_place_why;
@@ -115,7 +125,9 @@ dfccl_status_t dfccl_plan_file_build(const dfccl_plan_file_t *pf, const dfccl_pl
     if (rank < 0 || rank >= pf->ranks) return DFCCL_ERR_INVALID_PARAM;
     if ((status = call_served(pf, call, &count)) != DFCCL_OK) return status;
     p = &pf->programs[rank];
-    if (plan->cap < p->nsteps) return DFCCL_ERR_INVALID_PARAM;
+    if (plan->cap < p->nsteps || plan->more_cap < p->nmore || plan->deps_cap < p->ndeps)
+        return DFCCL_ERR_INVALID_PARAM;
+    plan->nmore = plan->ndeps = 0;
     for (uint32_t i = 0; i < p->nsteps; i++) {
         const pf_step_t *f = &p->steps[i];
         dfccl_step_t *s = &plan->steps[i];
@@ -145,8 +157,14 @@ dfccl_status_t dfccl_plan_file_build(const dfccl_plan_file_t *pf, const dfccl_pl
         s->count = len;
         if (len > max_block) max_block = len;
         q->recv = f->recv;
-        q->send[0] = f->send[0];
-        q->send[1] = f->send[1];
+        q->send = f->nsend > 0 ? f->send[0] : -1;
+        s->more_at = plan->nmore;
+        for (uint32_t k = 1; k < f->nsend; k++) plan->more_peers[plan->nmore++] = f->send[k];
+        /* version 1 runs in program order; version 2 by its dependencies */
+        s->chain = pf->version < 2 && i > 0;
+        s->dep_at = plan->ndeps;
+        s->ndeps = f->ndeps;
+        for (uint32_t k = 0; k < f->ndeps; k++) plan->deps[plan->ndeps++] = f->deps[k];
     }
     plan->nsteps = p->nsteps;
     plan->max_block = max_block;

@@ -113,13 +113,8 @@ static dfccl_status_t list_link_steps(const dfccl_plan_file_t *pf, int sending, 
         for (int r = 0; r < pf->ranks; r++)
             for (uint32_t i = 0; i < pf->programs[r].nsteps; i++) {
                 const pf_step_t *s = &pf->programs[r].steps[i];
-                uint32_t links[DFCCL_STEP_MAX_SENDS];
-                int n = 0;
-                if (sending) {
-                    for (int j = 0; j < s->nsend; j++) links[n++] = s->send_link[j];
-                } else if (s->recv >= 0) {
-                    links[n++] = s->recv_link;
-                }
+                const uint32_t *links = sending ? s->send_link : &s->recv_link;
+                int n = sending ? s->nsend : s->recv >= 0;
                 for (int j = 0; j < n; j++) {
                     if (pass == 0) ls->first[links[j] + 1]++;
                     else ls->step[ls->first[links[j]] + ls->fill[links[j]]++] = i;
@@ -286,5 +281,115 @@ dfccl_status_t pf_check_rounds(const dfccl_plan_file_t *pf, int in_place, pf_why
         status = order_rank(pf, r, in_place, wr, rd, why);
     free(wr);
     free(rd);
+    return status;
+}
+
+/* ---- dependencies (version 2) -------------------------------------------- */
+
+/* The steps that touched one place since it was last written. */
+typedef struct place_use {
+    int32_t   writer;    /* the last step that wrote it, or -1 */
+    uint32_t *readers;   /* steps that read it since */
+    uint32_t  nreaders, cap;
+} place_use_t;
+
+typedef struct dep_list {
+    uint32_t *v;
+    size_t    n, cap;
+} dep_list_t;
+
+static int dep_add(dep_list_t *d, size_t from, uint32_t step)
+{
+    for (size_t k = from; k < d->n; k++)
+        if (d->v[k] == step) return 0;
+    if (d->n == d->cap) {
+        size_t cap = d->cap ? 2 * d->cap : 64;
+        uint32_t *v = realloc(d->v, sizeof(uint32_t) * cap);
+        if (v == NULL) return -1;
+        d->v = v;
+        d->cap = cap;
+    }
+    d->v[d->n++] = step;
+    return 0;
+}
+
+static int place_read(place_use_t *u, uint32_t step)
+{
+    if (u->nreaders == u->cap) {
+        uint32_t cap = u->cap ? 2 * u->cap : 4, *v = realloc(u->readers, sizeof(uint32_t) * cap);
+        if (v == NULL) return -1;
+        u->readers = v;
+        u->cap = cap;
+    }
+    u->readers[u->nreaders++] = step;
+    return 0;
+}
+
+/* One program's dependency lists: "after", then for each place it reads the
+ * step that last wrote it, for each place it writes that step and the
+ * readers since. Both buffers count as one (chunk c of the send buffer is
+ * chunk c of the receive buffer in place), which is never too few. */
+static dfccl_status_t derive_program(const dfccl_plan_file_t *pf, pf_program_t *p,
+                                     place_use_t *use)
+{
+    dep_list_t d = { 0 };
+    size_t *at = malloc(sizeof(size_t) * (p->nsteps ? p->nsteps : 1));
+    int bad = at == NULL;
+
+    for (uint32_t c = 0; c < pf->chunks; c++) {
+        use[c].writer = -1;
+        use[c].nreaders = 0;
+    }
+    for (uint32_t i = 0; i < p->nsteps && !bad; i++) {
+        pf_step_t *s = &p->steps[i];
+        at[i] = d.n;
+        for (uint32_t k = 0; k < s->nafter && !bad; k++) bad = dep_add(&d, at[i], s->after[k]);
+        for (uint32_t c = s->chunk; c < s->chunk + s->nchunks && !bad; c++) {
+            place_use_t *u = &use[c];
+            if (s->src != DFCCL_BUF_NONE && u->writer >= 0)
+                bad = dep_add(&d, at[i], (uint32_t)u->writer);
+            if (s->dst == DFCCL_BUF_NONE) continue;
+            if (u->writer >= 0 && !bad) bad = dep_add(&d, at[i], (uint32_t)u->writer);
+            for (uint32_t k = 0; k < u->nreaders && !bad; k++)
+                if (u->readers[k] != i) bad = dep_add(&d, at[i], u->readers[k]);
+        }
+        for (uint32_t c = s->chunk; c < s->chunk + s->nchunks && !bad; c++) {
+            if (s->dst != DFCCL_BUF_NONE) {
+                use[c].writer = (int32_t)i;
+                use[c].nreaders = 0;
+            } else if (s->src != DFCCL_BUF_NONE) {
+                bad = place_read(&use[c], i);
+            }
+        }
+    }
+    if (!bad) {
+        p->deps = d.v != NULL ? d.v : malloc(sizeof(uint32_t));
+        p->ndeps = (uint32_t)d.n;
+        bad = p->deps == NULL;
+        for (uint32_t i = 0; i < p->nsteps && !bad; i++) {
+            p->steps[i].deps = p->deps + at[i];
+            p->steps[i].ndeps = (uint32_t)((i + 1 < p->nsteps ? at[i + 1] : d.n) - at[i]);
+        }
+    } else {
+        free(d.v);
+    }
+    free(at);
+    return bad ? DFCCL_ERR_NO_MEMORY : DFCCL_OK;
+}
+
+dfccl_status_t pf_derive_deps(dfccl_plan_file_t *pf)
+{
+    place_use_t *use;
+    dfccl_status_t status = DFCCL_OK;
+
+    if (pf->version < 2) return DFCCL_OK;   /* program order */
+    if ((use = calloc(pf->chunks, sizeof(place_use_t))) == NULL) return DFCCL_ERR_NO_MEMORY;
+    for (int r = 0; r < pf->ranks && status == DFCCL_OK; r++) {
+        status = derive_program(pf, &pf->programs[r], use);
+        if (status == DFCCL_OK && pf->programs[r].ndeps > pf->max_deps)
+            pf->max_deps = pf->programs[r].ndeps;
+    }
+    for (uint32_t c = 0; c < pf->chunks; c++) free(use[c].readers);
+    free(use);
     return status;
 }

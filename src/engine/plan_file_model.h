@@ -15,21 +15,32 @@
 
 /* One step as the file names it. */
 typedef struct pf_step {
-    int32_t  recv;                       /* peer, or -1 */
-    int32_t  send[DFCCL_STEP_MAX_SENDS]; /* peers, nsend of them */
-    uint8_t  nsend;
-    uint8_t  reduce;
-    uint8_t  src;                        /* dfccl_buf_t */
-    uint8_t  dst;                        /* DFCCL_BUF_RECV or DFCCL_BUF_NONE */
-    uint32_t chunk, nchunks;             /* chunks [chunk, chunk + nchunks) */
+    int32_t   recv;                      /* peer, or -1 */
+    int32_t  *send;                      /* peers, nsend of them (the program's pool) */
+    uint32_t *after;                     /* steps "after" names, nafter of them */
+    uint32_t  nafter;
+    uint16_t  nsend;
+    uint8_t   reduce;
+    uint8_t   src;                       /* dfccl_buf_t */
+    uint8_t   dst;                       /* DFCCL_BUF_RECV or DFCCL_BUF_NONE */
+    uint32_t  chunk, nchunks;            /* chunks [chunk, chunk + nchunks) */
     /* set by the checks: the connections it uses, numbered over the plan */
-    uint32_t recv_link;
-    uint32_t send_link[DFCCL_STEP_MAX_SENDS];
+    uint32_t  recv_link;
+    uint32_t *send_link;                 /* nsend of them (the program's pool) */
+    /* version 2: the steps it waits for (pf_derive_deps), in the program's pool */
+    uint32_t *deps;
+    uint32_t  ndeps;
 } pf_step_t;
 
 typedef struct pf_program {
     pf_step_t *steps;
     uint32_t   nsteps;
+    int32_t   *peers;      /* the steps' send lists */
+    uint32_t  *links;      /* ... their connections */
+    uint32_t  *after;      /* the steps' "after" lists */
+    uint32_t  *deps;       /* the steps' dependency lists */
+    uint32_t   ndeps;      /* entries of deps */
+    uint32_t   nmore;      /* sends beyond each step's first, all steps */
 } pf_program_t;
 
 struct dfccl_plan_file {
@@ -38,7 +49,10 @@ struct dfccl_plan_file {
     int                ranks;
     uint32_t           chunks;
     pf_program_t      *programs;   /* by rank */
+    int                version;    /* 1: steps in program order; 2: a dependency graph */
     uint32_t           max_steps;
+    uint32_t           max_more;   /* the most further sends (beyond a step's first) a program has */
+    uint32_t           max_deps;   /* the most dependency entries a program has */
     /* connections (sender, receiver), numbered by sender then receiver */
     uint32_t           nlinks;
     int32_t           *link_from, *link_to;
@@ -67,6 +81,11 @@ uint32_t pf_block_chunks(const dfccl_plan_file_t *pf);
  * reduce-scatter's receive buffer hold only the rank's own block). */
 int pf_buffer_holds(const dfccl_plan_file_t *pf, int rank, dfccl_buf_t buf, uint32_t c);
 const char *pf_buffer_name(dfccl_buf_t buf);
+
+/* Version 2: each step's dependencies, its "after" list and every earlier
+ * step that shares a place in a buffer with it where one of them writes
+ * (send and receive buffers taken as one, as in place). */
+dfccl_status_t pf_derive_deps(dfccl_plan_file_t *pf);
 
 /* Peers in range, connections counted and numbered, sends matched with
  * receives chunk for chunk (plan_file_check.c). */

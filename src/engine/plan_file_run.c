@@ -4,9 +4,15 @@
  * contributions a value holds: it proves the plan free of deadlock and
  * right in its result.
  *
+ * A step fires once the steps it depends on have fired (version 1: the one
+ * before it; version 2: its dependency list) and it is next on each of its
+ * connections (earlier steps of its rank on that connection have fired), as
+ * the executor moves a unit (src/core/exec_graph.h).
+ *
  * Why one round decides every count: a step of round t waits only for
- * steps of round t or earlier (its own rank's previous step, the send it
- * receives, the receive two units back on the FIFO it sends to), so a
+ * steps of round t or earlier (those it depends on, its connections'
+ * earlier steps, the send it receives, the receive two units back on a
+ * FIFO it sends to), so a
  * cycle of waits lies within one round, and every round's waits within
  * itself are those of round 0. Steps moving nothing in a round (short
  * ranges) drop out on both ends of their connections, which only empties
@@ -42,7 +48,11 @@ typedef struct run {
     uint8_t   *set;        /* [rank][buffer][chunk]: holds data */
     int32_t   *writer;     /* [rank][buffer][chunk]: the step that wrote it, or -1 */
     run_fifo_t *fifo;      /* by link */
-    uint32_t  *pc;         /* next step of each rank */
+    uint32_t  *pc;         /* the first step of each rank not fired yet */
+    uint8_t  **fired;      /* [rank][step] */
+    uint32_t  *link_sent, *link_recvd;   /* by link: steps fired on it, each end */
+    uint32_t **send_ord;   /* [rank][send]: a send's place among its link's sends */
+    uint32_t **recv_ord;   /* [rank][step]: a receive's place among its link's receives */
     int       *queue, *queued, qhead, qlen;
     pf_why_t  *why;
 } run_t;
@@ -85,12 +95,21 @@ static void ranks_text(const uint64_t *set, size_t words, int ranks, char *out, 
     (void)words;
 }
 
-static int ready(const run_t *x, int rank, const pf_step_t *s)
+static int ready(const run_t *x, int rank, uint32_t i)
 {
-    if (s->recv >= 0 && x->fifo[s->recv_link].n == 0) return 0;
+    const pf_program_t *p = &x->pf->programs[rank];
+    const pf_step_t *s = &p->steps[i];
+
+    if (x->pf->version < 2 && i > 0 && !x->fired[rank][i - 1]) return 0;
+    for (uint32_t k = 0; k < s->ndeps; k++)
+        if (!x->fired[rank][s->deps[k]]) return 0;
+    if (s->recv >= 0 && (x->link_recvd[s->recv_link] != x->recv_ord[rank][i] ||
+                         x->fifo[s->recv_link].n == 0))
+        return 0;
     for (int j = 0; j < s->nsend; j++)
-        if (x->fifo[s->send_link[j]].n == RUN_FIFO_UNITS) return 0;
-    (void)rank;
+        if (x->link_sent[s->send_link[j]] != x->send_ord[rank][s->send_link + j - p->links] ||
+            x->fifo[s->send_link[j]].n == RUN_FIFO_UNITS)
+            return 0;
     return 1;
 }
 
@@ -141,6 +160,7 @@ static dfccl_status_t fire(run_t *x, int rank, uint32_t i, const pf_step_t *s)
         in = f->unit[0];
         f->unit[0] = f->unit[1];
         f->n--;
+        x->link_recvd[s->recv_link]++;
         wake(x, s->recv);   /* it may wait for the room just made */
     }
     status = combine(x, rank, i, s, in, v);
@@ -165,6 +185,7 @@ static dfccl_status_t fire(run_t *x, int rank, uint32_t i, const pf_step_t *s)
         }
         if (copy != v) memcpy(copy, v, bytes);
         f->unit[f->n++] = copy;
+        x->link_sent[s->send_link[j]]++;
         wake(x, s->send[j]);   /* it may wait for this data */
     }
     if (s->nsend == 0) free(v);
@@ -183,13 +204,17 @@ static dfccl_status_t report_deadlock(const run_t *x)
         const pf_step_t *s;
         int peer = -1;
         if (x->pc[r] == p->nsteps) continue;
-        s = &p->steps[x->pc[r]];
+        s = &p->steps[x->pc[r]];   /* its first step not fired: all before it have */
         if (s->recv >= 0 && x->fifo[s->recv_link].n == 0) peer = s->recv;
         for (int j = 0; peer < 0 && j < s->nsend; j++)
             if (x->fifo[s->send_link[j]].n == RUN_FIFO_UNITS) peer = s->send[j];
-        used += (size_t)snprintf(text + used, sizeof(text) - used, "%s rank %d step %u waits for "
-                                 "%s rank %d", n++ ? ";" : "", r, x->pc[r],
-                                 peer == s->recv ? "data from" : "room at", peer);
+        if (peer < 0)   /* its own steps before it, or its turn on a connection */
+            used += (size_t)snprintf(text + used, sizeof(text) - used, "%s rank %d step %u waits "
+                                     "for its turn", n++ ? ";" : "", r, x->pc[r]);
+        else
+            used += (size_t)snprintf(text + used, sizeof(text) - used, "%s rank %d step %u waits "
+                                     "for %s rank %d", n++ ? ";" : "", r, x->pc[r],
+                                     peer == s->recv ? "data from" : "room at", peer);
     }
     return pf_fail(x->why, "%s", text);
 }
@@ -269,9 +294,19 @@ static dfccl_status_t run_all(run_t *x)
         x->qhead = (x->qhead + 1) % pf->ranks;
         x->qlen--;
         x->queued[r] = 0;
-        while (status == DFCCL_OK && x->pc[r] < p->nsteps && ready(x, r, &p->steps[x->pc[r]])) {
-            status = fire(x, r, x->pc[r], &p->steps[x->pc[r]]);
-            x->pc[r]++;
+        /* fire what can fire; firing may let earlier-skipped steps go */
+        for (int again = 1; again && status == DFCCL_OK;) {
+            again = 0;
+            for (uint32_t i = x->pc[r]; i < p->nsteps && status == DFCCL_OK; i++) {
+                if (x->fired[r][i] || !ready(x, r, i)) {
+                    if (pf->version < 2 && !x->fired[r][i]) break;   /* program order */
+                    continue;
+                }
+                status = fire(x, r, i, &p->steps[i]);
+                x->fired[r][i] = 1;
+                again = 1;
+                while (x->pc[r] < p->nsteps && x->fired[r][x->pc[r]]) x->pc[r]++;
+            }
         }
     }
     if (status != DFCCL_OK) return status;
@@ -280,11 +315,37 @@ static dfccl_status_t run_all(run_t *x)
     return check_result(x);
 }
 
+/* Per rank: which steps fired, and each step's place on its connections. */
+static int alloc_order(run_t *x)
+{
+    const dfccl_plan_file_t *pf = x->pf;
+    uint32_t *sent = x->link_sent, *recvd = x->link_recvd;   /* counting, zeroed after */
+
+    for (int r = 0; r < pf->ranks; r++) {
+        const pf_program_t *p = &pf->programs[r];
+        size_t sends = 0;
+        for (uint32_t i = 0; i < p->nsteps; i++) sends += p->steps[i].nsend;
+        x->fired[r] = calloc(p->nsteps ? p->nsteps : 1, 1);
+        x->recv_ord[r] = malloc(sizeof(uint32_t) * (p->nsteps ? p->nsteps : 1));
+        x->send_ord[r] = malloc(sizeof(uint32_t) * (sends ? sends : 1));
+        if (!x->fired[r] || !x->recv_ord[r] || !x->send_ord[r]) return 0;
+        for (uint32_t i = 0; i < p->nsteps; i++) {
+            const pf_step_t *s = &p->steps[i];
+            if (s->recv >= 0) x->recv_ord[r][i] = recvd[s->recv_link]++;
+            for (int j = 0; j < s->nsend; j++)
+                x->send_ord[r][s->send_link + j - p->links] = sent[s->send_link[j]]++;
+        }
+    }
+    memset(sent, 0, sizeof(uint32_t) * pf->nlinks);
+    memset(recvd, 0, sizeof(uint32_t) * pf->nlinks);
+    return 1;
+}
+
 dfccl_status_t pf_check_run(const dfccl_plan_file_t *pf, int in_place, pf_why_t *why)
 {
-    run_t x = { pf, in_place, ((size_t)pf->ranks + 63) / 64, NULL, NULL, NULL, NULL, NULL,
-                NULL, NULL, 0, 0, why };
-    size_t chunks = (size_t)pf->ranks * 2 * pf->chunks;
+    run_t x = { .pf = pf, .in_place = in_place, .words = ((size_t)pf->ranks + 63) / 64,
+                .why = why };
+    size_t chunks = (size_t)pf->ranks * 2 * pf->chunks, nl = pf->nlinks ? pf->nlinks : 1;
     dfccl_status_t status = DFCCL_ERR_NO_MEMORY;
 
     if (chunks * x.words > RUN_MAX_WORDS)
@@ -293,16 +354,32 @@ dfccl_status_t pf_check_run(const dfccl_plan_file_t *pf, int in_place, pf_why_t 
     x.val = calloc(chunks * x.words, sizeof(uint64_t));
     x.set = calloc(chunks, 1);
     x.writer = malloc(sizeof(int32_t) * chunks);
-    x.fifo = calloc(pf->nlinks ? pf->nlinks : 1, sizeof(run_fifo_t));
+    x.fifo = calloc(nl, sizeof(run_fifo_t));
     x.pc = calloc((size_t)pf->ranks, sizeof(uint32_t));
     x.queue = malloc(sizeof(int) * (size_t)pf->ranks);
     x.queued = calloc((size_t)pf->ranks, sizeof(int));
-    if (x.val && x.set && x.writer && x.fifo && x.pc && x.queue && x.queued) {
+    x.fired = calloc((size_t)pf->ranks, sizeof(uint8_t *));
+    x.send_ord = calloc((size_t)pf->ranks, sizeof(uint32_t *));
+    x.recv_ord = calloc((size_t)pf->ranks, sizeof(uint32_t *));
+    x.link_sent = calloc(nl, sizeof(uint32_t));
+    x.link_recvd = calloc(nl, sizeof(uint32_t));
+    if (x.val && x.set && x.writer && x.fifo && x.pc && x.queue && x.queued && x.fired &&
+        x.send_ord && x.recv_ord && x.link_sent && x.link_recvd && alloc_order(&x)) {
         init_inputs(&x);
         status = run_all(&x);
     }
     for (uint32_t l = 0; x.fifo != NULL && l < pf->nlinks; l++)
         for (int k = 0; k < x.fifo[l].n; k++) free(x.fifo[l].unit[k]);
+    for (int r = 0; r < pf->ranks; r++) {
+        if (x.fired) free(x.fired[r]);
+        if (x.send_ord) free(x.send_ord[r]);
+        if (x.recv_ord) free(x.recv_ord[r]);
+    }
+    free(x.fired);
+    free(x.send_ord);
+    free(x.recv_ord);
+    free(x.link_sent);
+    free(x.link_recvd);
     free(x.val);
     free(x.set);
     free(x.writer);

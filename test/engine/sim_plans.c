@@ -24,6 +24,11 @@ typedef struct sim {
     size_t               counts[MAX_RANKS], displ[MAX_RANKS + 1], in_elems, out_elems, esize;
     dfccl_step_t        *steps[MAX_RANKS];
     dfccl_step_peers_t  *peers[MAX_RANKS];
+    int32_t             *more_peers[MAX_RANKS];
+    uint8_t             *more_conns[MAX_RANKS];
+    uint32_t            *deps[MAX_RANKS];
+    dfccl_exec_graph_t   graph[MAX_RANKS];
+    void                *graph_mem[MAX_RANKS];
     dfccl_plan_t         plan[MAX_RANKS];
     unsigned char       *send[MAX_RANKS], *recv[MAX_RANKS];
     int                  out_peer[MAX_RANKS][MAX_RANKS], nout[MAX_RANKS];
@@ -105,11 +110,13 @@ static int map_peers(sim_t *s, int r)
             st->recv_conn = (uint8_t)k;
         }
         for (int j = 0; j < st->send; j++) {
-            if ((k = index_of(s->out_peer[r], s->nout[r], p->send[j])) < 0) {
-                say(s, "plan", r, "step %u sends to rank %d without a connection", i, p->send[j]);
+            int peer = j == 0 ? p->send : s->more_peers[r][st->more_at + j - 1];
+            if ((k = index_of(s->out_peer[r], s->nout[r], peer)) < 0) {
+                say(s, "plan", r, "step %u sends to rank %d without a connection", i, peer);
                 return -1;
             }
-            st->send_conn[j] = (uint8_t)k;
+            if (j == 0) st->send_conn = (uint8_t)k;
+            else s->more_conns[r][st->more_at + j - 1] = (uint8_t)k;
         }
     }
     return 0;
@@ -128,7 +135,7 @@ static void fill_buffers(sim_t *s, int r)
     if (c->in_place) memcpy(s->recv[r] + at * s->esize, s->send[r], s->in_elems * s->esize);
 }
 
-static void init_exec(sim_t *s, int r)
+static int init_exec(sim_t *s, int r)
 {
     dfccl_exec_t *x = &s->exec[r];
 
@@ -140,11 +147,18 @@ static void init_exec(sim_t *s, int r)
     x->esize = s->esize;
     x->slice_elems = SLOT_BYTES / s->esize;
     x->chunk_elems = dfccl_plan_chunk_elems(SLOT_BYTES, s->c->nslots, s->esize);
-    x->nrounds = dfccl_exec_part_rounds(x);
     x->dtype = s->c->dtype;
     x->op = s->c->op;
     x->recv_fifo = s->recv_fifo[r];
     x->send_fifo = s->send_fifo[r];
+    x->more_conns = s->more_conns[r];
+    x->deps = s->deps[r];
+    s->graph_mem[r] = malloc(dfccl_exec_graph_bytes(x->steps, x->nsteps, (uint32_t)s->nin[r],
+                                                    (uint32_t)s->nout[r]));
+    if (s->graph_mem[r] == NULL) return -1;
+    dfccl_exec_graph_init(x, &s->graph[r], s->graph_mem[r], (uint32_t)s->nin[r],
+                          (uint32_t)s->nout[r]);
+    return 0;
 }
 
 /* Random interleaving, one slice per turn; a deadlock is a sweep in which
@@ -156,16 +170,16 @@ static int run_ranks(sim_t *s)
     srand(s->c->seed);
     for (;;) {
         int done = 0, r = rand() % n, moved = 0;
-        for (int q = 0; q < n; q++) done += dfccl_exec_done(&s->exec[q]);
+        for (int q = 0; q < n; q++) done += dfccl_graph_done(&s->exec[q]);
         if (done == n) return 0;
-        if (dfccl_exec_done(&s->exec[r])) continue;
+        if (dfccl_graph_done(&s->exec[r])) continue;
         if (dfccl_exec_host_advance(&s->exec[r], 1) != DFCCL_EXEC_BLOCKED) {
             stuck = 0;
             continue;
         }
         if (++stuck < 4 * n) continue;
         for (int q = 0; q < n; q++)
-            if (!dfccl_exec_done(&s->exec[q]) &&
+            if (!dfccl_graph_done(&s->exec[q]) &&
                 dfccl_exec_host_advance(&s->exec[q], 1) != DFCCL_EXEC_BLOCKED)
                 moved = 1;
         if (moved) {
@@ -174,7 +188,7 @@ static int run_ranks(sim_t *s)
         }
         for (int q = 0; q < n; q++) {
             const dfccl_exec_t *x = &s->exec[q];
-            if (!dfccl_exec_done(&s->exec[q]))
+            if (!dfccl_graph_done(&s->exec[q]))
                 say(s, "deadlock", q, "step %u round %llu waits to %s rank %d", x->step,
                     (unsigned long long)x->round,
                     x->waiting == DFCCL_WAIT_RECV ? "receive from" : "send to", x->wait_peer);
@@ -239,8 +253,16 @@ static sim_plan_result_t run_sim(sim_t *s, unsigned long *checked)
         s->peers[r] = calloc(s->src->max_steps, sizeof(dfccl_step_peers_t));
         s->send[r] = malloc(s->in_elems * s->esize + 1);
         s->recv[r] = malloc(s->out_elems * s->esize + 1);
-        if (!s->steps[r] || !s->peers[r] || !s->send[r] || !s->recv[r]) return SIM_PLAN_WRONG;
-        s->plan[r] = (dfccl_plan_t){ s->steps[r], s->peers[r], 0, s->src->max_steps, 0 };
+        s->more_peers[r] = calloc(s->src->max_more + 1, sizeof(int32_t));
+        s->more_conns[r] = calloc(s->src->max_more + 1, 1);
+        s->deps[r] = calloc(s->src->max_deps + 1, sizeof(uint32_t));
+        if (!s->steps[r] || !s->peers[r] || !s->send[r] || !s->recv[r] || !s->more_peers[r] ||
+            !s->more_conns[r] || !s->deps[r])
+            return SIM_PLAN_WRONG;
+        s->plan[r] = (dfccl_plan_t){ .steps = s->steps[r], .peers = s->peers[r],
+                                     .cap = s->src->max_steps, .more_peers = s->more_peers[r],
+                                     .more_cap = s->src->max_more, .deps = s->deps[r],
+                                     .deps_cap = s->src->max_deps };
         st = s->src->build(s->src->arg, &call, r, &s->plan[r]);
         if (st == DFCCL_ERR_UNSUPPORTED) return SIM_PLAN_UNSUPPORTED;
         if (st != DFCCL_OK) {
@@ -255,7 +277,7 @@ static sim_plan_result_t run_sim(sim_t *s, unsigned long *checked)
     for (int r = 0; r < c->n; r++) {
         if (map_peers(s, r) != 0) return SIM_PLAN_WRONG;
         fill_buffers(s, r);
-        init_exec(s, r);
+        if (init_exec(s, r) != 0) return SIM_PLAN_WRONG;
     }
     if (run_ranks(s) != 0) return SIM_PLAN_WRONG;
     return check_outputs(s, checked) ? SIM_PLAN_WRONG : SIM_PLAN_RIGHT;
@@ -285,6 +307,10 @@ sim_plan_result_t sim_plan_run(const sim_plan_source_t *src, const sim_plan_case
     for (int r = 0; r < c->n; r++) {
         free(s->steps[r]);
         free(s->peers[r]);
+        free(s->more_peers[r]);
+        free(s->more_conns[r]);
+        free(s->deps[r]);
+        free(s->graph_mem[r]);
         free(s->send[r]);
         free(s->recv[r]);
     }

@@ -22,6 +22,7 @@ typedef struct sim_plan_source {
     void       *arg;
     uint32_t    max_steps;
     const char *label;   /* names the source in failure lines */
+    uint32_t    max_more, max_deps;   /* room for the programs' lists (plan.h) */
 } sim_plan_source_t;
 
 typedef struct sim_plan_case {

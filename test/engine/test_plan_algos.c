@@ -66,7 +66,7 @@ static const uint32_t slot_counts[] = { 2, 3 };
 static int run_topology(algo_arg_t *a, int n, tally_t *t)
 {
     sim_plan_source_t src = { build_algo, algo_peers, a, dfccl_plan_max_steps(n),
-                              dfccl_algo_name(a->algo) };
+                              dfccl_algo_name(a->algo), 0, 0 };
     size_t rs_counts[MAX_RANKS];
     int wrong = 0;
 

@@ -38,6 +38,8 @@ static const struct valid_plan {
     { "allreduce_pair_2.json", DFCCL_COLL_ALLREDUCE, 2, 1 },
     { "allreduce_relay_2.json", DFCCL_COLL_ALLREDUCE, 2, 0 },
     { "allreduce_1.json", DFCCL_COLL_ALLREDUCE, 1, 1 },
+    /* version 2: runs by its dependencies; in program order it deadlocks */
+    { "allgather_recv_first_4.json", DFCCL_COLL_ALLGATHER, 4, 1 },
 };
 
 /* Each invalid plan and what its message must say. */
@@ -65,6 +67,8 @@ static const struct invalid_plan {
                               "writes" },
     { "bad_allgather_gap.json", "rank 1: never writes chunk 0 of its receive buffer" },
     { "bad_no_program.json", "rank 2 has no program" },
+    { "bad_recv_first_v1.json", "deadlock with FIFOs of 2 chunks: rank 0 step 0 waits for data "
+                                "from rank 1" },
     { "bad_not_json.json", "not JSON" },
 };
 
@@ -112,7 +116,8 @@ static const uint32_t slot_counts[] = { 2, 3, 8 };
 /* Every call of the plan's collective on simulated ranks. */
 static void run_plan(const struct valid_plan *v, dfccl_plan_file_t *pf, unsigned long *elems)
 {
-    sim_plan_source_t src = { build_file, file_peers, pf, dfccl_plan_file_max_steps(pf), v->file };
+    sim_plan_source_t src = { build_file, file_peers, pf, dfccl_plan_file_max_steps(pf), v->file,
+                              dfccl_plan_file_max_more(pf), dfccl_plan_file_max_deps(pf) };
     unsigned seed = 1;
 
     for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
@@ -140,7 +145,10 @@ static void check_build_refusals(const struct valid_plan *v, dfccl_plan_file_t *
     uint32_t cap = dfccl_plan_file_max_steps(pf);
     dfccl_step_t steps[16];
     dfccl_step_peers_t peers[16];
-    dfccl_plan_t plan = { steps, peers, 77, cap, 99 };
+    int32_t more[64];
+    uint32_t deps[64];
+    dfccl_plan_t plan = { .steps = steps, .peers = peers, .nsteps = 77, .cap = cap, .max_block = 99,
+                          .more_peers = more, .more_cap = 64, .deps = deps, .deps_cap = 64 };
     size_t equal[4] = { 5, 5, 5, 5 }, unequal[4] = { 5, 6, 5, 5 };
     dfccl_plan_call_t call = { (dfccl_coll_type_t)((v->type + 1) % DFCCL_COLL_TYPE_COUNT), 0, 5,
                                equal };
@@ -209,7 +217,7 @@ static void check_texts(void)
         { "{} {}", "text after the plan" },
         { "[]", "a plan must be an object" },
         { "{\"format\": \"other\"}", "\"format\" must be \"dfccl-plan\"" },
-        { "{\"format\": \"dfccl-plan\", \"version\": 2}", "version 2 is newer" },
+        { "{\"format\": \"dfccl-plan\", \"version\": 3}", "version 3 is newer" },
         { "{\"format\": \"dfccl-plan\", \"version\": 1, \"collective\": \"allgather\", \"ranks\": 3,"
           " \"chunks\": 4, \"programs\": []}", "4 chunks do not cut 3 blocks alike" },
         { "{\"format\": \"dfccl-plan\", \"version\": 1, \"collective\": \"allreduce\", \"ranks\": 2,"

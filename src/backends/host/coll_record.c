@@ -10,11 +10,16 @@
 #include "engine/plan_file.h"
 #include "util/log.h"
 
-/* Steps a host collective's program may need on comm. */
-static uint32_t coll_max_steps(const dfccl_comm_t *comm)
+/* What a host collective's program may need on comm: steps, further
+ * sends, dependencies. */
+static void coll_caps(const dfccl_comm_t *comm, uint32_t *steps, uint32_t *more, uint32_t *deps)
 {
+    const dfccl_host_t *h = dfccl_comm_host(comm);
     uint32_t cap = dfccl_plan_max_steps(comm->size);
-    return dfccl_comm_host(comm) != NULL && dfccl_comm_host(comm)->plan_steps > cap ? dfccl_comm_host(comm)->plan_steps : cap;
+
+    *steps = h != NULL && h->plan_steps > cap ? h->plan_steps : cap;
+    *more = h != NULL ? h->plan_more : 0;
+    *deps = h != NULL ? h->plan_deps : 0;
 }
 
 /* The call's whole buffer in bytes, as plan files state their sizes. */
@@ -53,91 +58,166 @@ static dfccl_status_t coll_plan_file(const dfccl_comm_t *comm, const dfccl_coll_
     return DFCCL_OK;
 }
 
-/* The algorithm for the call and this rank's program of it, its peers
- * mapped onto the communicator's connections. */
+/* Where a record's plan and executor state lie after its steps. */
+static uint8_t *coll_more_conns(dfccl_coll_t *coll)
+{
+    return (uint8_t *)&coll->steps[coll->exec.nsteps];
+}
+
+static uint32_t *coll_deps(dfccl_coll_t *coll)
+{
+    return (uint32_t *)(coll_more_conns(coll) + ((coll->nmore + 7) & ~7u));
+}
+
+static void *coll_graph_mem(dfccl_coll_t *coll)
+{
+    return coll_deps(coll) + ((coll->ndeps + 1) & ~1u);
+}
+
+/* Points the executor at the record's own plan and state. */
+static void coll_point(dfccl_coll_t *coll)
+{
+    coll->exec.steps = coll->steps;
+    if (coll->oneshot) return;   /* no plan */
+    coll->exec.more_conns = coll_more_conns(coll);
+    coll->exec.deps = coll_deps(coll);
+    coll->exec.graph = &coll->graph;
+    dfccl_exec_graph_rebase(&coll->graph, coll_graph_mem(coll), coll->exec.nsteps);
+}
+
+/* The algorithm for the call and this rank's program of it (in plan). */
 static dfccl_status_t coll_plan(dfccl_comm_t *comm, const dfccl_coll_args_t *args, int in_place,
-                                dfccl_coll_t *coll)
+                                dfccl_plan_t *plan, dfccl_algo_t *algo,
+                                const dfccl_plan_file_t **file)
 {
     const dfccl_config_t *cfg = &comm->context->config;
     const dfccl_host_t *h = dfccl_comm_host(comm);
     dfccl_plan_call_t call = { args->type, in_place, args->count, args->counts };
-    uint32_t cap = coll_max_steps(comm);
-    dfccl_step_peers_t peers_buf[64], *peers = peers_buf;
-    const dfccl_plan_file_t *file;
-    dfccl_plan_t plan;
     dfccl_status_t status;
 
-    if (cap > 64 && (peers = malloc(sizeof(*peers) * cap)) == NULL) return DFCCL_ERR_NO_MEMORY;
-    plan = (dfccl_plan_t){ coll->steps, peers, 0, cap, 0 };
-    status = coll_plan_file(comm, args, &call, &plan, &file);
-    if (file == NULL) {
-        coll->algo = dfccl_plan_choose(&call, &h->topo, dfccl_dtype_size(args->dtype),
-                                       (dfccl_algo_t)cfg->algorithm, cfg->rd_max_bytes);
-        status = dfccl_plan_build(coll->algo, &call, &h->topo, comm->rank, &plan);
+    status = coll_plan_file(comm, args, &call, plan, file);
+    if (*file == NULL) {
+        *algo = dfccl_plan_choose(&call, &h->topo, dfccl_dtype_size(args->dtype),
+                                  (dfccl_algo_t)cfg->algorithm, cfg->rd_max_bytes);
+        status = dfccl_plan_build(*algo, &call, &h->topo, comm->rank, plan);
     }
-    for (uint32_t i = 0; status == DFCCL_OK && i < plan.nsteps; i++) {
-        dfccl_step_t *s = &coll->steps[i];
-        if (s->recv) {
-            int c = h->recv_conn[peers[i].recv];
-            if (c < 0) status = DFCCL_ERR_INVALID_PARAM;
-            else s->recv_conn = (uint8_t)c;
-            if (c >= 0 && h->links[peers[i].recv] != NULL) coll->crosses = 1;
-        }
-        for (uint8_t k = 0; k < s->send && status == DFCCL_OK; k++) {
-            int c = h->send_conn[peers[i].send[k]];
-            if (c < 0) status = DFCCL_ERR_INVALID_PARAM;
-            else s->send_conn[k] = (uint8_t)c;
-            if (c >= 0 && h->links[peers[i].send[k]] != NULL) coll->crosses = 1;
-        }
-    }
-    if (status != DFCCL_OK)   /* an algorithm that names a peer without a connection: a bug */
-        dfccl_error("comm %#llx: rank %d cannot run the %s plan of %s: %s",
-                    (unsigned long long)comm->key, comm->rank,
-                    file != NULL ? dfccl_plan_file_name(file) : dfccl_algo_name(coll->algo),
-                    dfccl_coll_type_name(args->type), dfccl_status_string(status));
-    coll->exec.nsteps = plan.nsteps;
-    if (status == DFCCL_OK && file != NULL) {
-        coll->plan_name = dfccl_plan_file_name(file);
-        dfccl_debug("comm %#llx: %s of %zu elements runs plan file %s",
-                    (unsigned long long)comm->key, dfccl_coll_type_name(args->type),
-                    coll->total_count, dfccl_plan_file_name(file));
-    }
-    if (peers != peers_buf) free(peers);
     return status;
+}
+
+/* The plan's peers mapped onto the communicator's connections. */
+static dfccl_status_t coll_connect(dfccl_comm_t *comm, const dfccl_plan_t *plan, dfccl_coll_t *coll)
+{
+    const dfccl_host_t *h = dfccl_comm_host(comm);
+    uint8_t *more = coll_more_conns(coll);
+
+    for (uint32_t i = 0; i < plan->nsteps; i++) {
+        dfccl_step_t *s = &coll->steps[i];
+        const dfccl_step_peers_t *p = &plan->peers[i];
+        if (s->recv) {
+            int c = h->recv_conn[p->recv];
+            if (c < 0) return DFCCL_ERR_INVALID_PARAM;
+            s->recv_conn = (uint8_t)c;
+            if (h->links[p->recv] != NULL) coll->crosses = 1;
+        }
+        for (uint32_t k = 0; k < s->send; k++) {
+            int peer = k == 0 ? p->send : plan->more_peers[s->more_at + k - 1];
+            int c = h->send_conn[peer];
+            if (c < 0) return DFCCL_ERR_INVALID_PARAM;
+            if (k == 0) s->send_conn = (uint8_t)c;
+            else more[s->more_at + k - 1] = (uint8_t)c;
+            if (h->links[peer] != NULL) coll->crosses = 1;
+        }
+    }
+    return DFCCL_OK;
+}
+
+/* The record for a built plan: steps, connections, dependencies, and the
+ * executor's state ready to run. */
+static dfccl_status_t coll_record(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
+                                  const dfccl_plan_t *plan, size_t total, dfccl_coll_t **coll_p)
+{
+    const dfccl_config_t *cfg = &comm->context->config;
+    const dfccl_host_t *h = dfccl_comm_host(comm);
+    int in_place = args->sendbuf == DFCCL_IN_PLACE;
+    size_t head = sizeof(dfccl_coll_t) + plan->nsteps * sizeof(dfccl_step_t) +
+                  ((plan->nmore + 7) & ~7u) + sizeof(uint32_t) * ((plan->ndeps + 1) & ~1u);
+    size_t bytes = head + dfccl_exec_graph_bytes(plan->steps, plan->nsteps, (uint32_t)h->nrecv,
+                                                 (uint32_t)h->nsend);
+    dfccl_coll_t *coll = calloc(1, bytes);
+    dfccl_exec_t *x;
+
+    if (coll == NULL) return DFCCL_ERR_NO_MEMORY;
+    coll->bytes = bytes;
+    coll->nmore = plan->nmore;
+    coll->ndeps = plan->ndeps;
+    coll->exec.nsteps = plan->nsteps;
+    memcpy(coll->steps, plan->steps, plan->nsteps * sizeof(dfccl_step_t));
+    memcpy(coll_deps(coll), plan->deps, plan->ndeps * sizeof(uint32_t));
+    if (coll_connect(comm, plan, coll) != DFCCL_OK) {
+        free(coll);
+        return DFCCL_ERR_INVALID_PARAM;
+    }
+    dfccl_call_init(&coll->call, args, total);
+    coll->budget_ns  = cfg->budget_ns;
+    x = &coll->exec;
+    coll_point(coll);
+    x->sendbuf     = in_place ? NULL : (char *)args->sendbuf;
+    x->recvbuf     = (char *)args->recvbuf;
+    x->dtype       = args->dtype;
+    x->op          = args->op;
+    x->esize       = dfccl_dtype_size(args->dtype);
+    x->slice_elems = cfg->slot_bytes / x->esize;
+    x->chunk_elems = dfccl_plan_chunk_elems(cfg->slot_bytes, cfg->fifo_slots, x->esize);
+    x->recv_fifo   = h->recv_fifos;
+    x->send_fifo   = h->send_fifos;
+    dfccl_exec_graph_init(x, &coll->graph, coll_graph_mem(coll), (uint32_t)h->nrecv,
+                          (uint32_t)h->nsend);
+    *coll_p = coll;
+    return DFCCL_OK;
 }
 
 dfccl_status_t dfccl_coll_new(dfccl_comm_t *comm, const dfccl_coll_args_t *args, size_t total,
                               dfccl_coll_t **coll_p)
 {
-    const dfccl_config_t *cfg = &comm->context->config;
-    uint32_t max_steps = coll_max_steps(comm);
+    uint32_t max_steps, max_more, max_deps;
     int in_place = args->sendbuf == DFCCL_IN_PLACE;
-    dfccl_coll_t *coll;
-    dfccl_status_t status;
+    const dfccl_plan_file_t *file = NULL;
+    dfccl_algo_t algo = DFCCL_ALGO_RING;
+    dfccl_plan_t plan = { 0 };
+    dfccl_status_t status = DFCCL_ERR_NO_MEMORY;
+    void *mem;
 
-    coll = calloc(1, sizeof(*coll) + max_steps * sizeof(dfccl_step_t));
-    if (coll == NULL) return DFCCL_ERR_NO_MEMORY;
-    dfccl_call_init(&coll->call, args, total);
-    status = coll_plan(comm, args, in_place, coll);
-    if (status != DFCCL_OK) {
-        free(coll);
-        return status;
+    coll_caps(comm, &max_steps, &max_more, &max_deps);
+    mem = malloc((sizeof(dfccl_step_t) + sizeof(dfccl_step_peers_t)) * max_steps +
+                 sizeof(int32_t) * max_more + sizeof(uint32_t) * max_deps + 8);
+    if (mem != NULL) {
+        plan.steps = mem;
+        plan.peers = (dfccl_step_peers_t *)(plan.steps + max_steps);
+        plan.more_peers = (int32_t *)(plan.peers + max_steps);
+        plan.deps = (uint32_t *)(plan.more_peers + max_more);
+        plan.cap = max_steps;
+        plan.more_cap = max_more;
+        plan.deps_cap = max_deps;
+        status = coll_plan(comm, args, in_place, &plan, &algo, &file);
+        if (status == DFCCL_OK) status = coll_record(comm, args, &plan, total, coll_p);
     }
-    coll->budget_ns   = cfg->budget_ns;
-    coll->exec.steps       = coll->steps;
-    coll->exec.sendbuf     = in_place ? NULL : (char *)args->sendbuf;
-    coll->exec.recvbuf     = (char *)args->recvbuf;
-    coll->exec.dtype       = args->dtype;
-    coll->exec.op          = args->op;
-    coll->exec.esize       = dfccl_dtype_size(args->dtype);
-    coll->exec.slice_elems = cfg->slot_bytes / coll->exec.esize;
-    coll->exec.chunk_elems = dfccl_plan_chunk_elems(cfg->slot_bytes, cfg->fifo_slots,
-                                                    coll->exec.esize);
-    coll->exec.nrounds     = dfccl_exec_part_rounds(&coll->exec);
-    coll->exec.recv_fifo   = dfccl_comm_host(comm)->recv_fifos;
-    coll->exec.send_fifo   = dfccl_comm_host(comm)->send_fifos;
-    *coll_p = coll;
-    return DFCCL_OK;
+    free(mem);
+    if (status == DFCCL_OK) {
+        (*coll_p)->algo = algo;
+        if (file != NULL) {
+            (*coll_p)->plan_name = dfccl_plan_file_name(file);
+            dfccl_debug("comm %#llx: %s of %zu elements runs plan file %s",
+                        (unsigned long long)comm->key, dfccl_coll_type_name(args->type),
+                        (*coll_p)->total_count, dfccl_plan_file_name(file));
+        }
+    } else if (status != DFCCL_ERR_NO_MEMORY) {
+        /* an algorithm that names a peer without a connection: a bug */
+        dfccl_error("comm %#llx: rank %d cannot run the %s plan of %s: %s",
+                    (unsigned long long)comm->key, comm->rank,
+                    file != NULL ? dfccl_plan_file_name(file) : dfccl_algo_name(algo),
+                    dfccl_coll_type_name(args->type), dfccl_status_string(status));
+    }
+    return status;
 }
 
 dfccl_coll_t *dfccl_coll_from_template(const dfccl_coll_t *tmpl, size_t bytes,
@@ -147,7 +227,7 @@ dfccl_coll_t *dfccl_coll_from_template(const dfccl_coll_t *tmpl, size_t bytes,
 
     if (coll == NULL) return NULL;
     memcpy(coll, tmpl, bytes);
-    coll->exec.steps = coll->steps;
+    coll_point(coll);
     coll->user       = args->user;
     coll->priority   = args->priority;
     return coll;

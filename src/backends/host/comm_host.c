@@ -130,6 +130,10 @@ static dfccl_status_t host_take_plans(dfccl_comm_t *comm, dfccl_host_t *h,
     for (int i = 0; status == DFCCL_OK && i < h->nplans; i++) {
         uint32_t steps = dfccl_plan_file_max_steps(h->plans[i]);
         if (steps > h->plan_steps) h->plan_steps = steps;
+        if (dfccl_plan_file_max_more(h->plans[i]) > h->plan_more)
+            h->plan_more = dfccl_plan_file_max_more(h->plans[i]);
+        if (dfccl_plan_file_max_deps(h->plans[i]) > h->plan_deps)
+            h->plan_deps = dfccl_plan_file_max_deps(h->plans[i]);
         if (comm->rank == 0)
             dfccl_info("comm %#llx: plan file %s (%s) serves it", (unsigned long long)comm->key,
                        dfccl_plan_file_name(h->plans[i]),

@@ -30,7 +30,8 @@ static void host_slice_move(const dfccl_exec_t *x, const dfccl_slice_t *s)
     }
 }
 
-dfccl_exec_result_t dfccl_exec_host_advance(dfccl_exec_t *x, unsigned max_slices)
+/* The chain (x->graph NULL), as the GPU's ring runs: tested on the host. */
+static dfccl_exec_result_t host_advance_chain(dfccl_exec_t *x, unsigned max_slices)
 {
     unsigned moved = 0;
     dfccl_slice_t slice;
@@ -42,6 +43,28 @@ dfccl_exec_result_t dfccl_exec_host_advance(dfccl_exec_t *x, unsigned max_slices
         host_slice_move(x, &slice);
         if (slice.out2 != NULL) memcpy(slice.out2, slice.out, slice.count * x->esize);
         dfccl_exec_slice_end(x, &slice);
+        moved++;
+    }
+    return DFCCL_EXEC_DONE;
+}
+
+dfccl_exec_result_t dfccl_exec_host_advance(dfccl_exec_t *x, unsigned max_slices)
+{
+    unsigned moved = 0;
+    dfccl_slice_t slice;
+
+    if (x->graph == NULL) return host_advance_chain(x, max_slices);
+    while (!dfccl_graph_done(x)) {
+        const dfccl_step_t *s;
+        if (moved == max_slices) return DFCCL_EXEC_PROGRESS;
+        if (!dfccl_graph_slice_begin(x, &slice))
+            return moved ? DFCCL_EXEC_PROGRESS : DFCCL_EXEC_BLOCKED;
+        host_slice_move(x, &slice);
+        s = &x->steps[x->step];
+        /* multicast: the same value to every further peer */
+        for (uint32_t k = 1; k < s->send; k++)
+            memcpy(dfccl_exec_send_slot(x, s, k), slice.out, slice.count * x->esize);
+        dfccl_graph_slice_end(x, &slice);
         moved++;
     }
     return DFCCL_EXEC_DONE;

@@ -33,7 +33,12 @@ typedef struct dfccl_coll {
     int                crosses;     /* its plan uses a link to another node */
     int                oneshot;     /* runs the one-shot (oneshot.h), not a plan */
     dfccl_oneshot_run_t shot;       /* ... and its saved context */
-    dfccl_step_t       steps[];     /* the plan */
+    size_t             bytes;       /* the record with its plan and executor state */
+    uint32_t           nmore, ndeps;/* the plan's further sends and dependencies */
+    dfccl_exec_graph_t graph;       /* the executor's per-step state */
+    dfccl_step_t       steps[];     /* the plan; then its further send connections
+                                       (exec.more_conns), dependencies (exec.deps) and
+                                       the graph's arrays */
 } dfccl_coll_t;
 
 /* The host backend's part of the context (its context_open makes it). */
@@ -63,7 +68,7 @@ void dfccl_host_context_close(dfccl_context_t *ctx, void *state);
 dfccl_status_t dfccl_coll_new(dfccl_comm_t *comm, const dfccl_coll_args_t *args, size_t total,
                               dfccl_coll_t **coll_p);
 /* A record to run, copied from one that never runs (bytes: the record and
- * its steps; its plan then points at the copy's own steps), with this
+ * its plan, tmpl->bytes; its plan then points at the copy's own), with this
  * call's completion owner and priority; NULL when out of memory. The
  * plan cache also gives it this call's buffers and callback. */
 dfccl_coll_t *dfccl_coll_from_template(const dfccl_coll_t *tmpl, size_t bytes,

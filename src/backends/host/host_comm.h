@@ -41,6 +41,7 @@ typedef struct dfccl_host {
     const dfccl_plan_file_t **plans;
     int              nplans;
     uint32_t         plan_steps;
+    uint32_t         plan_more, plan_deps;   /* their programs' lists, at most */
     struct dfccl_plan_cache *plan_cache;   /* recent calls' plans (plan_cache.c); NULL: off */
     dfccl_oneshot_t  oneshot;      /* small calls within one node (oneshot.c) */
 } dfccl_host_t;

@@ -77,7 +77,7 @@ dfccl_status_t dfccl_plan_cache_take(dfccl_comm_t *comm, const dfccl_coll_args_t
     status = dfccl_coll_new(comm, args, total, coll_p);
     if (status != DFCCL_OK || c == NULL) return status;
     /* keep a copy that never runs (the new record goes to the scheduler) */
-    bytes = sizeof(dfccl_coll_t) + (*coll_p)->exec.nsteps * sizeof(dfccl_step_t);
+    bytes = (*coll_p)->bytes;
     if ((tmpl = malloc(bytes)) == NULL) return DFCCL_OK;   /* just not cached */
     memcpy(tmpl, *coll_p, bytes);
     size_t *counts = NULL;

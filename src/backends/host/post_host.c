@@ -98,6 +98,7 @@ static dfccl_status_t host_plan(dfccl_comm_t *comm, const dfccl_coll_args_t *arg
 
     if (dfccl_oneshot_serves(comm, args, total)) {
         if ((*coll_p = calloc(1, sizeof(dfccl_coll_t))) == NULL) return DFCCL_ERR_NO_MEMORY;
+        (*coll_p)->bytes = sizeof(dfccl_coll_t);
         dfccl_oneshot_init(comm, args, total, *coll_p);
     } else {
         status = dfccl_plan_cache_take(comm, args, total, coll_p);
@@ -152,7 +153,7 @@ dfccl_status_t dfccl_host_prepare(dfccl_comm_t *comm, const dfccl_coll_args_t *a
     if (status != DFCCL_OK) return status;
     status = host_plan(comm, args, total, tmpl_p);
     if (status == DFCCL_OK)
-        *bytes_p = sizeof(dfccl_coll_t) + (*tmpl_p)->exec.nsteps * sizeof(dfccl_step_t);
+        *bytes_p = (*tmpl_p)->bytes;
     return status;
 }
 

@@ -180,9 +180,11 @@ void dfccl_watch_timeout(dfccl_coll_t *coll, double idle_sec)
     }
     const dfccl_exec_t *x = &coll->exec;
     const dfccl_comm_t *comm = coll->comm;
-    const dfccl_step_t *s = &x->steps[x->step < x->nsteps ? x->step : 0];
-    const dfccl_fifo_t *f = x->waiting == DFCCL_WAIT_SEND ? &x->send_fifo[s->send_conn[0]]
-                                                         : &x->recv_fifo[s->recv_conn];
+    const dfccl_host_t *h = dfccl_comm_host(comm);
+    int peer = x->wait_peer >= 0 && x->wait_peer < comm->size ? x->wait_peer : comm->rank;
+    int conn = x->waiting == DFCCL_WAIT_SEND ? h->send_conn[peer] : h->recv_conn[peer];
+    const dfccl_fifo_t *f = conn < 0 ? NULL : x->waiting == DFCCL_WAIT_SEND ? &x->send_fifo[conn]
+                                                                            : &x->recv_fifo[conn];
     char why[DFCCL_BOARD_WHY];
 
     dfccl_error("rank %d of comm %#llx (size %d): %s #%llu (%zu x %s, op %s, priority %d) made"
@@ -195,8 +197,9 @@ void dfccl_watch_timeout(dfccl_coll_t *coll, double idle_sec)
                 (unsigned long long)x->nrounds, x->step + 1, x->nsteps,
                 (unsigned long long)x->offset,
                 x->waiting == DFCCL_WAIT_SEND ? "a free slot at" : "data from", x->wait_peer,
-                (unsigned long long)__atomic_load_n(&f->ctrl->tail, __ATOMIC_ACQUIRE),
-                (unsigned long long)__atomic_load_n(&f->ctrl->head, __ATOMIC_ACQUIRE), f->nslots,
+                f ? (unsigned long long)__atomic_load_n(&f->ctrl->tail, __ATOMIC_ACQUIRE) : 0ull,
+                f ? (unsigned long long)__atomic_load_n(&f->ctrl->head, __ATOMIC_ACQUIRE) : 0ull,
+                f ? f->nslots : 0u,
                 coll->plan_name != NULL ? coll->plan_name : dfccl_algo_name(coll->algo),
                 comm->size > 1 ? "; its peers:" : "");
     watch_print_peers(coll, "   ");

@@ -1,0 +1,109 @@
+/* exec_graph.c - lays out and fills the dependency-driven executor's state
+ * (exec_graph.h) on the host. */
+#include <string.h>
+#include "core/exec_cpu.h"
+#include "core/exec_graph.h"
+
+/* The arrays in the order they lie in memory, each on 8 bytes. */
+static size_t round8(size_t n)
+{
+    return (n + 7) & ~(size_t)7;
+}
+
+static uint32_t count_users(const dfccl_step_t *steps, uint32_t nsteps, uint32_t *nloose)
+{
+    uint32_t n = 0, loose = 0;
+
+    for (uint32_t i = 0; i < nsteps; i++) {
+        n += steps[i].recv + steps[i].send;
+        loose += !steps[i].recv && !steps[i].send;
+    }
+    if (nloose != NULL) *nloose = loose;
+    return n;
+}
+
+static size_t graph_layout(dfccl_exec_graph_t *g, char *mem, uint32_t nsteps)
+{
+    size_t at = 0;
+
+    g->cur = (dfccl_exec_cursor_t *)(mem ? mem + at : NULL);
+    at += round8(sizeof(dfccl_exec_cursor_t) * nsteps);
+    g->rounds = (uint64_t *)(mem ? mem + at : NULL);
+    at += round8(sizeof(uint64_t) * nsteps);
+    g->lines = (dfccl_exec_line_t *)(mem ? mem + at : NULL);
+    at += round8(sizeof(dfccl_exec_line_t) * g->nlines);
+    g->users = (uint32_t *)(mem ? mem + at : NULL);
+    at += round8(sizeof(uint32_t) * g->nusers);
+    g->loose = (uint32_t *)(mem ? mem + at : NULL);
+    at += round8(sizeof(uint32_t) * g->nloose);
+    return at;
+}
+
+size_t dfccl_exec_graph_bytes(const dfccl_step_t *steps, uint32_t nsteps, uint32_t nrecv,
+                              uint32_t nsend)
+{
+    dfccl_exec_graph_t g = { 0 };
+
+    g.nlines = nrecv + nsend;
+    g.nusers = count_users(steps, nsteps, &g.nloose);
+    return graph_layout(&g, NULL, nsteps);
+}
+
+void dfccl_exec_graph_rebase(dfccl_exec_graph_t *g, void *mem, uint32_t nsteps)
+{
+    graph_layout(g, mem, nsteps);
+}
+
+void dfccl_exec_graph_init(dfccl_exec_t *x, dfccl_exec_graph_t *g, void *mem, uint32_t nrecv,
+                           uint32_t nsend)
+{
+    const dfccl_step_t *steps = x->steps;
+    uint32_t n = x->nsteps, at = 0;
+
+    memset(g, 0, sizeof(*g));
+    g->nrecv = nrecv;
+    g->nlines = nrecv + nsend;
+    g->nusers = count_users(steps, n, &g->nloose);
+    memset(mem, 0, graph_layout(g, mem, n));
+    x->graph = g;
+    x->nrounds = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t off, len = dfccl_exec_part(x, steps[i].count, &off);
+        g->rounds[i] = (len + x->chunk_elems - 1) / x->chunk_elems;
+        if (g->rounds[i] > x->nrounds) x->nrounds = g->rounds[i];
+        g->left += g->rounds[i] > 0;
+    }
+    /* lines: count each connection's steps, then list them in program order */
+    for (uint32_t i = 0; i < n; i++) {
+        if (steps[i].recv) g->lines[steps[i].recv_conn].n++;
+        for (uint32_t k = 0; k < steps[i].send; k++)
+            g->lines[nrecv + (k == 0 ? steps[i].send_conn
+                                      : x->more_conns[steps[i].more_at + k - 1])].n++;
+    }
+    for (uint32_t l = 0; l < g->nlines; l++) {
+        g->lines[l].first = at;
+        at += g->lines[l].n;
+        g->lines[l].n = 0;
+    }
+    at = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        dfccl_exec_line_t *L;
+        if (steps[i].recv) {
+            L = &g->lines[steps[i].recv_conn];
+            g->users[L->first + L->n++] = i;
+        }
+        for (uint32_t k = 0; k < steps[i].send; k++) {
+            L = &g->lines[nrecv + (k == 0 ? steps[i].send_conn
+                                          : x->more_conns[steps[i].more_at + k - 1])];
+            g->users[L->first + L->n++] = i;
+            if (L->rounds < g->rounds[i]) L->rounds = g->rounds[i];
+        }
+        if (steps[i].recv && g->lines[steps[i].recv_conn].rounds < g->rounds[i])
+            g->lines[steps[i].recv_conn].rounds = g->rounds[i];
+        if (!steps[i].recv && !steps[i].send) g->loose[at++] = i;
+    }
+    for (uint32_t l = 0; l < g->nlines; l++) dfccl_graph_line_settle(g, &g->lines[l]);
+    x->step = 0;
+    x->round = 0;
+    x->offset = 0;
+}
