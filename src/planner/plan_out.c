@@ -5,13 +5,16 @@
  *
  * The engine knows GPUs, not switches: a path through switches becomes one
  * send from the GPU it leaves to the GPUs it reaches (a switch's copies
- * become a step's several peers, two at most a step; a switch's sum in a
+ * become a step's several peers; a switch's sum in a
  * reduction becomes the sums' parts sent on to the GPU after it). A plan's
  * sends and receives between two ranks pair up in program order, so where
  * two chunks overtake each other on paths of different lengths the
  * receiver's steps follow the sender's order, and any step that uses a
- * chunk moves after the step that brings it. The result is checked by the
- * engine's own loader (dfccl_plan) before anyone runs it.
+ * chunk moves after the step that brings it. Plans are written as version 2:
+ * the engine runs a step once the steps that bring what it reads have moved
+ * (it derives them from the chunks), so a rank's sends do not wait for its
+ * receives of other chunks. The result is checked by the engine's own
+ * loader (dfccl_plan) before anyone runs it.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -26,7 +29,7 @@ typedef struct {
     int64_t key;       /* position in the rank's program */
     int rank, chunk, phase;
     int recv;          /* rank it receives from, -1: none */
-    int send[2], nsend;
+    int *send, nsend;  /* peers (its own list, freed with the steps) */
     int reduce, src, dst;
 } step_t;
 
@@ -129,7 +132,7 @@ static int same_send(const move_t *a, const move_t *b)
 }
 
 /* Gathering moves: receives, and sends grouped by (sender, chunk, epoch)
- * with at most two peers a step. */
+ * into one step to all their peers. */
 static int gather_steps(out_t *o, int phase)
 {
     int k = o->in->chunks_per_gpu;
@@ -137,7 +140,7 @@ static int gather_steps(out_t *o, int phase)
     for (size_t i = 0; i < o->nmoves; i++) {
         const move_t *m = &o->moves[i];
         if (m->phase != phase) continue;
-        if (add_step(o, (step_t){ KEY(m->a, 0), m->to, m->chunk, phase, m->from, { 0, 0 }, 0, 0,
+        if (add_step(o, (step_t){ KEY(m->a, 0), m->to, m->chunk, phase, m->from, NULL, 0, 0,
                                   BUF_NONE, BUF_RECV }) != 0)
             return -1;
     }
@@ -151,13 +154,14 @@ static int gather_steps(out_t *o, int phase)
         /* an allgather's own chunks come from the send buffer, anything
          * received (and an allreduce's sums) from the receive buffer */
         int src = o->s->collective == PL_ALLGATHER && m->chunk / k == m->from ? BUF_SEND : BUF_RECV;
-        for (int sub = 1; j < o->nmoves && same_send(&o->moves[j], m); sub++) {
-            step_t st = { KEY(m->k, 2 + sub), m->from, m->chunk, phase, -1, { o->moves[j].to, 0 },
-                          1, 0, src, BUF_NONE };
-            if (j + 1 < o->nmoves && same_send(&o->moves[j + 1], m))
-                st.send[st.nsend++] = o->moves[++j].to;
-            if (add_step(o, st) != 0) return -1;
-            j++;
+        while (j < o->nmoves && same_send(&o->moves[j], m)) j++;
+        step_t st = { KEY(m->k, 3), m->from, m->chunk, phase, -1, malloc(sizeof(int) * (j - i)),
+                      0, 0, src, BUF_NONE };
+        if (st.send == NULL) return -1;
+        for (size_t q = i; q < j; q++) st.send[st.nsend++] = o->moves[q].to;
+        if (add_step(o, st) != 0) {
+            free(st.send);
+            return -1;
         }
         i = j;
     }
@@ -191,7 +195,7 @@ static int reduce_steps(out_t *o, int phase)
             (*n)++;
             continue;
         }
-        if (add_step(o, (step_t){ KEY(m->a, 1), m->to, m->chunk, phase, m->from, { 0, 0 }, 0, 1,
+        if (add_step(o, (step_t){ KEY(m->a, 1), m->to, m->chunk, phase, m->from, NULL, 0, 1,
                                   *n ? BUF_RECV : BUF_SEND, BUF_RECV }) != 0) {
             free(got);
             return -1;
@@ -202,8 +206,13 @@ static int reduce_steps(out_t *o, int phase)
         const move_t *m = &o->moves[i];
         if (m->phase != phase) continue;
         int n = got[(size_t)m->chunk * t->ngpus + m->from];
-        step_t st = { KEY(m->k, 2), m->from, m->chunk, phase, -1, { m->to, 0 }, 1, 0,
+        step_t st = { KEY(m->k, 2), m->from, m->chunk, phase, -1, malloc(sizeof(int)), 1, 0,
                       n ? BUF_RECV : BUF_SEND, BUF_NONE };
+        if (st.send == NULL) {
+            free(got);
+            return -1;
+        }
+        st.send[0] = m->to;
         if (rs && n > 0) {
             /* The receive, summed with the rank's own part, sent on; placed
              * where the receive is, not where the send is: a rank that sends
@@ -219,6 +228,7 @@ static int reduce_steps(out_t *o, int phase)
             st.src = BUF_SEND;
         }
         if (add_step(o, st) != 0) {
+            free(st.send);
             free(got);
             return -1;
         }
@@ -233,7 +243,7 @@ static int by_rank_key(const void *a, const void *b)
     if (x->rank != y->rank) return x->rank - y->rank;
     if (x->key != y->key) return x->key < y->key ? -1 : 1;
     if (x->chunk != y->chunk) return x->chunk - y->chunk;
-    return x->send[0] - y->send[0];
+    return (x->nsend ? x->send[0] : -1) - (y->nsend ? y->send[0] : -1);
 }
 
 static const step_t *order_of; /* qsort has no context argument in C11 */
@@ -378,7 +388,7 @@ static int write_json(out_t *o, const char *path)
         fclose(f);
         return pl_fail(o->why, o->whylen, "out of memory");
     }
-    fprintf(f, "{ \"format\": \"dfccl-plan\", \"version\": 1, \"name\": \"%s-%d-planned\",\n"
+    fprintf(f, "{ \"format\": \"dfccl-plan\", \"version\": 2, \"name\": \"%s-%d-planned\",\n"
                "  \"comment\": \"from a %s schedule of %d epochs (dfccl_plan)\",\n"
                "  \"collective\": \"%s\", \"ranks\": %d, \"chunks\": %d,\n",
             names[o->s->collective], n, o->s->method, o->s->epochs, names[o->s->collective], n,
@@ -401,8 +411,9 @@ static int write_json(out_t *o, const char *path)
             fprintf(f, "%s\n      {", first ? "" : ",");
             first = 0;
             if (s->recv >= 0) fprintf(f, "\"recv\": %d, ", s->recv);
-            if (s->nsend == 1) fprintf(f, "\"send\": [%d], ", s->send[0]);
-            if (s->nsend == 2) fprintf(f, "\"send\": [%d, %d], ", s->send[0], s->send[1]);
+            for (int p = 0; p < s->nsend; p++)
+                fprintf(f, "%s%d%s", p ? ", " : "\"send\": [", s->send[p],
+                        p + 1 == s->nsend ? "], " : "");
             if (s->reduce) fprintf(f, "\"reduce\": true, ");
             if (s->src != BUF_NONE) fprintf(f, "\"src\": %s, ", buf_name(s->src));
             if (s->dst != BUF_NONE) fprintf(f, "\"dst\": %s, ", buf_name(s->dst));
@@ -428,7 +439,7 @@ int pl_plan_file_write(const pl_instance_t *in, const pl_schedule_t *s, const ch
     if (s->collective == PL_ALLGATHER) {
         /* each rank's own chunks into its receive buffer, before anything */
         for (int c = 0; c < in->nchunks; c++)
-            if (add_step(&o, (step_t){ KEY(-1, c), c / k, c, PL_PHASE_ONLY, -1, { 0, 0 }, 0, 0,
+            if (add_step(&o, (step_t){ KEY(-1, c), c / k, c, PL_PHASE_ONLY, -1, NULL, 0, 0,
                                        BUF_SEND, BUF_RECV }) != 0)
                 goto out;
         if (gather_steps(&o, PL_PHASE_ONLY) != 0) goto out;
@@ -442,6 +453,7 @@ int pl_plan_file_write(const pl_instance_t *in, const pl_schedule_t *s, const ch
     if (write_json(&o, path) != 0) goto out;
     rc = 0;
 out:
+    for (size_t i = 0; i < o.nsteps; i++) free(o.steps[i].send);
     free(o.steps);
     free(o.moves);
     free(o.next_leave);

@@ -18,6 +18,12 @@
 #   DFCCL_PLAN_SPLIT        coll_dfccl_node_split (default 2; empty: none,
 #                           the hosts are real)
 #   DFCCL_PLAN_MCA          more mpirun arguments
+#   DFCCL_PLAN_METHODS      the planner's methods, one job each with that
+#                           method's plans alone (default: greedy); each
+#                           plan file must come from that method's own
+#                           schedule, not from one it fell back to
+#   DFCCL_PLAN_ARGS         dfccl_plan's arguments for the schedule
+#                           (default: --bytes 1M --chunks 2)
 set -eu
 [ $# -ge 2 ] || { echo "usage: $0 NP PROGRAM [ARGS...]" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,15 +33,25 @@ topology=${DFCCL_PLAN_TOPOLOGY:-$here/hosts_2x2.json}
 split=${DFCCL_PLAN_SPLIT-2}
 plans=$(mktemp -d)
 trap 'rm -rf "$plans"' EXIT
-for coll in ${DFCCL_PLAN_COLLECTIVES:-allgather allreduce reducescatter}; do
-  "$tool" --topology "$topology" --collective $coll --bytes 1M --chunks 2 --method greedy \
-    --schedule "$plans/$coll.schedule" --plan-dir "$plans" --serve : --quiet >/dev/null ||
-    { echo "$0: dfccl_plan failed for $coll" >&2; exit 1; }
+for method in ${DFCCL_PLAN_METHODS:-greedy}; do
+  dir=$plans/$method
+  mkdir -p "$dir"
+  for coll in ${DFCCL_PLAN_COLLECTIVES:-allgather allreduce reducescatter}; do
+    # shellcheck disable=SC2086  # DFCCL_PLAN_ARGS is a list of arguments
+    "$tool" --topology "$topology" --collective $coll ${DFCCL_PLAN_ARGS:---bytes 1M --chunks 2} \
+      --method "$method" --time-limit 20 --schedule "$dir/$coll.schedule" --plan-dir "$dir" \
+      --serve : --quiet >/dev/null ||
+      { echo "$0: dfccl_plan --method $method failed for $coll" >&2; exit 1; }
+  done
+  rm -f "$dir"/*.schedule
+  for f in "$dir"/*.json; do
+    grep -q "from a $method schedule" "$f" ||
+      { echo "FAIL: $f is not from a $method schedule: $(grep -o 'from a [a-z]* schedule' "$f")"; exit 1; }
+  done
+  echo "plans from $method: $(cd "$dir" && ls)"
+  DFCCL_TEST_MCA="--mca coll_dfccl_host_buffers engine --mca coll_dfccl_gpu 0
+    --mca coll_dfccl_timeout 20 ${split:+--mca coll_dfccl_node_split $split}
+    --mca coll_dfccl_plan_dir $dir -x DFCCL_TEST_EXPECT_PLAN=1 ${DFCCL_PLAN_MCA:-}"
+  export DFCCL_TEST_MCA
+  "$here/../mpi/run_mpi_test.sh" "$@" || exit $?
 done
-rm -f "$plans"/*.schedule
-ls "$plans"
-DFCCL_TEST_MCA="--mca coll_dfccl_host_buffers engine --mca coll_dfccl_gpu 0
-  --mca coll_dfccl_timeout 20 ${split:+--mca coll_dfccl_node_split $split}
-  --mca coll_dfccl_plan_dir $plans -x DFCCL_TEST_EXPECT_PLAN=1 ${DFCCL_PLAN_MCA:-}"
-export DFCCL_TEST_MCA
-"$here/../mpi/run_mpi_test.sh" "$@"
