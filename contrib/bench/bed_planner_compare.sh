@@ -2,10 +2,11 @@
 # bed_planner_compare.sh OUT [SIZE...]
 #
 # Planned schedules against the engine's built-in ring and hierarchical
-# algorithms, executed across emulated hosts: 3 hosts x 2 ranks, host 3's
-# link shaped to 1 Gbit/s (contrib/bench/topologies/bed_3x2_slow.json models
-# that bed). For each SIZE (whole buffer, default 6Mi 24Mi) dfccl_plan
-# plans allgather and allreduce on the model into OUT/plans (sizes with Ki,
+# algorithms, executed across emulated hosts: DFCCL_BED_SHAPE hosts x ranks
+# (default 3x2), the last host's link shaped to 1 Gbit/s
+# (contrib/bench/topologies/bed_HxR_slow.json models that bed). For each SIZE
+# (whole buffer, default 6Mi 24Mi) dfccl_plan plans DFCCL_PLAN_COLLECTIVES
+# (default allgather allreduce) on the model into OUT/plans (sizes with Ki,
 # Mi, Gi: dfccl_perf's sizes are powers of 1024, and every size is 4 times
 # the one before) (its modelled
 # finish and the ring's go to OUT/model.txt); then bed_perf_compare.sh runs
@@ -33,29 +34,36 @@ sizes=("$@")
 tool=$PWD/src/tools/dfccl_plan
 [ -x "$tool" ] || { echo "$0: no $tool (run from the build directory; the planner needs CBC)" >&2
                     exit 2; }
-topo=$here/topologies/bed_3x2_slow.json
+shape=${DFCCL_BED_SHAPE:-3x2}
+hosts=${shape%x*}
+ranks=${shape#*x}
+topo=$here/topologies/bed_${shape}_slow.json
+[ -f "$topo" ] || { echo "$0: no model of the bed $shape ($topo)" >&2; exit 2; }
 mkdir -p "$out/plans"
 out=$(cd "$out" && pwd)
 reuse=0
 ls "$out"/plans/*.json >/dev/null 2>&1 && reuse=1
 [ $reuse = 0 ] && : > "$out/model.txt"
-for coll in allgather allreduce; do
+colls=${DFCCL_PLAN_COLLECTIVES:-allgather allreduce}
+for coll in $colls; do
   [ $reuse = 0 ] || break   # OUT/plans from an earlier run: planned already
   for size in "${sizes[@]}"; do
     echo "== $coll $size" >> "$out/model.txt"
     "$tool" --topology "$topo" --collective "$coll" --bytes "$size" \
       --chunks "${DFCCL_PLAN_CHUNKS:-1}" --method "${DFCCL_PLAN_METHOD:-auto}" \
       --time-limit "${DFCCL_PLAN_TIME_LIMIT:-60}" --schedule "$out/plans/$coll-$size.schedule" \
-      --plan-dir "$out/plans" >> "$out/model.txt" 2>&1
+      --plan-dir "$out/plans" >> "$out/model.txt" 2>&1 ||
+      echo "(no plan file: see above)" >> "$out/model.txt"
   done
 done
 mkdir -p "$out/schedules"
-[ $reuse = 1 ] || mv "$out"/plans/*.schedule "$out/schedules/"
+[ $reuse = 1 ] || mv "$out"/plans/*.schedule "$out/schedules/" 2>/dev/null || true
 lo=${sizes[0]%i}   # dfccl_perf's K, M, G are powers of 1024
 hi=${sizes[${#sizes[@]} - 1]%i}
-DFCCL_BENCH_CONFIGS= DFCCL_BENCH_SHAPE="h3 1gbit" \
+perf_colls=$(echo $colls | sed 's/reducescatter/reduce_scatter_block/; s/ /,/g')
+DFCCL_BENCH_CONFIGS= DFCCL_BENCH_SHAPE="h$hosts 1gbit" \
 DFCCL_BENCH_EXTRA="ring=--mca coll_dfccl_algorithm 0;hier=--mca coll_dfccl_algorithm 1;planned=--mca coll_dfccl_plan_dir $out/plans --mca coll_dfccl_verbose 2" \
-  "$here/bed_perf_compare.sh" 3 2 "$out" -x allgather,allreduce -b "$lo" -e "$hi" -f 4 -c 1 \
+  "$here/bed_perf_compare.sh" "$hosts" "$ranks" "$out" -x "$perf_colls" -b "$lo" -e "$hi" -f 4 -c 1 \
     -w "${DFCCL_PERF_WARMUP:-1}" -n "${DFCCL_PERF_ITERS:-5}"
 # the planned job must have taken the plans
 grep -q "serves it" "$out/planned.err" ||

@@ -69,6 +69,12 @@ checks=(
     "direct-net-n3k2c2|-DN=3 -DK=2 -DC=2 -DDIRECT -DNET -DL=1 -DS=1|safety|ok"
     "serial-net-n2k2c2|-DN=2 -DK=2 -DC=2 -DNET -DSERIAL|safety|invalid end state"
     "serial-direct-n3k2c2|-DN=3 -DK=2 -DC=2 -DDIRECT -DSERIAL|safety|invalid end state"
+    "graph-n2k2c2r2|-DN=2 -DK=2 -DC=2 -DROUNDS=2 -DGRAPH -DL=2 -DS=1|safety|ok"
+    "graph-n2k2c2r2|-DN=2 -DK=2 -DC=2 -DROUNDS=2 -DGRAPH -DL=2 -DS=1|liveness|ok"
+    "graph-n3k2c2|-DN=3 -DK=2 -DC=2 -DGRAPH -DL=1 -DS=1|safety|ok"
+    "graph-n3k2c2|-DN=3 -DK=2 -DC=2 -DGRAPH -DL=1 -DS=1|liveness|ok"
+    "graph-share-n2k3c2|-DN=2 -DK=3 -DC=2 -DGRAPH -DSHARE -DL=2 -DS=1|safety|ok"
+    "chain-graph-n2k1c2|-DN=2 -DK=1 -DC=2 -DGRAPH -DCHAIN|safety|invalid end state"
 )
 
 # run_check INDEX: writes $work/INDEX.result: "PASS|FAIL <line>"

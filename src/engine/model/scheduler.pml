@@ -29,6 +29,15 @@
  *               shadow FIFO of C slots in its own memory, and a relay (the
  *               network and its pump) moves each slice into the receiver's
  *               FIFO whenever that has room, after any delay
+ *   GRAPH       each collective is a dependency graph run by the
+ *               dependency-driven executor (exec_graph.h), several steps in
+ *               flight per rank: a ring allgather written receives first,
+ *               B: receive from r-1, D: receive from r-1 what r-1 forwards,
+ *               A: send own chunk to r+1, C: forward what B received to r+1
+ *               (C depends on B); connection r-1 -> r carries B, D and
+ *               connection r -> r+1 carries A, C, each round, in that order
+ *   CHAIN       with GRAPH: the steps in program order instead (B, D, A, C
+ *               round by round; expected to deadlock)
  *   LTL         adds the claim <> all_done (check with pan -a -f)
  *
  * Abstractions: a step moves one slice (chunk); checking readiness and
@@ -58,7 +67,7 @@
 #define S 1
 #endif
 
-#ifdef DIRECT
+#if defined(DIRECT) || defined(GRAPH)
 #define NSTEPS   4
 #else
 /* ring allreduce: send, (N-2) x recvReduceSend, recvReduceCopySend,
@@ -81,7 +90,14 @@
 #endif
 
 #define POS(r, k)     pos[(r) * K + (k)]
+#ifdef GRAPH
+/* rounds moved by step s (0: B, 1: D, 2: A, 3: C) of collective k on rank r */
+#define GP(r, k, s)   gpos[((r) * K + (k)) * 4 + (s)]
+#define GSUM(r, k)    (GP(r, k, 0) + GP(r, k, 1) + GP(r, k, 2) + GP(r, k, 3))
+#define DONE(r, k)    (GSUM(r, k) == 4 * ROUNDS)
+#else
 #define DONE(r, k)    (POS(r, k) == T)
+#endif
 #define ARR(r, k)     ((arrived[r] >> (k)) & 1)
 #define STEP(r, k)    (POS(r, k) % NSTEPS)
 /* fifo[(comm * N + from) * N + to]; shadow[comm * N + to]: rank N-1's (NET) */
@@ -109,9 +125,31 @@
 #else
 #define OUTF(r, k)    FIFO(k, r, DEST(r, k))
 #endif
+#ifdef GRAPH
+#define GIN(r, k)     FIFO(k, ((r) + N - 1) % N, r)
+#define GOUT(r, k)    FIFO(k, r, ((r) + 1) % N)
+#ifdef CHAIN
+/* program order: unit (round t, step j) moves after every unit before it */
+#define GTURN(r, k, j, idx) (GSUM(r, k) == 4 * GP(r, k, j) + (idx))
+#else
+#define GTURN(r, k, j, idx) 1
+#endif
+/* each step: units left, its turn on its connection (round, then program
+ * order), what it depends on, data or a free slot */
+#define ENA_B(r, k) (GP(r, k, 0) < ROUNDS && GP(r, k, 1) == GP(r, k, 0) && \
+                     GTURN(r, k, 0, 0) && len(GIN(r, k)) > 0)
+#define ENA_D(r, k) (GP(r, k, 1) < ROUNDS && GP(r, k, 0) == GP(r, k, 1) + 1 && \
+                     GTURN(r, k, 1, 1) && len(GIN(r, k)) > 0)
+#define ENA_A(r, k) (GP(r, k, 2) < ROUNDS && GP(r, k, 3) == GP(r, k, 2) && \
+                     GTURN(r, k, 2, 2) && len(GOUT(r, k)) < C)
+#define ENA_C(r, k) (GP(r, k, 3) < ROUNDS && GP(r, k, 2) == GP(r, k, 3) + 1 && \
+                     GP(r, k, 0) > GP(r, k, 3) && GTURN(r, k, 3, 3) && len(GOUT(r, k)) < C)
+#define ENABLED(r, k) (ENA_B(r, k) || ENA_D(r, k) || ENA_A(r, k) || ENA_C(r, k))
+#else
 /* input present and output slot free */
 #define ENABLED(r, k) ((!HASRECV(r, k) || len(INF(r, k)) > 0) && \
                        (!HASSEND(r, k) || len(OUTF(r, k)) < C))
+#endif
 /* a slice names its collective and the sender's position */
 #define TAG(k, p)     ((k) * T + (p))
 
@@ -134,6 +172,9 @@ chan fifo[NFIFO + NCOMM * N] = [C] of { byte };
 chan fifo[NFIFO] = [C] of { byte };
 #endif
 byte pos[N * K];          /* slices moved by collective k on rank r */
+#ifdef GRAPH
+byte gpos[N * K * 4];     /* GRAPH: rounds moved by each step */
+#endif
 byte arrived[N];          /* bit k: collective k was posted on rank r */
 byte finished;            /* daemons that completed everything */
 #ifdef SERIAL
@@ -143,6 +184,22 @@ byte narr[N];
 
 #define all_done (finished == N)
 
+#ifdef GRAPH
+/* Moves a unit of any step of collective k that may move (the executor
+ * takes whichever it finds; all choices are explored). A slice names the
+ * sender's step (A: even, C: odd) and round. */
+#define MOVE(r, k, t) \
+    atomic { \
+        ENABLED(r, k) -> \
+        if \
+        :: ENA_B(r, k) -> GIN(r, k)?t; assert(t == TAG(k, 2 * GP(r, k, 0))); GP(r, k, 0)++ \
+        :: ENA_D(r, k) -> GIN(r, k)?t; assert(t == TAG(k, 2 * GP(r, k, 1) + 1)); GP(r, k, 1)++ \
+        :: ENA_A(r, k) -> GOUT(r, k)!TAG(k, 2 * GP(r, k, 2)); GP(r, k, 2)++ \
+        :: ENA_C(r, k) -> GOUT(r, k)!TAG(k, 2 * GP(r, k, 3) + 1); GP(r, k, 3)++ \
+        fi; \
+        t = 0 \
+    }
+#else
 /* Moves one slice of collective k on rank r; the guard is its readiness. */
 #define MOVE(r, k, t) \
     d_step { \
@@ -158,6 +215,7 @@ byte narr[N];
         POS(r, k)++; \
         t = 0 \
     }
+#endif
 
 /* The application on rank r posts its collectives in any order that keeps
  * each communicator's order, at arbitrary times. */
