@@ -122,17 +122,22 @@ static int by_sender(const void *a, const void *b)
     if (x->from != y->from) return x->from - y->from;
     if (x->chunk != y->chunk) return x->chunk - y->chunk;
     if (x->k != y->k) return x->k - y->k;
+    if (x->a != y->a) return x->a - y->a;
     return x->to - y->to;
 }
 
-/* Whether two moves leave one rank with one chunk in one epoch. */
+/* Whether two moves leave one rank with one chunk in one epoch and arrive
+ * together: one step then sends to both. Copies that arrive at different
+ * times (over links of different speeds) go in steps of their own, which
+ * move side by side: in one step every slice waits for the slowest link. */
 static int same_send(const move_t *a, const move_t *b)
 {
-    return a->phase == b->phase && a->from == b->from && a->chunk == b->chunk && a->k == b->k;
+    return a->phase == b->phase && a->from == b->from && a->chunk == b->chunk && a->k == b->k &&
+           a->a == b->a;
 }
 
-/* Gathering moves: receives, and sends grouped by (sender, chunk, epoch)
- * into one step to all their peers. */
+/* Gathering moves: receives, and sends grouped by (sender, chunk, epoch,
+ * arrival) into one step to all their peers. */
 static int gather_steps(out_t *o, int phase)
 {
     int k = o->in->chunks_per_gpu;
