@@ -45,7 +45,10 @@ static int link_timing(const pl_link_t *k, double epoch_s, double chunk_bytes, p
         tm->span = (int)span;
         tm->per_epoch = 1;
     }
-    delay = delay > PL_EPS ? ceil(delay - PL_EPS) : 0;
+    /* TE-CCL's rule: latency costs whole epochs, but none where it is at
+     * most a tenth of one (short against the chunk time that the span
+     * already counts); a hop may take that much longer than modelled. */
+    delay = delay > PL_LATENCY_THRESHOLD + PL_EPS ? ceil(delay - PL_EPS) : 0;
     if (delay > PL_MAX_HOP_EPOCHS) return -1;
     tm->delay = (int)delay;
     return 0;
@@ -79,6 +82,16 @@ int pl_instance_init(pl_instance_t *in, const pl_topology_t *t, int chunks_per_g
                            PL_MAX_HOP_EPOCHS, epoch_s * 1e6);
         }
     return 0;
+}
+
+double pl_latency_left_out(const pl_instance_t *in)
+{
+    double most = 0;
+
+    for (int l = 0; l < in->topo->nlinks; l++)
+        if (in->timing[l].delay == 0 && in->topo->links[l].latency > most)
+            most = in->topo->links[l].latency;
+    return most;
 }
 
 void pl_instance_fini(pl_instance_t *in)

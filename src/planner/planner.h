@@ -69,8 +69,14 @@ typedef enum { PL_ALLGATHER, PL_REDUCESCATTER, PL_ALLREDUCE } pl_collective_t;
 typedef struct {
     int span;      /* epochs one chunk occupies the link (1 unless slower than a chunk an epoch) */
     int per_epoch; /* chunks that may be on the link at once */
-    int delay;     /* epochs of latency after the last epoch of sending */
+    int delay;     /* epochs of latency after the last epoch of sending: ceil(latency /
+                      epoch), or 0 where the latency is PL_LATENCY_THRESHOLD of an epoch or less */
 } pl_timing_t;
+
+/* Latency up to this fraction of an epoch costs no epoch (TE-CCL's
+ * alpha_threshold): a hop may then take up to this much of an epoch longer
+ * than modelled. */
+#define PL_LATENCY_THRESHOLD 0.1
 
 /* A topology with chunk and epoch sizes fixed: what every planner works on.
  * Chunk c belongs to rank c / chunks_per_gpu (its owner: the GPU whose input
@@ -88,6 +94,10 @@ double pl_epoch_length(const pl_topology_t *t, double chunk_bytes, pl_epoch_rule
 int pl_instance_init(pl_instance_t *in, const pl_topology_t *t, int chunks_per_gpu,
                      double chunk_bytes, double epoch_s, char *why, size_t whylen);
 void pl_instance_fini(pl_instance_t *in);
+/* The longest latency the model leaves out (seconds): of links whose
+ * latency is at most PL_LATENCY_THRESHOLD of an epoch. Each hop over such a
+ * link may take up to that much longer than modelled. */
+double pl_latency_left_out(const pl_instance_t *in);
 static inline int pl_chunk_owner_node(const pl_instance_t *in, int c)
 {
     return in->topo->gpu_node[c / in->chunks_per_gpu];
