@@ -71,6 +71,8 @@ typedef struct {
     int per_epoch; /* chunks that may be on the link at once */
     int delay;     /* epochs of latency after the last epoch of sending: ceil(latency /
                       epoch), or 0 where the latency is PL_LATENCY_THRESHOLD of an epoch or less */
+    int hop;       /* epochs from sending to usable at the far end: span + delay, less one
+                      from a switch to a GPU (switches pass chunks on as they arrive) */
 } pl_timing_t;
 
 /* Latency up to this fraction of an epoch costs no epoch (TE-CCL's
@@ -102,10 +104,11 @@ static inline int pl_chunk_owner_node(const pl_instance_t *in, int c)
 {
     return in->topo->gpu_node[c / in->chunks_per_gpu];
 }
-/* Epochs from sending on link l to the chunk being usable at its far end. */
+/* Epochs from sending on link l to the chunk being usable at its far end
+ * (0 possible only from a switch to a GPU). */
 static inline int pl_hop(const pl_instance_t *in, int l)
 {
-    return in->timing[l].span + in->timing[l].delay;
+    return in->timing[l].hop;
 }
 const char *pl_collective_name(pl_collective_t c);
 /* A byte count: plain, or with K M G T (powers of 1000) or Ki Mi Gi Ti
