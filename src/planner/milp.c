@@ -238,6 +238,7 @@ int pl_milp(const pl_instance_t *in, const pl_options_t *o, pl_schedule_t *s, ch
             g.nflows = g.cap = 0;
             s->epochs = g.epochs;
             snprintf(s->method, sizeof(s->method), "milp"); /* proven optimal by it */
+            s->start_epochs = g.epochs;
             rc = 0;
             goto out;
         }
@@ -256,6 +257,7 @@ int pl_milp(const pl_instance_t *in, const pl_options_t *o, pl_schedule_t *s, ch
         best.nflows = best.cap = 0;
         s->epochs = epochs;
         snprintf(s->method, sizeof(s->method), "milp");
+        s->start_epochs = g.epochs;
         rc = 0;
         goto out;
     }
@@ -267,6 +269,7 @@ int pl_milp(const pl_instance_t *in, const pl_options_t *o, pl_schedule_t *s, ch
     g.nflows = g.cap = 0;
     s->epochs = g.epochs;
     snprintf(s->method, sizeof(s->method), "greedy");
+    s->start_epochs = g.epochs;
     rc = 0;
 out:
     pl_schedule_fini(&g);

@@ -155,6 +155,7 @@ int pl_partition(const pl_instance_t *in, const pl_options_t *o, pl_schedule_t *
     s->nflows = best->nflows;
     s->cap = best->cap;
     s->epochs = best->epochs;
+    s->start_epochs = g.epochs;
     snprintf(s->method, sizeof(s->method), "%s", best == &cur ? "partition" : "greedy");
     best->flows = NULL;
     best->nflows = best->cap = 0;

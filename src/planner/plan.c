@@ -76,6 +76,7 @@ static int solve_allgather(const pl_instance_t *in, const pl_options_t *o, pl_sc
             s->nflows = g.nflows;
             s->cap = g.cap;
             s->epochs = g.epochs;
+            s->start_epochs = 0;
             memcpy(s->method, g.method, sizeof(s->method));
             have = 1;
         } else {
@@ -113,6 +114,7 @@ static int solve_reducescatter(const pl_instance_t *in, const pl_options_t *o, i
             } else {
                 for (size_t i = first; i < s->nflows; i++) s->flows[i].phase = phase;
                 memcpy(s->method, ag.method, sizeof(s->method));
+                s->start_epochs = ag.start_epochs;
                 *epochs = ag.epochs;
                 rc = 0;
             }
@@ -135,6 +137,8 @@ static int solve_allreduce(const pl_instance_t *in, const pl_options_t *o, pl_sc
     pl_schedule_init(&ag);
     ag.collective = PL_ALLGATHER;
     rc = solve_allgather(in, o, &ag, why, whylen);
+    if (rc == 0) s->start_epochs = s->start_epochs && ag.start_epochs
+                                       ? s->start_epochs + ag.start_epochs : 0;
     for (size_t i = 0; rc == 0 && i < ag.nflows; i++)
         if (pl_schedule_add(s, ag.flows[i].chunk, ag.flows[i].link,
                             ag.flows[i].epoch + rs_epochs, PL_PHASE_GATHER) != 0)

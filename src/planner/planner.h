@@ -134,6 +134,9 @@ typedef struct {
     double chunk_bytes, epoch_s;
     int chunks_per_gpu;
     int epochs;        /* the epoch by which every demand is met */
+    int start_epochs;  /* the greedy schedule a solver (milp, lp, partition) started from,
+                          its warm start (horizon, cutoff, fallback): its epochs; 0 for
+                          methods that start from nothing. An allreduce adds its halves'. */
     double solver_s;
     char method[16];
     pl_flow_t *flows;

@@ -175,6 +175,10 @@ static void report(const pl_schedule_t *s, const pl_topology_t *t)
     printf("algbw:            %.3f GB/s\n",
            finish > 0 ? (double)s->output_bytes / finish / 1e3 : 0.0);
     printf("solver time:      %.3f s (method %s)\n", s->solver_s, s->method[0] ? s->method : "?");
+    /* what the solver was given to start from, and kept where it found nothing better */
+    if (s->start_epochs > 0)
+        printf("warm start:       greedy's %d epochs (%s)\n", s->start_epochs,
+               s->epochs < s->start_epochs ? "improved on" : "kept");
     /* the model's optimism, said where it has any (docs/planner.md) */
     pl_instance_t in;
     char why[256];
