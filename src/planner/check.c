@@ -89,9 +89,14 @@ static int check_capacity(replay_t *r)
 }
 
 /* Events in time order; at one epoch, arrivals before sends, since a chunk
- * usable from epoch a may be sent on in epoch a. */
+ * usable from epoch a may be sent on in epoch a. A hop from a switch to a
+ * GPU may arrive in the epoch it is sent (pl_hop): within an epoch, first
+ * what was sent before it, then the switches' sends, what they bring to
+ * GPUs at once, and the GPUs' sends. */
+enum { EV_ARRIVAL, EV_SWITCH_SEND, EV_SAME_EPOCH_ARRIVAL, EV_GPU_SEND };
+
 typedef struct {
-    int epoch, send; /* 0: arrival, 1: send */
+    int epoch, order; /* EV_* */
     size_t flow;
 } event_t;
 
@@ -99,7 +104,7 @@ static int by_time(const void *a, const void *b)
 {
     const event_t *x = a, *y = b;
     if (x->epoch != y->epoch) return x->epoch < y->epoch ? -1 : 1;
-    if (x->send != y->send) return x->send - y->send;
+    if (x->order != y->order) return x->order - y->order;
     return x->flow < y->flow ? -1 : x->flow > y->flow;
 }
 
@@ -277,12 +282,17 @@ static int replay(replay_t *r, int *epochs)
         }
     }
     for (size_t i = 0; i < n; i++) {
-        ev[2 * i] = (event_t){ r->s->flows[i].epoch, 1, i };
-        ev[2 * i + 1] = (event_t){ r->s->flows[i].epoch + pl_hop(in, r->s->flows[i].link), 0, i };
+        const pl_flow_t *f = &r->s->flows[i];
+        int hop = pl_hop(in, f->link);
+        int from_switch = in->topo->nodes[in->topo->links[f->link].src].kind == PL_SWITCH;
+        ev[2 * i] = (event_t){ f->epoch, from_switch ? EV_SWITCH_SEND : EV_GPU_SEND, i };
+        ev[2 * i + 1] = (event_t){ f->epoch + hop, hop > 0 ? EV_ARRIVAL : EV_SAME_EPOCH_ARRIVAL, i };
     }
     qsort(ev, 2 * n, sizeof(*ev), by_time);
     for (size_t j = 0; j < 2 * n && rc == 0; j++)
-        rc = ev[j].send ? send(r, ev[j].flow) : arrive(r, ev[j].flow, ev[j].epoch);
+        rc = ev[j].order == EV_SWITCH_SEND || ev[j].order == EV_GPU_SEND
+                 ? send(r, ev[j].flow)
+                 : arrive(r, ev[j].flow, ev[j].epoch);
     free(ev);
     return rc != 0 ? rc : demands(r, epochs);
 }

@@ -11,6 +11,9 @@
  *   send[c,l,k] <= sum over l' into s of send[c,l',k-hop(l')]   from a switch s:
  *                  only in the epoch the chunk arrives (switches do not store),
  *                  to any number of links (copies)
+ *   (hop(l) as pl_hop: 0 is possible from a switch to a GPU, never into a
+ *   switch, so every row refers to sends of earlier epochs or to a switch's
+ *   sends of the same one)
  *   at a switch s without copies, instead:
  *   sum over l out of s of send[c,l,k] <= sum over l' into s of send[c,l',k-hop(l')]
  *   sum over l' into s of send[c,l',k-hop(l')] <= 1    (it passes a chunk once an epoch)
@@ -197,8 +200,9 @@ static int add_sends(build_t *b)
 {
     const pl_topology_t *t = b->in->topo;
 
-    /* epoch by epoch, so that a switch's way in exists before its way out */
-    for (int k = b->w->k0; k < b->w->bend; k++)
+    /* epoch by epoch, so that a switch's way in exists before its way out;
+     * up to bend itself, where a switch may still reach a GPU (pl_hop 0) */
+    for (int k = b->w->k0; k <= b->w->bend; k++)
         for (int c = 0; c < b->in->nchunks; c++)
             for (int l = 0; l < t->nlinks; l++) {
                 if (!send_useful(b, c, l, k)) continue;
@@ -218,7 +222,8 @@ static int add_holds(build_t *b, double weight)
             int av = pl_state_avail(&b->st, c, g);
             int e = b->earliest[(size_t)c * t->nnodes + t->gpu_node[g]];
             if (av <= b->w->k0) continue; /* held throughout: a constant */
-            for (int k = e > b->w->k0 + 1 ? e : b->w->k0 + 1; k <= b->w->bend; k++) {
+            /* from k0 on: a switch may bring it in the epoch it sends (pl_hop 0) */
+            for (int k = e > b->w->k0 ? e : b->w->k0; k <= b->w->bend; k++) {
                 int must = k == b->w->bend;
                 int j = add_col(b->m, PL_COL_HOLD, c, g, k, must, 1, -weight, 0);
                 if (j < 0 || put_col(&b->m->hold_col, b, c, t->nnodes + g, k, j) != 0) return -1;
@@ -290,7 +295,7 @@ static int unicast_rows(build_t *b, int *cols, double *vals)
     for (int u = 0; u < t->nnodes; u++) {
         if (!PL_UNICAST(t, u)) continue;
         for (int c = 0; c < b->in->nchunks; c++)
-            for (int k = b->w->k0; k < b->w->bend; k++) {
+            for (int k = b->w->k0; k <= b->w->bend; k++) {
                 int n = 0, nin, there = pl_map_get(&b->st.at_switch, pl_key(c, u, t->nnodes, k), NULL);
                 for (int i = t->in_start[u]; i < t->in_start[u + 1]; i++) {
                     int s = col_of(&m->send_col, b, c, t->in[i], k - pl_hop(b->in, t->in[i]));

@@ -45,7 +45,10 @@ static int link_timing(const pl_link_t *k, double epoch_s, double chunk_bytes, p
         tm->span = (int)span;
         tm->per_epoch = 1;
     }
-    delay = delay > PL_EPS ? ceil(delay - PL_EPS) : 0;
+    /* TE-CCL's rule: latency costs whole epochs, but none where it is at
+     * most a tenth of one (short against the chunk time that the span
+     * already counts); a hop may take that much longer than modelled. */
+    delay = delay > PL_LATENCY_THRESHOLD + PL_EPS ? ceil(delay - PL_EPS) : 0;
     if (delay > PL_MAX_HOP_EPOCHS) return -1;
     tm->delay = (int)delay;
     return 0;
@@ -78,7 +81,30 @@ int pl_instance_init(pl_instance_t *in, const pl_topology_t *t, int chunks_per_g
                            t->nodes[t->links[l].src].id, t->nodes[t->links[l].dst].id,
                            PL_MAX_HOP_EPOCHS, epoch_s * 1e6);
         }
+    /* A switch passes a chunk on as it arrives (cut-through): the hop out
+     * of it to a GPU is an epoch shorter than its span and delay, the
+     * epoch it is taken on in overlapping the one it came in. A path GPU -
+     * switch - GPU then takes span1 + span2 - 1 epochs besides the delays:
+     * the slower link's span where either span is 1, more where both are
+     * longer, never less than the path takes. Hops into switches keep their
+     * full length, so that no chunk goes round switches within an epoch. */
+    for (int l = 0; l < t->nlinks; l++) {
+        pl_timing_t *tm = &in->timing[l];
+        tm->hop = tm->span + tm->delay;
+        if (t->nodes[t->links[l].src].kind == PL_SWITCH && t->nodes[t->links[l].dst].kind == PL_GPU)
+            tm->hop--;
+    }
     return 0;
+}
+
+double pl_latency_left_out(const pl_instance_t *in)
+{
+    double most = 0;
+
+    for (int l = 0; l < in->topo->nlinks; l++)
+        if (in->timing[l].delay == 0 && in->topo->links[l].latency > most)
+            most = in->topo->links[l].latency;
+    return most;
 }
 
 void pl_instance_fini(pl_instance_t *in)

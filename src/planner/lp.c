@@ -158,6 +158,7 @@ int pl_lp(const pl_instance_t *in, const pl_options_t *o, pl_schedule_t *s, char
     s->nflows = best->nflows;
     s->cap = best->cap;
     s->epochs = best->epochs;
+    s->start_epochs = g.epochs;
     memcpy(s->method, best->method, sizeof(s->method));
     best->flows = NULL;
     best->nflows = best->cap = 0;

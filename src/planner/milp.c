@@ -146,8 +146,10 @@ int pl_milp_solve(const pl_instance_t *in, const pl_window_t *w, const pl_schedu
     CoinBigIndex *starts;
     char *chosen;
     verdict_t v;
-    /* CBC stops itself at the limit; the kill is for where it does not */
-    double bound, t0 = pl_now(), deadline = t0 + time_limit * 1.05 + 1;
+    /* The limit is the caller's (dfccl_plan's --time-limit): CBC is told to
+     * stop a little before it, so that it can hand back what it found, and
+     * killed at it where it does not stop. */
+    double bound, t0 = pl_now(), deadline = t0 + time_limit;
     int rc = 0;
 
     memset(res, 0, sizeof(*res));
@@ -175,7 +177,7 @@ int pl_milp_solve(const pl_instance_t *in, const pl_window_t *w, const pl_schedu
         if (m.integer[j]) Cbc_setInteger(cbc, j);
     Cbc_setLogLevel(cbc, 0);
     set_param(cbc, "log", 0);
-    set_param(cbc, "seconds", time_limit - (pl_now() - t0));
+    set_param(cbc, "seconds", 0.9 * (deadline - pl_now()) > 0.01 ? 0.9 * (deadline - pl_now()) : 0.01);
     /* the limit is the caller's wait: wall time, not CPU time (CBC's default) */
     Cbc_setParameter(cbc, "timeMode", "elapsed");
     set_param(cbc, "ratioGap", gap);
@@ -214,13 +216,16 @@ int pl_milp(const pl_instance_t *in, const pl_options_t *o, pl_schedule_t *s, ch
     pl_window_t w;
     char err[512];
     int epochs, rc = -1;
+    double t0 = pl_now(), left;
 
     pl_schedule_init(&g);
     pl_schedule_init(&best);
     if (pl_greedy(in, &g, why, whylen) != 0) goto out;
     pl_schedule_prune(in, &g);
     w = (pl_window_t){ .k0 = 0, .bend = g.epochs, .prior = NULL, .integer_end = g.epochs };
-    if (pl_milp_solve(in, &w, &g, o->time_limit_s, o->gap, o->verbose, &best, &res, why,
+    /* the limit covers the warm start too */
+    left = o->time_limit_s - (pl_now() - t0);
+    if (pl_milp_solve(in, &w, &g, left > 0.01 ? left : 0.01, o->gap, o->verbose, &best, &res, why,
                       whylen) != 0)
         goto out;
     best.collective = PL_ALLGATHER;
@@ -238,6 +243,7 @@ int pl_milp(const pl_instance_t *in, const pl_options_t *o, pl_schedule_t *s, ch
             g.nflows = g.cap = 0;
             s->epochs = g.epochs;
             snprintf(s->method, sizeof(s->method), "milp"); /* proven optimal by it */
+            s->start_epochs = g.epochs;
             rc = 0;
             goto out;
         }
@@ -256,6 +262,7 @@ int pl_milp(const pl_instance_t *in, const pl_options_t *o, pl_schedule_t *s, ch
         best.nflows = best.cap = 0;
         s->epochs = epochs;
         snprintf(s->method, sizeof(s->method), "milp");
+        s->start_epochs = g.epochs;
         rc = 0;
         goto out;
     }
@@ -267,6 +274,7 @@ int pl_milp(const pl_instance_t *in, const pl_options_t *o, pl_schedule_t *s, ch
     g.nflows = g.cap = 0;
     s->epochs = g.epochs;
     snprintf(s->method, sizeof(s->method), "greedy");
+    s->start_epochs = g.epochs;
     rc = 0;
 out:
     pl_schedule_fini(&g);

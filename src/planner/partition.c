@@ -80,19 +80,23 @@ static int append_window(pl_schedule_t *cur, const pl_schedule_t *from, int k0, 
     return 0;
 }
 
-/* One window: sends in [k0, k0 + width) fixed and appended to cur. */
+/* One window: sends in [k0, k0 + width) fixed and appended to cur, done
+ * by the time until (pl_now's clock), its greedy completion included. */
 static int window(const pl_instance_t *in, const pl_options_t *o, int k0, int width,
-                  double limit, pl_schedule_t *cur, char *why, size_t whylen)
+                  double until, pl_schedule_t *cur, char *why, size_t whylen)
 {
     pl_schedule_t start, sol;
     pl_milp_result_t res;
     pl_window_t w;
+    double limit;
     int rc = -1;
 
     pl_schedule_init(&start);
     pl_schedule_init(&sol);
     if (pl_schedule_copy(&start, cur) != 0 || pl_greedy_from(in, &start, k0, why, whylen) != 0)
         goto out;
+    limit = until - pl_now();
+    if (limit < 0.01) limit = 0.01;
     w = (pl_window_t){ .k0 = k0, .bend = start.epochs, .prior = cur, .integer_end = k0 + width };
     if (pl_milp_solve(in, &w, &start, limit, o->gap, 0, &sol, &res, why, whylen) != 0) goto out;
     rc = append_window(cur, res.found ? &sol : &start, k0, k0 + width);
@@ -138,7 +142,7 @@ int pl_partition(const pl_instance_t *in, const pl_options_t *o, pl_schedule_t *
         int windows = (g.epochs - k0 + width - 1) / width;
         double limit = (deadline - pl_now()) / (windows > 1 ? windows : 1);
         if (limit < 0.1 || k0 > 4 * g.epochs) break; /* out of time: greedy finishes */
-        if (window(in, o, k0, width, limit, &cur, why, whylen) != 0) goto out;
+        if (window(in, o, k0, width, pl_now() + limit, &cur, why, whylen) != 0) goto out;
         k0 += width;
     }
     if (left > 0 && pl_greedy_from(in, &cur, k0, why, whylen) != 0) goto out;
@@ -155,6 +159,7 @@ int pl_partition(const pl_instance_t *in, const pl_options_t *o, pl_schedule_t *
     s->nflows = best->nflows;
     s->cap = best->cap;
     s->epochs = best->epochs;
+    s->start_epochs = g.epochs;
     snprintf(s->method, sizeof(s->method), "%s", best == &cur ? "partition" : "greedy");
     best->flows = NULL;
     best->nflows = best->cap = 0;

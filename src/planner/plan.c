@@ -53,6 +53,8 @@ static int solve_allgather(const pl_instance_t *in, const pl_options_t *o, pl_sc
 {
     pl_method_t m = o->method;
     pl_collective_t coll = s->collective;
+    pl_options_t chosen = *o;
+    double t0 = pl_now();
     char err[512];
 
     int have = 0;
@@ -67,6 +69,9 @@ static int solve_allgather(const pl_instance_t *in, const pl_options_t *o, pl_sc
             return -1;
         }
         m = choose(in, g.epochs);
+        /* the limit is the whole run's: what sizing took is spent */
+        chosen.time_limit_s = o->time_limit_s - (pl_now() - t0);
+        if (chosen.time_limit_s < 0.01) chosen.time_limit_s = 0.01;
         if (o->verbose)
             fprintf(stderr, "dfccl_plan: about %.0f flow variables over %d epochs: method %s\n",
                     (double)in->nchunks * in->topo->nlinks * g.epochs, g.epochs, pl_method_name(m));
@@ -76,6 +81,7 @@ static int solve_allgather(const pl_instance_t *in, const pl_options_t *o, pl_sc
             s->nflows = g.nflows;
             s->cap = g.cap;
             s->epochs = g.epochs;
+            s->start_epochs = 0;
             memcpy(s->method, g.method, sizeof(s->method));
             have = 1;
         } else {
@@ -83,7 +89,7 @@ static int solve_allgather(const pl_instance_t *in, const pl_options_t *o, pl_sc
         }
     }
     s->collective = PL_ALLGATHER;
-    if (!have && run_method(in, m, o, s, why, whylen) != 0) return -1;
+    if (!have && run_method(in, m, &chosen, s, why, whylen) != 0) return -1;
     pl_schedule_prune(in, s);
     if (pl_check(in, s, &s->epochs, err, sizeof(err)) != 0)
         return pl_fail(why, whylen, "%s planned an invalid allgather (a bug): %s", s->method, err);
@@ -113,6 +119,7 @@ static int solve_reducescatter(const pl_instance_t *in, const pl_options_t *o, i
             } else {
                 for (size_t i = first; i < s->nflows; i++) s->flows[i].phase = phase;
                 memcpy(s->method, ag.method, sizeof(s->method));
+                s->start_epochs = ag.start_epochs;
                 *epochs = ag.epochs;
                 rc = 0;
             }
@@ -135,6 +142,8 @@ static int solve_allreduce(const pl_instance_t *in, const pl_options_t *o, pl_sc
     pl_schedule_init(&ag);
     ag.collective = PL_ALLGATHER;
     rc = solve_allgather(in, o, &ag, why, whylen);
+    if (rc == 0) s->start_epochs = s->start_epochs && ag.start_epochs
+                                       ? s->start_epochs + ag.start_epochs : 0;
     for (size_t i = 0; rc == 0 && i < ag.nflows; i++)
         if (pl_schedule_add(s, ag.flows[i].chunk, ag.flows[i].link,
                             ag.flows[i].epoch + rs_epochs, PL_PHASE_GATHER) != 0)

@@ -69,8 +69,16 @@ typedef enum { PL_ALLGATHER, PL_REDUCESCATTER, PL_ALLREDUCE } pl_collective_t;
 typedef struct {
     int span;      /* epochs one chunk occupies the link (1 unless slower than a chunk an epoch) */
     int per_epoch; /* chunks that may be on the link at once */
-    int delay;     /* epochs of latency after the last epoch of sending */
+    int delay;     /* epochs of latency after the last epoch of sending: ceil(latency /
+                      epoch), or 0 where the latency is PL_LATENCY_THRESHOLD of an epoch or less */
+    int hop;       /* epochs from sending to usable at the far end: span + delay, less one
+                      from a switch to a GPU (switches pass chunks on as they arrive) */
 } pl_timing_t;
+
+/* Latency up to this fraction of an epoch costs no epoch (TE-CCL's
+ * alpha_threshold): a hop may then take up to this much of an epoch longer
+ * than modelled. */
+#define PL_LATENCY_THRESHOLD 0.1
 
 /* A topology with chunk and epoch sizes fixed: what every planner works on.
  * Chunk c belongs to rank c / chunks_per_gpu (its owner: the GPU whose input
@@ -88,14 +96,19 @@ double pl_epoch_length(const pl_topology_t *t, double chunk_bytes, pl_epoch_rule
 int pl_instance_init(pl_instance_t *in, const pl_topology_t *t, int chunks_per_gpu,
                      double chunk_bytes, double epoch_s, char *why, size_t whylen);
 void pl_instance_fini(pl_instance_t *in);
+/* The longest latency the model leaves out (seconds): of links whose
+ * latency is at most PL_LATENCY_THRESHOLD of an epoch. Each hop over such a
+ * link may take up to that much longer than modelled. */
+double pl_latency_left_out(const pl_instance_t *in);
 static inline int pl_chunk_owner_node(const pl_instance_t *in, int c)
 {
     return in->topo->gpu_node[c / in->chunks_per_gpu];
 }
-/* Epochs from sending on link l to the chunk being usable at its far end. */
+/* Epochs from sending on link l to the chunk being usable at its far end
+ * (0 possible only from a switch to a GPU). */
 static inline int pl_hop(const pl_instance_t *in, int l)
 {
-    return in->timing[l].span + in->timing[l].delay;
+    return in->timing[l].hop;
 }
 const char *pl_collective_name(pl_collective_t c);
 /* A byte count: plain, or with K M G T (powers of 1000) or Ki Mi Gi Ti
@@ -121,6 +134,9 @@ typedef struct {
     double chunk_bytes, epoch_s;
     int chunks_per_gpu;
     int epochs;        /* the epoch by which every demand is met */
+    int start_epochs;  /* the greedy schedule a solver (milp, lp, partition) started from,
+                          its warm start (horizon, cutoff, fallback): its epochs; 0 for
+                          methods that start from nothing. An allreduce adds its halves'. */
     double solver_s;
     char method[16];
     pl_flow_t *flows;

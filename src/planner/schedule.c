@@ -132,13 +132,17 @@ int pl_schedule_reverse(const pl_instance_t *in, const pl_schedule_t *ag, int ep
                         pl_schedule_t *rs)
 {
     /* A hop sent at k arrives at k + hop; read backwards from the end at
-     * `epochs`, it is sent at epochs - (k + hop) and arrives at epochs - k.
-     * Occupancy windows keep their length, so capacity holds; a GPU that
-     * forwarded a chunk after receiving it now receives every part before
-     * sending the sum; a switch that copied now reduces what meets there. */
+     * `epochs`, it is sent at epochs - (k + hop). Occupancy windows keep
+     * their length, so capacity holds; a GPU that forwarded a chunk after
+     * receiving it now receives every part before sending the sum; a
+     * switch that copied now reduces what meets there. A hop from a switch
+     * to a GPU is one epoch shorter than the other way (pl_hop): turned
+     * round, the hops into a GPU still end at epochs - k, and those out of
+     * a switch leave an epoch later, when what meets there has arrived. */
     for (size_t i = 0; i < ag->nflows; i++) {
         const pl_flow_t *f = &ag->flows[i];
-        int k = epochs - f->epoch - pl_hop(in, f->link);
+        int to_switch = in->topo->nodes[in->topo->links[f->link].dst].kind == PL_SWITCH;
+        int k = epochs - f->epoch - pl_hop(in, f->link) + to_switch;
         if (k < 0) return -1;
         if (pl_schedule_add(rs, f->chunk, f->link, k, f->phase) != 0) return -1;
     }

@@ -27,11 +27,12 @@ int pl_schedule_write(const pl_schedule_t *s, const pl_topology_t *t, const char
     /* %.17g: numbers read back bit for bit, so the checker's epochs agree. */
     fprintf(f, "{\"collective\":\"%s\",\"output_bytes\":%llu,\"chunk_bytes\":%.17g,"
                "\"chunks_per_gpu\":%d,\"epoch_us\":%.17g,\"epochs\":%d,\"finish_us\":%.17g,"
-               "\"algbw_GBps\":%.17g,\"solver_s\":%.6f,\"method\":\"%s\",\n\"flows\":[",
+               "\"algbw_GBps\":%.17g,\"solver_s\":%.6f,\"method\":\"%s\",\"start_epochs\":%d,"
+               "\n\"flows\":[",
             pl_collective_name(s->collective), (unsigned long long)s->output_bytes,
             s->chunk_bytes, s->chunks_per_gpu, epoch_us, s->epochs, finish_us,
             finish_us > 0 ? (double)s->output_bytes / finish_us / 1e3 : 0.0, s->solver_s,
-            s->method);
+            s->method, s->start_epochs);
     for (size_t i = 0; i < s->nflows; i++) {
         const pl_flow_t *fl = &s->flows[i];
         const pl_link_t *k = &t->links[fl->link];
@@ -145,6 +146,9 @@ static int read_header(json_object *root, const pl_topology_t *t, pl_schedule_t 
     if (json_object_object_get_ex(root, "method", &v) && json_object_is_type(v, json_type_string))
         snprintf(s->method, sizeof(s->method), "%s", json_object_get_string(v));
     if (json_object_object_get_ex(root, "solver_s", &v)) s->solver_s = json_object_get_double(v);
+    if (json_object_object_get_ex(root, "start_epochs", &v) &&
+        int_at(root, "start_epochs", &s->start_epochs) != 0)
+        s->start_epochs = 0; /* for people: not checked */
     return 0;
 }
 

@@ -175,6 +175,21 @@ static void report(const pl_schedule_t *s, const pl_topology_t *t)
     printf("algbw:            %.3f GB/s\n",
            finish > 0 ? (double)s->output_bytes / finish / 1e3 : 0.0);
     printf("solver time:      %.3f s (method %s)\n", s->solver_s, s->method[0] ? s->method : "?");
+    /* what the solver was given to start from, and kept where it found nothing better */
+    if (s->start_epochs > 0)
+        printf("warm start:       greedy's %d epochs (%s)\n", s->start_epochs,
+               s->epochs < s->start_epochs ? "improved on" : "kept");
+    /* the model's optimism, said where it has any (docs/planner.md) */
+    pl_instance_t in;
+    char why[256];
+    if (pl_instance_init(&in, t, s->chunks_per_gpu, s->chunk_bytes, s->epoch_s, why,
+                         sizeof(why)) == 0) {
+        double left = pl_latency_left_out(&in);
+        if (left > 0)
+            printf("latency left out: up to %.3g us a hop (%.3g epochs or less each, as "
+                   "TE-CCL's model)\n", left * 1e6, PL_LATENCY_THRESHOLD);
+        pl_instance_fini(&in);
+    }
 }
 
 /* The ring on the same topology, chunks and epochs: its modelled finish. */

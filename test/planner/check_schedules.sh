@@ -12,7 +12,8 @@ failed=0
 reason() {
   case $1 in
     *bad_capacity*) echo "capacity exceeded" ;;
-    *bad_before_arrival*|*bad_switch_stores*|*bad_gather_early*) echo "sent before it arrived" ;;
+    *bad_before_arrival*|*bad_switch_stores*|*bad_switch_early*|*bad_gather_early*)
+      echo "sent before it arrived" ;;
     *bad_demand*) echo "demand unmet" ;;
     *bad_reduced_twice*) echo "reduced twice" ;;
     *bad_claim*) echo "it says it ends after" ;;
@@ -41,9 +42,10 @@ for f in "$dir"/schedules/*.json; do
       fi ;;
   esac
 done
-# The star by hand beats the ring through the switch: 4 epochs against 6.
+# The star by hand: 3 epochs, as the ring's through the switch (it passes
+# chunks on as they arrive, so a ring step through it takes one epoch).
 out=$("$tool" --check "$dir/schedules/star_4_allgather.json" --topology "$dir/star_4.json")
-echo "$out" | grep -q "^modelled finish:  80.000 us" && echo "$out" | grep -q "^ring finish:      120.000 us" ||
+echo "$out" | grep -q "^modelled finish:  60.000 us" && echo "$out" | grep -q "^ring finish:      60.000 us" ||
   { echo "FAIL check_schedules: star_4 times: $out"; failed=1; }
 # Both bad star schedules are valid where the switch copies (multicast,
 # in-network sums).
