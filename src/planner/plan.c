@@ -46,6 +46,38 @@ static int run_method(const pl_instance_t *in, pl_method_t m, const pl_options_t
     return pl_fail(why, whylen, "no such method");
 }
 
+/* auto: the hierarchical schedule (rings of the GPUs of one local index
+ * across hosts, then all-to-all inside each host) where it is shorter than
+ * what the method found; cheap, and on hosts whose GPUs send at a rate of
+ * their own (a copy budget) greedy's earliest-first paths can load a few
+ * GPUs with most of the forwarding, which the hierarchy spreads. Where the
+ * topology names no hosts, or hosts of unequal sizes, s stays. */
+static void keep_hier_if_shorter(const pl_instance_t *in, pl_schedule_t *s)
+{
+    pl_schedule_t h;
+    char why[256], err[256];
+
+    pl_schedule_init(&h);
+    h.collective = PL_ALLGATHER;
+    if (pl_hier(in, &h, why, sizeof(why)) == 0) {
+        pl_schedule_prune(in, &h);
+        if (pl_check(in, &h, &h.epochs, err, sizeof(err)) == 0 && h.epochs < s->epochs) {
+            pl_flow_t *flows = s->flows;
+            size_t nflows = s->nflows, cap = s->cap;
+            s->flows = h.flows;
+            s->nflows = h.nflows;
+            s->cap = h.cap;
+            s->epochs = h.epochs;
+            s->start_epochs = 0;   /* built, not searched from a start */
+            memcpy(s->method, h.method, sizeof(s->method));
+            h.flows = flows;       /* freed below */
+            h.nflows = nflows;
+            h.cap = cap;
+        }
+    }
+    pl_schedule_fini(&h);
+}
+
 /* An allgather on in's topology into s (empty), pruned to trees and
  * replayed; s->epochs is when it completes. */
 static int solve_allgather(const pl_instance_t *in, const pl_options_t *o, pl_schedule_t *s,
@@ -93,6 +125,7 @@ static int solve_allgather(const pl_instance_t *in, const pl_options_t *o, pl_sc
     pl_schedule_prune(in, s);
     if (pl_check(in, s, &s->epochs, err, sizeof(err)) != 0)
         return pl_fail(why, whylen, "%s planned an invalid allgather (a bug): %s", s->method, err);
+    if (o->method == PL_AUTO) keep_hier_if_shorter(in, s);
     s->collective = coll;
     return 0;
 }

@@ -342,12 +342,40 @@ static void test_warm_start(void)
     pl_topology_free(t);
 }
 
+/* auto keeps the hierarchical schedule where it is shorter than what its
+ * method found: on hosts whose GPUs each send through a budget of their
+ * own, greedy loads one GPU with the forwarding. */
+static void test_auto_keeps_hier(void)
+{
+    case_t c = { "hosts_2x2_budget", PL_ALLGATHER, 1, PL_EPOCH_FAST, 0, 0, 1 };
+    pl_topology_t *t = load(c.topology);
+    pl_schedule_t g, h, a;
+
+    if (t == NULL) return;
+    if (plan(t, &c, PL_GREEDY, 0, &g) == 0) {
+        if (plan(t, &c, PL_HIER, 0, &h) == 0) {
+            EXPECT(h.epochs < g.epochs, "%s: hier %d epochs, greedy %d: the case lost its point",
+                   c.topology, h.epochs, g.epochs);
+            if (plan_bytes(t, &c, 0, PL_AUTO, 0, 2, &a) == 0) {
+                EXPECT(a.epochs <= h.epochs, "%s by auto: %d epochs by %s, hier has %d",
+                       c.topology, a.epochs, a.method, h.epochs);
+                recheck(t, &a, "auto on hosts_2x2_budget");
+                pl_schedule_fini(&a);
+            }
+            pl_schedule_fini(&h);
+        }
+        pl_schedule_fini(&g);
+    }
+    pl_topology_free(t);
+}
+
 int main(void)
 {
     test_bytes();
     test_timing();
     test_beats_greedy();
     test_warm_start();
+    test_auto_keeps_hier();
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) test_case(&cases[i]);
     if (failures == 0) printf("test_planner: all passed\n");
     return failures ? 1 : 0;
