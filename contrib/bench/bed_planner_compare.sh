@@ -45,6 +45,15 @@ reuse=0
 ls "$out"/plans/*.json >/dev/null 2>&1 && reuse=1
 [ $reuse = 0 ] && : > "$out/model.txt"
 colls=${DFCCL_PLAN_COLLECTIVES:-allgather allreduce}
+# The sizes a plan serves: dfccl_perf rounds an allgather's and a
+# reduce-scatter's buffer down to whole elements a rank (64 MiB over 6 ranks
+# is 67108848 bytes), below the size class of --bytes; sizes are 4 times
+# apart, so an eighth either way keeps each plan to its own size.
+serve() {
+  local b=$1
+  case $b in *Ki) b=$((${b%Ki} << 10)) ;; *Mi) b=$((${b%Mi} << 20)) ;; *Gi) b=$((${b%Gi} << 30)) ;; esac
+  echo "$((b - b / 8)):$((b + b / 8))"
+}
 for coll in $colls; do
   [ $reuse = 0 ] || break   # OUT/plans from an earlier run: planned already
   for size in "${sizes[@]}"; do
@@ -52,7 +61,7 @@ for coll in $colls; do
     "$tool" --topology "$topo" --collective "$coll" --bytes "$size" \
       --chunks "${DFCCL_PLAN_CHUNKS:-1}" --method "${DFCCL_PLAN_METHOD:-auto}" \
       --time-limit "${DFCCL_PLAN_TIME_LIMIT:-60}" --schedule "$out/plans/$coll-$size.schedule" \
-      --plan-dir "$out/plans" >> "$out/model.txt" 2>&1 ||
+      --plan-dir "$out/plans" --serve "$(serve "$size")" >> "$out/model.txt" 2>&1 ||
       echo "(no plan file: see above)" >> "$out/model.txt"
   done
 done
