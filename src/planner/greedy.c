@@ -254,17 +254,7 @@ int pl_greedy_from(const pl_instance_t *in, pl_schedule_t *sched, int from, char
     if (pl_schedule_copy(&other, sched) != 0) return pl_fail(why, whylen, "out of memory");
     rc = greedy_pass(in, sched, from, 1, why, whylen);
     if (rc == 0) rc = greedy_pass(in, &other, from, 0, why, whylen);
-    if (rc == 0 && other.epochs < sched->epochs) {
-        pl_flow_t *f = sched->flows;
-        size_t n = sched->nflows, cap = sched->cap;
-        sched->flows = other.flows;
-        sched->nflows = other.nflows;
-        sched->cap = other.cap;
-        sched->epochs = other.epochs;
-        other.flows = f;
-        other.nflows = n;
-        other.cap = cap;
-    }
+    if (rc == 0 && other.epochs < sched->epochs) pl_schedule_swap_flows(sched, &other);
     pl_schedule_fini(&other);
     return rc;
 }

@@ -62,17 +62,9 @@ static void keep_hier_if_shorter(const pl_instance_t *in, pl_schedule_t *s)
     if (pl_hier(in, &h, why, sizeof(why)) == 0) {
         pl_schedule_prune(in, &h);
         if (pl_check(in, &h, &h.epochs, err, sizeof(err)) == 0 && h.epochs < s->epochs) {
-            pl_flow_t *flows = s->flows;
-            size_t nflows = s->nflows, cap = s->cap;
-            s->flows = h.flows;
-            s->nflows = h.nflows;
-            s->cap = h.cap;
-            s->epochs = h.epochs;
-            s->start_epochs = 0;   /* built, not searched from a start */
+            pl_schedule_swap_flows(s, &h);   /* the method's are freed below */
+            s->start_epochs = 0;             /* built, not searched from a start */
             memcpy(s->method, h.method, sizeof(s->method));
-            h.flows = flows;       /* freed below */
-            h.nflows = nflows;
-            h.cap = cap;
         }
     }
     pl_schedule_fini(&h);

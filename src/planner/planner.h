@@ -145,6 +145,9 @@ typedef struct {
 
 void pl_schedule_init(pl_schedule_t *s);
 void pl_schedule_fini(pl_schedule_t *s);
+/* Exchanges the flows (and lengths) of two schedules: keeping the better
+ * of two, the other is then freed with its own. */
+void pl_schedule_swap_flows(pl_schedule_t *a, pl_schedule_t *b);
 int pl_schedule_add(pl_schedule_t *s, int chunk, int link, int epoch, int phase);
 int pl_schedule_copy(pl_schedule_t *dst, const pl_schedule_t *src);
 void pl_schedule_sort(pl_schedule_t *s);

@@ -20,6 +20,22 @@ void pl_schedule_fini(pl_schedule_t *s)
     s->nflows = s->cap = 0;
 }
 
+void pl_schedule_swap_flows(pl_schedule_t *a, pl_schedule_t *b)
+{
+    pl_flow_t *flows = a->flows;
+    size_t nflows = a->nflows, cap = a->cap;
+    int epochs = a->epochs;
+
+    a->flows = b->flows;
+    a->nflows = b->nflows;
+    a->cap = b->cap;
+    a->epochs = b->epochs;
+    b->flows = flows;
+    b->nflows = nflows;
+    b->cap = cap;
+    b->epochs = epochs;
+}
+
 int pl_schedule_add(pl_schedule_t *s, int chunk, int link, int epoch, int phase)
 {
     if (pl_reserve((void **)&s->flows, &s->cap, s->nflows + 1, sizeof(*s->flows)) != 0)
