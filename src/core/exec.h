@@ -111,11 +111,18 @@ DFCCL_INLINE DFCCL_HD uint64_t dfccl_exec_part(const dfccl_exec_t *x, uint64_t c
     return len;
 }
 
-/* The k-th connection step s sends to (k < s->send). */
+/* The index of the k-th connection step s sends to (k < s->send). */
+DFCCL_INLINE DFCCL_HD uint32_t dfccl_exec_send_conn(const dfccl_exec_t *x, const dfccl_step_t *s,
+                                                    uint32_t k)
+{
+    return k == 0 ? s->send_conn : x->more_conns[s->more_at + k - 1];
+}
+
+/* ... and that connection. */
 DFCCL_INLINE DFCCL_HD dfccl_fifo_t *dfccl_exec_send_fifo(const dfccl_exec_t *x, const dfccl_step_t *s,
                                                          uint32_t k)
 {
-    return &x->send_fifo[k == 0 ? s->send_conn : x->more_conns[s->more_at + k - 1]];
+    return &x->send_fifo[dfccl_exec_send_conn(x, s, k)];
 }
 
 /* The slot the current slice of step s goes to on its k-th send connection. */

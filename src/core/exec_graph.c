@@ -77,8 +77,7 @@ void dfccl_exec_graph_init(dfccl_exec_t *x, dfccl_exec_graph_t *g, void *mem, ui
     for (uint32_t i = 0; i < n; i++) {
         if (steps[i].recv) g->lines[steps[i].recv_conn].n++;
         for (uint32_t k = 0; k < steps[i].send; k++)
-            g->lines[nrecv + (k == 0 ? steps[i].send_conn
-                                      : x->more_conns[steps[i].more_at + k - 1])].n++;
+            g->lines[nrecv + dfccl_exec_send_conn(x, &steps[i], k)].n++;
     }
     for (uint32_t l = 0; l < g->nlines; l++) {
         g->lines[l].first = at;
@@ -93,8 +92,7 @@ void dfccl_exec_graph_init(dfccl_exec_t *x, dfccl_exec_graph_t *g, void *mem, ui
             g->users[L->first + L->n++] = i;
         }
         for (uint32_t k = 0; k < steps[i].send; k++) {
-            L = &g->lines[nrecv + (k == 0 ? steps[i].send_conn
-                                          : x->more_conns[steps[i].more_at + k - 1])];
+            L = &g->lines[nrecv + dfccl_exec_send_conn(x, &steps[i], k)];
             g->users[L->first + L->n++] = i;
             if (L->rounds < g->rounds[i]) L->rounds = g->rounds[i];
         }

@@ -94,10 +94,8 @@ DFCCL_INLINE DFCCL_HD int dfccl_graph_may_move(const dfccl_exec_t *x, uint32_t j
     for (uint32_t k = 0; k < s->ndeps; k++)
         if (!dfccl_graph_moved(g, x->deps[s->dep_at + k], t)) return 0;
     if (s->recv && !dfccl_graph_line_next(g, s->recv_conn, j, t)) return 0;
-    for (uint32_t k = 0; k < s->send; k++) {
-        uint32_t c = k == 0 ? s->send_conn : x->more_conns[s->more_at + k - 1];
-        if (!dfccl_graph_line_next(g, g->nrecv + c, j, t)) return 0;
-    }
+    for (uint32_t k = 0; k < s->send; k++)
+        if (!dfccl_graph_line_next(g, g->nrecv + dfccl_exec_send_conn(x, s, k), j, t)) return 0;
     return 1;
 }
 
@@ -208,7 +206,7 @@ DFCCL_INLINE DFCCL_HD void dfccl_graph_slice_end(dfccl_exec_t *x, const dfccl_sl
     c->round++;
     if (s->recv) dfccl_graph_line_pass(g, s->recv_conn);
     for (uint32_t k = 0; k < s->send; k++)
-        dfccl_graph_line_pass(g, g->nrecv + (k == 0 ? s->send_conn : x->more_conns[s->more_at + k - 1]));
+        dfccl_graph_line_pass(g, g->nrecv + dfccl_exec_send_conn(x, s, k));
     if (c->round >= g->rounds[j]) g->left--;
 }
 

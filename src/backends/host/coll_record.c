@@ -58,20 +58,37 @@ static dfccl_status_t coll_plan_file(const dfccl_comm_t *comm, const dfccl_coll_
     return DFCCL_OK;
 }
 
-/* Where a record's plan and executor state lie after its steps. */
+/* Where a record's plan and executor state lie after its steps, in bytes
+ * from its start, each on 8 bytes: the further send connections, the
+ * dependencies, then the graph's arrays. */
+static size_t coll_more_off(uint32_t nsteps)
+{
+    return sizeof(dfccl_coll_t) + nsteps * sizeof(dfccl_step_t);
+}
+
+static size_t coll_deps_off(uint32_t nsteps, uint32_t nmore)
+{
+    return coll_more_off(nsteps) + ((nmore + 7) & ~(size_t)7);
+}
+
+static size_t coll_graph_off(uint32_t nsteps, uint32_t nmore, uint32_t ndeps)
+{
+    return coll_deps_off(nsteps, nmore) + sizeof(uint32_t) * ((ndeps + 1) & ~(size_t)1);
+}
+
 static uint8_t *coll_more_conns(dfccl_coll_t *coll)
 {
-    return (uint8_t *)&coll->steps[coll->exec.nsteps];
+    return (uint8_t *)coll + coll_more_off(coll->exec.nsteps);
 }
 
 static uint32_t *coll_deps(dfccl_coll_t *coll)
 {
-    return (uint32_t *)(coll_more_conns(coll) + ((coll->nmore + 7) & ~7u));
+    return (uint32_t *)((char *)coll + coll_deps_off(coll->exec.nsteps, coll->nmore));
 }
 
 static void *coll_graph_mem(dfccl_coll_t *coll)
 {
-    return coll_deps(coll) + ((coll->ndeps + 1) & ~1u);
+    return (char *)coll + coll_graph_off(coll->exec.nsteps, coll->nmore, coll->ndeps);
 }
 
 /* Points the executor at the record's own plan and state. */
@@ -139,10 +156,9 @@ static dfccl_status_t coll_record(dfccl_comm_t *comm, const dfccl_coll_args_t *a
     const dfccl_config_t *cfg = &comm->context->config;
     const dfccl_host_t *h = dfccl_comm_host(comm);
     int in_place = args->sendbuf == DFCCL_IN_PLACE;
-    size_t head = sizeof(dfccl_coll_t) + plan->nsteps * sizeof(dfccl_step_t) +
-                  ((plan->nmore + 7) & ~7u) + sizeof(uint32_t) * ((plan->ndeps + 1) & ~1u);
-    size_t bytes = head + dfccl_exec_graph_bytes(plan->steps, plan->nsteps, (uint32_t)h->nrecv,
-                                                 (uint32_t)h->nsend);
+    size_t bytes = coll_graph_off(plan->nsteps, plan->nmore, plan->ndeps) +
+                   dfccl_exec_graph_bytes(plan->steps, plan->nsteps, (uint32_t)h->nrecv,
+                                          (uint32_t)h->nsend);
     dfccl_coll_t *coll = calloc(1, bytes);
     dfccl_exec_t *x;
 
