@@ -19,9 +19,11 @@ command -v python3 >/dev/null || { echo "SKIP: perf_json needs python3"; exit 77
 # that dfccl_perf measured the engine and not the stock path)
 DFCCL_TEST_MCA="--mca coll_dfccl_host_buffers engine --mca coll_dfccl_verbose 2" \
     "$here/run_mpi_test.sh" 2 "$program" -b 16 -e 4K -f 4 -w 1 -n 2 -c 1 \
-    --no-progress -x allreduce --json "$work/out.json" > "$work/out.txt" 2>&1 ||
-    { cat "$work/out.txt"; fail "the run failed"; }
-grep -v 'posted to the engine' "$work/out.txt"
+    --no-progress -x allreduce --json "$work/out.json" > "$work/out.txt" 2> "$work/err.txt" ||
+    { cat "$work/out.txt" "$work/err.txt"; fail "the run failed"; }
+# The table is read from stdout alone: the component's log (stderr) reaches
+# the launcher in chunks that need not end at a line's end.
+cat "$work/out.txt"; grep -v 'posted to the engine' "$work/err.txt"
 
 grep -q '^# collective *size *count *type *redop *time *median *algbw *busbw *#wrong$' "$work/out.txt" ||
     fail "no table header"
@@ -34,7 +36,7 @@ bad=$(grep '^  allreduce ' "$work/out.txt" | awk '
     $10 != "0" { print }')
 [ -z "$bad" ] || fail "malformed rows: $bad"
 
-carried=$(grep -c 'coll:dfccl: allreduce on comm .* posted to the engine' "$work/out.txt")
+carried=$(grep -c 'coll:dfccl: allreduce on comm .* posted to the engine' "$work/err.txt")
 # 2 ranks x 5 sizes x (1 warm-up + 2 timed) at least
 [ "$carried" -ge 30 ] || fail "only $carried allreduce calls reached the engine"
 

@@ -76,7 +76,7 @@ extra_args=(${DFCCL_TEST_MCA:-} ${DFCCL_TEST_MCA_EXTRA:-})
 launcher=(${DFCCL_TEST_LAUNCHER:-})
 
 log=$(mktemp "${TMPDIR:-/tmp}/${name}.XXXXXX")
-trap 'rm -f "$log"' EXIT
+trap 'rm -f "$log" "$log.err"' EXIT
 
 command=(timeout --kill-after=30 "$timeout_s"
          "$mpirun_cmd" -np "$np" --oversubscribe --allow-run-as-root
@@ -87,7 +87,10 @@ echo "+ ${command[*]}"
 # reaches mpirun: timeout puts it in a process group of its own, which a
 # signal to this script's group would miss, leaving the job running for
 # up to timeout_s. The log is printed when the run ends.
-"${command[@]}" < /dev/null > "$log" 2>&1 &
+# stdout and stderr go to files of their own: mpirun forwards each rank's
+# streams in chunks that may end mid-line, so in one file a verbose log line
+# could be spliced into the verdict line (or the verdict into a log line).
+"${command[@]}" < /dev/null > "$log" 2> "$log.err" &
 pid=$!
 interrupted=
 trap 'interrupted=1; kill -TERM "$pid" 2>/dev/null' TERM INT HUP
@@ -98,6 +101,7 @@ while kill -0 "$pid" 2>/dev/null; do   # a trapped signal ended the wait, not th
     status=$?
 done
 cat "$log"
+cat "$log.err" >&2
 if [ -n "$interrupted" ]; then
     echo "FAIL: $name at np=$np interrupted by a signal; mpirun stopped" >&2
     exit 1
@@ -114,7 +118,7 @@ fi
 # Programs that do not check the engine's counters themselves run with
 # coll_dfccl_verbose 2 and DFCCL_TEST_REQUIRE_ENGINE=1: the component's log of
 # calls posted to the engine is then the proof that dfccl carried them.
-if [ -n "${DFCCL_TEST_REQUIRE_ENGINE:-}" ] && ! grep -q 'coll:dfccl: .* posted to the engine' "$log"; then
+if [ -n "${DFCCL_TEST_REQUIRE_ENGINE:-}" ] && ! grep -q 'coll:dfccl: .* posted to the engine' "$log" "$log.err"; then
     echo "FAIL: $name at np=$np: no call reached the dfccl engine" >&2
     exit 1
 fi

@@ -301,6 +301,10 @@ int main(int argc, char **argv)
 {
     enum { MAX_SIZES = 256 };
     char device_error[256];
+    /* Whole lines: under mpirun stdout is a pipe, and a block-buffered table
+     * would reach the launcher cut mid-row, with other ranks' log lines
+     * spliced into the cut. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     select_device_early(argc, argv, device_error, sizeof device_error);
     MPI_Init(&argc, &argv);
     int rank, nranks;
