@@ -15,9 +15,16 @@
 #   ring     coll_dfccl_algorithm 0 (one ring over all ranks)
 #   hier     coll_dfccl_algorithm 1 (allreduce: node reduce-scatter, shards
 #            across nodes, node allgather; allgather stays the ring)
-#   planned  coll_dfccl_plan_dir OUT/plans (the plans; verbose, so that the
-#            log shows the communicator taking them)
-# OUT/ratios.txt has the times and ring/hier, ring/planned. Plan files
+#   planned  coll_dfccl_plan_dir OUT/plans (the plans)
+# and last, untimed, planned_log: the planned job at verbose 2, whose log
+# must show the communicator taking the plans (verbose 2 also logs every
+# call, which costs milliseconds a call on a loaded bed: the timed jobs run
+# without it).
+# DFCCL_BED_ROUNDS (default 3) runs the three in turn that many times
+# (ring, hier, planned, ring_2, hier_2, planned_2, ...), so that a slow
+# spell of the machine does not fall on one configuration alone;
+# bed_planner_table.py takes the median of the rounds.
+# OUT/ratios.txt has the times and their ratios. Plan files
 # already in OUT/plans are used as they are (no planning).
 #
 # DFCCL_PLAN_METHOD (default auto) and DFCCL_PLAN_TIME_LIMIT (default 60 s)
@@ -70,10 +77,17 @@ mkdir -p "$out/schedules"
 lo=${sizes[0]%i}   # dfccl_perf's K, M, G are powers of 1024
 hi=${sizes[${#sizes[@]} - 1]%i}
 perf_colls=$(echo $colls | sed 's/reducescatter/reduce_scatter_block/; s/ /,/g')
-DFCCL_BENCH_CONFIGS= DFCCL_BENCH_SHAPE="h$hosts 1gbit" \
-DFCCL_BENCH_EXTRA="ring=--mca coll_dfccl_algorithm 0;hier=--mca coll_dfccl_algorithm 1;planned=--mca coll_dfccl_plan_dir $out/plans --mca coll_dfccl_verbose 2" \
+configs=
+rounds=${DFCCL_BED_ROUNDS:-3}
+for ((r = 1; r <= rounds; r++)); do
+  sfx=; [ "$r" = 1 ] || sfx=_$r
+  configs+="ring$sfx=--mca coll_dfccl_algorithm 0;hier$sfx=--mca coll_dfccl_algorithm 1;"
+  configs+="planned$sfx=--mca coll_dfccl_plan_dir $out/plans;"
+done
+configs+="planned_log=--mca coll_dfccl_plan_dir $out/plans --mca coll_dfccl_verbose 2"
+DFCCL_BENCH_CONFIGS= DFCCL_BENCH_SHAPE="h$hosts 1gbit" DFCCL_BENCH_EXTRA="$configs" \
   "$here/bed_perf_compare.sh" "$hosts" "$ranks" "$out" -x "$perf_colls" -b "$lo" -e "$hi" -f 4 -c 1 \
     -w "${DFCCL_PERF_WARMUP:-1}" -n "${DFCCL_PERF_ITERS:-5}"
 # the planned job must have taken the plans
-grep -q "serves it" "$out/planned.err" ||
-  { echo "$0: the planned job did not take the plan files (see $out/planned.err)" >&2; exit 1; }
+grep -q "serves it" "$out/planned_log.err" ||
+  { echo "$0: the planned job did not take the plan files (see $out/planned_log.err)" >&2; exit 1; }

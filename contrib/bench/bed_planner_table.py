@@ -3,11 +3,14 @@
 
 For each OUT (a run's folder) prints, per collective and size, the modelled
 finish of the ring, the hierarchical schedule and the planned one (from
-OUT/model.txt, dfccl_plan's own figures), the measured mean times of the three
-jobs (OUT/ratios.txt) and measured / modelled for each, as Markdown. A size
-whose plan file could not be written shows "-" in the planned columns.
+OUT/model.txt, dfccl_plan's own figures), the measured times of the three
+configurations (OUT/ratios.txt: each job's mean; where the configurations ran
+in several rounds, ring_2 and so on, the median of the rounds' means) and
+measured / modelled for each, as Markdown. A size whose plan file could not
+be written shows "-" in the planned columns.
 """
 import re
+import statistics
 import sys
 
 COLL = {"allgather": "allgather", "allreduce": "allreduce",
@@ -34,13 +37,20 @@ def parse_model(path):
 
 
 def parse_measured(path):
-    """[(collective, bytes, ring, hier, planned)] in us, as measured."""
+    """[(collective, bytes, ring, hier, planned)] in us: each configuration's
+    median over its rounds (columns ring, ring_2, ...)."""
     rows = []
     with open(path) as f:
-        next(f)
+        head = f.readline().split()
+        base = {}
+        for i, name in enumerate(head):
+            m = re.match(r"(ring|hier|planned)(_\d+)?\(us\)$", name)
+            if m:
+                base.setdefault(m.group(1), []).append(i)
         for line in f:
             p = line.split()
-            rows.append((p[0], int(p[1]), float(p[2]), float(p[3]), float(p[4])))
+            med = {k: statistics.median(float(p[i]) for i in cols) for k, cols in base.items()}
+            rows.append((p[0], int(p[1]), med["ring"], med["hier"], med["planned"]))
     return rows
 
 
