@@ -1,4 +1,5 @@
 /* plan.c - the plan builder and the ring programs over any group of ranks. */
+#include <string.h>
 #include "core/plan_build.h"
 
 static const char *const algo_names[DFCCL_ALGO_COUNT] = { "ring", "hierarchical",
@@ -250,26 +251,68 @@ dfccl_status_t dfccl_plan_build(dfccl_algo_t algo, const dfccl_plan_call_t *call
     return status;
 }
 
-dfccl_status_t dfccl_plan_ring(dfccl_coll_type_t type, int rank, int size, int in_place,
-                               size_t count, const size_t *counts,
+void dfccl_plan_ring_peers(int size, const int *node, int rank, int *prev, int *next)
+{
+    int nnodes = 0, me = node != NULL ? node[rank] : 0;
+    int after = -1, before = -1;   /* nearest ranks of our node above and below us */
+
+    if (node == NULL) {
+        *prev = (rank + size - 1) % size;
+        *next = (rank + 1) % size;
+        return;
+    }
+    for (int r = 0; r < size; r++) {
+        if (node[r] + 1 > nnodes) nnodes = node[r] + 1;
+        if (node[r] != me || r == rank) continue;
+        if (r > rank && after < 0) after = r;
+        if (r < rank) before = r;
+    }
+    if (after < 0) {
+        /* the first rank of the next node that has ranks (ours, around) */
+        for (int k = 1; k <= nnodes && after < 0; k++)
+            for (int r = 0; r < size && after < 0; r++)
+                if (node[r] == (me + k) % nnodes) after = r;
+    }
+    if (before < 0) {
+        /* the last rank of the node before */
+        for (int k = 1; k <= nnodes && before < 0; k++)
+            for (int r = size - 1; r >= 0 && before < 0; r--)
+                if (node[r] == (me + nnodes - k) % nnodes) before = r;
+    }
+    *prev = before;
+    *next = after;
+}
+
+dfccl_status_t dfccl_plan_ring(dfccl_coll_type_t type, int rank, int size, const int *node,
+                               int in_place, size_t count, const size_t *counts,
                                dfccl_step_t *steps, uint32_t *nsteps, uint64_t *max_block)
 {
     dfccl_plan_call_t call = { type, in_place, count, counts };
     uint32_t cap = dfccl_plan_max_steps(size);
     dfccl_step_peers_t *peers = malloc(sizeof(*peers) * cap);
     size_t n = (size_t)(size > 0 ? size : 1);
-    int *zero = calloc(n, sizeof(int)), *ident = malloc(sizeof(int) * n);
-    dfccl_topo_t topo = { size, 1, zero, ident, ident, ident, 1 };
+    int *where = calloc(n, sizeof(int)), *local = malloc(sizeof(int) * n);
+    int *order = malloc(sizeof(int) * n), *pos = malloc(sizeof(int) * n);
+    dfccl_topo_t topo = { size, 1, where, local, order, pos, 1 };
     dfccl_plan_t plan = { .steps = steps, .peers = peers, .cap = cap };
     dfccl_status_t status = DFCCL_ERR_NO_MEMORY;
 
-    if (peers != NULL && zero != NULL && ident != NULL) {
-        for (int r = 0; r < size; r++) ident[r] = r;
+    if (size < 1 || rank < 0 || rank >= size) status = DFCCL_ERR_INVALID_PARAM;
+    else if (peers != NULL && where != NULL && local != NULL && order != NULL && pos != NULL) {
+        if (node != NULL) memcpy(where, node, sizeof(int) * n);
+        dfccl_topo_derive(size, where, local, order, pos, &topo.nnodes, &topo.uniform);
         status = dfccl_plan_build(DFCCL_ALGO_RING, &call, &topo, rank, &plan);
     }
+    /* one FIFO each way: the ring's previous and next rank */
+    for (uint32_t i = 0; status == DFCCL_OK && i < plan.nsteps; i++) {
+        steps[i].recv_conn = 0;
+        steps[i].send_conn = 0;
+    }
     free(peers);
-    free(zero);
-    free(ident);
+    free(where);
+    free(local);
+    free(order);
+    free(pos);
     if (status != DFCCL_OK) return status;
     *nsteps = plan.nsteps;
     *max_block = plan.max_block;

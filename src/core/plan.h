@@ -129,12 +129,21 @@ dfccl_status_t dfccl_plan_build(dfccl_algo_t algo, const dfccl_plan_call_t *call
                                 const dfccl_topo_t *topo, int rank, dfccl_plan_t *plan);
 
 /*
- * The one-ring program on ranks in rank order (the GPU backend's plan):
- * every send goes to rank + 1 and every receive comes from rank - 1, both on
- * connection 0. *max_block: the largest block, the same on every rank.
+ * The ring's neighbours of rank, node by node: the ranks of a node in rank
+ * order, then the next node's (nodes in the order of dfccl_topo_t, node[r]
+ * numbered from 0 by first rank), so that however ranks are numbered the
+ * ring enters and leaves each node once. node NULL: one node (rank order).
  */
-dfccl_status_t dfccl_plan_ring(dfccl_coll_type_t type, int rank, int size, int in_place,
-                               size_t count, const size_t *counts,
+void dfccl_plan_ring_peers(int size, const int *node, int rank, int *prev, int *next);
+
+/*
+ * The one-ring program (the GPU backend's plan), node by node as
+ * dfccl_plan_ring_peers: every send goes to the ring's next rank and every
+ * receive comes from its previous one, both on connection 0. node NULL: one
+ * node. *max_block: the largest block, the same on every rank.
+ */
+dfccl_status_t dfccl_plan_ring(dfccl_coll_type_t type, int rank, int size, const int *node,
+                               int in_place, size_t count, const size_t *counts,
                                dfccl_step_t *steps, uint32_t *nsteps, uint64_t *max_block);
 
 /*

@@ -5,7 +5,10 @@
  * resumed later, so this also checks that a collective preempted at any
  * slice boundary completes correctly. With PARTS > 1 every rank runs the
  * collective as several executors over FIFOs of their own, each moving its
- * part of every step, interleaved at random: the GPU's channels.
+ * part of every step, interleaved at random: the GPU's channels. The ranks
+ * sit on simulated nodes of several shapes (numbered round-robin, in blocks,
+ * unevenly): the ring runs node by node whatever the numbering, and on
+ * communicators of up to 4,096 ranks its order is checked alone.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +17,7 @@
 #include "sim_ranks.h"
 
 #define MAX_RANKS 9
+#define MAX_RANKS_BIG 4096
 #define SLOT_BYTES 64   /* tiny slots: many slices, many preemption points */
 static uint32_t NSLOTS = 2;  /* varied by main: 2 (the least that works) to 8 */
 #define MAX_NSLOTS 8
@@ -38,7 +42,7 @@ static void report(const char *what, dfccl_coll_type_t type, int n, size_t count
 }
 
 /* Runs one collective on n simulated ranks and checks every output element. */
-static void run_case(dfccl_coll_type_t type, int n, size_t count, int in_place,
+static void run_case(dfccl_coll_type_t type, int n, const int *node, size_t count, int in_place,
                      dfccl_dtype_t dt, dfccl_op_t op, unsigned seed)
 {
     size_t esize = dfccl_dtype_size(dt), counts[MAX_RANKS], displ[MAX_RANKS + 1], in_elems, out_elems;
@@ -63,8 +67,9 @@ static void run_case(dfccl_coll_type_t type, int n, size_t count, int in_place,
     out_elems = type == DFCCL_COLL_ALLREDUCE ? count
               : type == DFCCL_COLL_ALLGATHER ? count * (size_t)n : displ[n];
     for (r = 0; r < n; r++) {
-        /* FIFO (r, p) lives at rank r and carries part p from rank r-1 */
-        int prev = (r + n - 1) % n, next = (r + 1) % n;
+        /* FIFO (r, p) lives at rank r and carries part p from the ring's previous rank */
+        int prev, next;
+        dfccl_plan_ring_peers(n, node, r, &prev, &next);
         for (p = 0; p < parts; p++) {
             size_t mine = ((size_t)r * MAX_PARTS + p) * NSLOTS, theirs = ((size_t)next * MAX_PARTS + p) * NSLOTS;
             recv_fifo[r][p] = (dfccl_fifo_t){ &ctrl[r][p], (char *)slots + mine * SLOT_BYTES,
@@ -85,7 +90,8 @@ static void run_case(dfccl_coll_type_t type, int n, size_t count, int in_place,
         }
         uint64_t max_block;
         uint32_t nsteps;
-        if (dfccl_plan_ring(type, r, n, in_place, count, counts, st[r].steps, &nsteps, &max_block)) {
+        if (dfccl_plan_ring(type, r, n, node, in_place, count, counts, st[r].steps, &nsteps,
+                            &max_block)) {
             report("plan", type, n, count, in_place, dt, op, r, 0);
             goto out;
         }
@@ -164,28 +170,109 @@ out:
     free(slots);
 }
 
+/* Node shape k of n ranks (numbered from 0 by first rank), or NULL (one
+ * node) for k 0: round-robin over 2 and 3 nodes, blocks of 2, and uneven
+ * nodes in mixed order. */
+#define NSHAPES 5
+static const int *node_shape(int k, int n, int *node)
+{
+    int label[MAX_RANKS_BIG], map[MAX_RANKS_BIG], next = 0;
+
+    if (k == 0) return NULL;
+    for (int r = 0; r < n; r++) {
+        label[r] = k == 1 ? r % 2 : k == 2 ? r % 3 : k == 3 ? r / 2 : (r * r + 3 * r) % 4;
+        map[r] = -1;
+    }
+    for (int r = 0; r < n; r++) {
+        if (map[label[r]] < 0) map[label[r]] = next++;
+        node[r] = map[label[r]];
+    }
+    return node;
+}
+
+/* The ring on up to 4,096 ranks in many node shapes: one cycle through every
+ * rank, each node's ranks one after the other (so the ring crosses nodes once
+ * a node), and the plan's length and blocks as the ring's. */
+static int check_ring_order(void)
+{
+    static const int sizes[] = { 1, 2, 3, 31, 32, 33, 40, 64, 100, 257, 1024, 4096 };
+    static int node[MAX_RANKS_BIG], seen[MAX_RANKS_BIG];
+    static dfccl_step_t steps[2 * MAX_RANKS_BIG + 1];
+    int bad = 0, cases = 0;
+
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+        for (int k = 0; k < NSHAPES + 2; k++) {
+            int n = sizes[i], nnodes = 1, crossings = 0, r = 0;
+            const int *nd;
+            if (k < NSHAPES) {
+                nd = node_shape(k, n, node);
+            } else {   /* nodes of 8 and of 5 ranks, numbered round-robin across them */
+                int per = k == NSHAPES ? 8 : 5, groups = (n + per - 1) / per;
+                for (int q = 0; q < n; q++) node[q] = q % groups;
+                nd = node;
+            }
+            for (int q = 0; nd != NULL && q < n; q++)
+                if (nd[q] + 1 > nnodes) nnodes = nd[q] + 1;
+            memset(seen, 0, sizeof(int) * (size_t)n);
+            for (int hop = 0; hop < n; hop++) {
+                int prev, next, back, fwd;
+                dfccl_plan_ring_peers(n, nd, r, &prev, &next);
+                dfccl_plan_ring_peers(n, nd, next, &back, &fwd);
+                if (seen[r]++ || back != r || next < 0 || next >= n) { bad++; break; }
+                if (nd != NULL && nd[next] != nd[r]) crossings++;
+                r = next;
+            }
+            if (r != 0 || crossings != (nnodes > 1 ? nnodes : 0)) bad++;
+            /* the plan of the rank in the middle: an out-of-place allreduce's
+             * copy of its input, then 2 (n - 1) steps */
+            uint32_t nsteps = 0;
+            uint64_t max_block = 0;
+            size_t count = (size_t)n * 3 + 1;
+            if (dfccl_plan_ring(DFCCL_COLL_ALLREDUCE, n / 2, n, nd, 0, count, NULL, steps, &nsteps,
+                                &max_block) != DFCCL_OK ||
+                nsteps != 2u * (uint32_t)(n - 1) + 1u ||
+                max_block != (count + (size_t)n - 1) / (size_t)n)
+                bad++;
+            cases++;
+            if (bad) {
+                fprintf(stderr, "FAIL ring order: %d ranks, shape %d\n", n, k);
+                return -1;
+            }
+        }
+    checks += cases;
+    return cases;
+}
+
 int main(void)
 {
     static const size_t counts[] = { 0, 1, 2, 7, 33, 100 };
     unsigned seed = 1;
-    int cases = 0;
+    int cases = 0, node[MAX_RANKS_BIG];
 
+    int order_cases = check_ring_order();
+    if (order_cases < 0) failures++;
+    else cases += order_cases;
     static const uint32_t slot_counts[] = { 2, 3, 8 };
     for (PARTS = 1; PARTS <= MAX_PARTS; PARTS += MAX_PARTS - 1)
     for (int n = 1; n <= MAX_RANKS; n++)
+      for (int shape = 0; shape < NSHAPES; shape++)
       for (size_t sc = 0; sc < sizeof(slot_counts) / sizeof(slot_counts[0]); sc++)
         for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
             for (int in_place = 0; in_place < 2; in_place++) {
+                const int *nd = node_shape(shape, n, node);
+                /* the one-node cases at every slot count; the node shapes (the
+                 * ring's order alone differs) at the fewest slots */
+                if (shape > 0 && (sc > 0 || n < 3)) continue;
                 NSLOTS = slot_counts[sc];
                 for (int dt = 0; dt < DFCCL_DTYPE_COUNT; dt++) {
-                    run_case(DFCCL_COLL_ALLGATHER, n, counts[c], in_place, (dfccl_dtype_t)dt,
+                    run_case(DFCCL_COLL_ALLGATHER, n, nd, counts[c], in_place, (dfccl_dtype_t)dt,
                              DFCCL_OP_NONE, seed++);
                     cases++;
                     for (int op = 0; op < DFCCL_OP_COUNT; op++) {
                         if (!dfccl_op_supported((dfccl_op_t)op, (dfccl_dtype_t)dt)) continue;
-                        run_case(DFCCL_COLL_ALLREDUCE, n, counts[c], in_place, (dfccl_dtype_t)dt,
-                                 (dfccl_op_t)op, seed++);
-                        run_case(DFCCL_COLL_REDUCE_SCATTER, n, counts[c], in_place,
+                        run_case(DFCCL_COLL_ALLREDUCE, n, nd, counts[c], in_place,
+                                 (dfccl_dtype_t)dt, (dfccl_op_t)op, seed++);
+                        run_case(DFCCL_COLL_REDUCE_SCATTER, n, nd, counts[c], in_place,
                                  (dfccl_dtype_t)dt, (dfccl_op_t)op, seed++);
                         cases += 2;
                     }

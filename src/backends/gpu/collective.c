@@ -138,6 +138,7 @@ dfccl_status_t dfccl_gpu_submit(dfccl_call_t *coll, const dfccl_coll_args_t *arg
         uint64_t max_block;
         /* the ring's plan (the direct path falls back to it) */
         dfccl_status_t planned = dfccl_plan_ring(args->type, comm->rank, comm->size,
+                                                 gc->spans ? gc->node : NULL,
                                                  args->sendbuf == DFCCL_IN_PLACE, args->count,
                                                  args->counts, d->steps, &d->nsteps, &max_block);
         if (planned != DFCCL_OK) {

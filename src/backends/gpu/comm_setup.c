@@ -185,7 +185,7 @@ static void gpu_local_fifos(dfccl_comm_t *comm, dfccl_gpu_comm_dev_t *dev, const
 {
     dfccl_gpu_comm_t *gc = gpu_comm_of(comm);
     const dfccl_config_t *cfg = &comm->context->config;
-    int me = comm->rank, n = comm->size, next = (me + 1) % n, prev = (me + n - 1) % n;
+    int me = comm->rank, n = comm->size, next = gc->ring_next, prev = gc->ring_prev;
     size_t inbox = gpu_inbox_bytes(n), fifo = gpu_fifo_bytes(cfg);
 
     for (unsigned c = 0; c < gc->nchannels; c++) {
@@ -215,7 +215,7 @@ static dfccl_status_t gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
     dfccl_context_t *ctx = comm->context;
     dfccl_gpu_t *g = gpu_ctx_of(ctx)->gpu;
     dfccl_gpu_comm_dev_t dev;
-    int me = comm->rank, n = comm->size, next = (me + 1) % n, current = -1;
+    int me = comm->rank, n = comm->size, current = -1;
     int node[DFCCL_GPU_MAX_RANKS];
     cudaError_t e = cudaSuccess;
     dfccl_status_t status, agreed = gpu_hello_agree(comm, all);
@@ -234,7 +234,7 @@ static dfccl_status_t gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
     for (int r = 0; r < n && e == cudaSuccess; r++) {
         /* CUDA IPC reaches this node's ranks; across nodes only the ring
          * runs, which needs the next rank's region alone */
-        if (r == me || node[r] != node[me] || (gc->spans && r != next)) continue;
+        if (r == me || node[r] != node[me] || (gc->spans && r != gc->ring_next)) continue;
         e = cudaIpcOpenMemHandle((void **)&gc->peer_base[r], all[r].handle,
                                  cudaIpcMemLazyEnablePeerAccess);
         if (e != cudaSuccess)

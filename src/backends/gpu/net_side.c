@@ -63,15 +63,19 @@ static size_t gpu_net_round(size_t bytes)
 
 void gpu_net_nodes(dfccl_comm_t *comm, const gpu_hello_t *all, int *node)
 {
+    dfccl_gpu_comm_t *gc = gpu_comm_of(comm);
     uint64_t label[DFCCL_GPU_MAX_RANKS];
     int k[DFCCL_GPU_MAX_RANKS];
 
     /* begin refused more ranks than this, and every rank learned it */
     for (int r = 0; r < comm->size; r++) label[r] = all[r].node_label;
     dfccl_node_groups(label, comm->size, comm->context->config.node_split, node, k);
-    gpu_comm_of(comm)->spans = 0;
-    for (int r = 1; r < comm->size; r++)
-        if (node[r] != node[0]) gpu_comm_of(comm)->spans = 1;
+    gc->spans = 0;
+    for (int r = 0; r < comm->size; r++) {
+        gc->node[r] = node[r];
+        if (node[r] != node[0]) gc->spans = 1;
+    }
+    dfccl_plan_ring_peers(comm->size, node, comm->rank, &gc->ring_prev, &gc->ring_next);
 }
 
 dfccl_status_t gpu_net_begin(dfccl_comm_t *comm, dfccl_gpu_t *g, const gpu_hello_t *all,
@@ -79,7 +83,7 @@ dfccl_status_t gpu_net_begin(dfccl_comm_t *comm, dfccl_gpu_t *g, const gpu_hello
 {
     const dfccl_config_t *cfg = &comm->context->config;
     dfccl_gpu_comm_t *gc = gpu_comm_of(comm);
-    int me = comm->rank, n = comm->size, prev = (me + n - 1) % n, next = (me + 1) % n, previous;
+    int me = comm->rank, prev = gc->ring_prev, next = gc->ring_next, previous;
     gpu_net_side_t *side;
     dfccl_status_t status;
     cudaError_t e;

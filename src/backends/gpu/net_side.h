@@ -26,7 +26,8 @@
 #include "backends/gpu/state.h"
 
 /* Every rank's node from the hellos (node_split applied): node[r]. Sets
- * gc->spans; the same on every rank, and it cannot fail. */
+ * gc->spans, gc->node and the ring's neighbours (gc->ring_prev, ring_next,
+ * node by node); the same on every rank, and it cannot fail. */
 void gpu_net_nodes(dfccl_comm_t *comm, const gpu_hello_t *all, int *node);
 /* Where a ring neighbour is on another node: the network side (host FIFOs
  * for gc->nchannels channels, the context's net, link ids). The hosts'

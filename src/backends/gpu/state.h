@@ -74,6 +74,10 @@ typedef struct dfccl_gpu_comm {
      * to and from a ring neighbour there live in pinned, mapped host memory
      * that the proxy thread moves over the network. */
     int                spans;      /* some rank is on another node (alike on all ranks) */
+    /* The ring's neighbours, node by node (dfccl_plan_ring_peers): however
+     * ranks are numbered, the ring crosses into each node once. */
+    int                ring_prev, ring_next;
+    int                node[DFCCL_GPU_MAX_RANKS];   /* each rank's node, from 0 */
     int                one_device; /* every rank on our GPU (the table entry's) */
     struct gpu_net_side *net;      /* NULL: both ring neighbours on this node */
     dfccl_gpu_comm_dev_t *dev_pending;   /* spanning: the table entry until the links are
