@@ -4,11 +4,15 @@
 For each OUT (a run's folder) prints, per collective and size, the modelled
 finish of the ring, the hierarchical schedule and the planned one (from
 OUT/model.txt, dfccl_plan's own figures), the measured times of the three
-configurations (OUT/ratios.txt: each job's mean; where the configurations ran
-in several rounds, ring_2 and so on, the median of the rounds' means) and
-measured / modelled for each, as Markdown. A size whose plan file could not
-be written shows "-" in the planned columns.
+configurations and measured / modelled for each, as Markdown. A measured time
+is the median call of a job (OUT/NAME.json: a slow spell of the shared
+machine within a job moves the mean, not the median) and, where the
+configurations ran in rounds (ring_2 and so on), the median over the rounds.
+A size whose plan file could not be written shows "-" in the planned columns.
 """
+import glob
+import json
+import os
 import re
 import statistics
 import sys
@@ -36,22 +40,20 @@ def parse_model(path):
     return model
 
 
-def parse_measured(path):
-    """[(collective, bytes, ring, hier, planned)] in us: each configuration's
-    median over its rounds (columns ring, ring_2, ...)."""
-    rows = []
-    with open(path) as f:
-        head = f.readline().split()
-        base = {}
-        for i, name in enumerate(head):
-            m = re.match(r"(ring|hier|planned)(_\d+)?\(us\)$", name)
-            if m:
-                base.setdefault(m.group(1), []).append(i)
-        for line in f:
-            p = line.split()
-            med = {k: statistics.median(float(p[i]) for i in cols) for k, cols in base.items()}
-            rows.append((p[0], int(p[1]), med["ring"], med["hier"], med["planned"]))
-    return rows
+def parse_measured(out):
+    """[(collective, bytes, ring, hier, planned)] in us: per configuration
+    the median over its rounds of each job's median call."""
+    calls = {}
+    for path in sorted(glob.glob(out + "/*.json")):
+        m = re.match(r"(ring|hier|planned)(_\d+)?\.json$", os.path.basename(path))
+        if not m:
+            continue
+        with open(path) as f:
+            for row in json.load(f)["rows"]:
+                key = (row["collective"], row["size"])
+                calls.setdefault(key, {}).setdefault(m.group(1), []).append(row["median_us"])
+    return [(c, b, statistics.median(v["ring"]), statistics.median(v["hier"]),
+             statistics.median(v["planned"])) for (c, b), v in calls.items()]
 
 
 def near(model, coll, size):
@@ -69,7 +71,7 @@ def table(out):
           "planned (ms) | measured / modelled: ring, hier, planned | ring / planned: "
           "modelled, measured |")
     print("|---|---|---|---|---|---|")
-    for coll, size, ring, hier, planned in parse_measured(out + "/ratios.txt"):
+    for coll, size, ring, hier, planned in parse_measured(out):
         m = near(model, coll, size)
         mp = m.get("planned")
         fmt = lambda v: "-" if v is None else "%.1f" % (v / 1000)
