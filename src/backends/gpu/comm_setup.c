@@ -17,6 +17,7 @@
 #include "backends/gpu/net_side.h"
 #include "backends/gpu/stage.h"
 #include "backends/gpu/state.h"
+#include "engine/plan_set.h"
 
 #define GPU_FIFO_ALIGN 256
 
@@ -291,6 +292,25 @@ static dfccl_status_t gpu_comm_connect_addresses(dfccl_comm_t *comm, const void 
     return status;
 }
 
+/* Plan files (plan_dir) are run by the host engine alone: where some fit a
+ * communicator of the GPU side, say so once a process instead of leaving
+ * them unused in silence. */
+static void gpu_plans_unused(const dfccl_comm_t *comm, const dfccl_gpu_comm_t *gc)
+{
+    static int told;
+    const dfccl_plan_file_t **fit = NULL;
+    int n = 0;
+
+    if (comm->context->plans.n == 0 || __atomic_load_n(&told, __ATOMIC_RELAXED)) return;
+    if (dfccl_plan_set_select(&comm->context->plans, comm->size, gc->node, &fit, &n) != DFCCL_OK)
+        return;
+    free(fit);
+    if (n > 0 && !__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
+        dfccl_error("comm %#llx: %d plan file%s of plan_dir fit its %d ranks, but the GPU side"
+                    " runs its built-in algorithms: its collectives do not take plan files",
+                    (unsigned long long)comm->key, n, n == 1 ? "" : "s", comm->size);
+}
+
 static dfccl_status_t gpu_comm_finish(dfccl_comm_t *comm, dfccl_status_t agreed)
 {
     dfccl_gpu_comm_t *gc = gpu_comm_of(comm);
@@ -299,6 +319,7 @@ static dfccl_status_t gpu_comm_finish(dfccl_comm_t *comm, dfccl_status_t agreed)
     if (agreed == DFCCL_OK) {
         gc->ready = 1;
         gc->failed = DFCCL_OK;
+        gpu_plans_unused(comm, gc);
         return DFCCL_OK;
     }
     gc->failed = agreed;
