@@ -18,12 +18,14 @@ static int group_of(const dfccl_topo_t *t, int rank, int same_node, int *ranks, 
                 ranks[m++] = r;
             }
     } else {
-        for (int nd = 0; nd < t->nnodes; nd++)
-            for (int r = 0; r < t->size; r++)
-                if (t->node[r] == nd && t->local[r] == t->local[rank]) {
-                    if (r == rank) g->i = m;
-                    ranks[m++] = r;
-                }
+        /* order[] holds the ranks node by node, nodes in order: one pass */
+        for (int v = 0; v < t->size; v++) {
+            int r = t->order[v];
+            if (t->local[r] == t->local[rank]) {
+                if (r == rank) g->i = m;
+                ranks[m++] = r;
+            }
+        }
     }
     g->ranks = ranks;
     g->m = m;
