@@ -178,7 +178,7 @@ typedef struct dfccl_comm_params {
                                      diagnostics and orders collectives */
     dfccl_backend_t   backend;
     dfccl_bootstrap_t bootstrap;
-    uint64_t          node;       /* host backend: equal on the ranks that share a node
+    uint64_t          node;       /* equal on the ranks that share a node
                                      and different elsewhere (the caller's view of
                                      locality, e.g. Open MPI's); 0: the engine tells
                                      nodes apart by host name and boot id */

@@ -47,6 +47,27 @@ static int wait_completions(dfccl_context_t *ctx, int n, double timeout_sec, dfc
 static size_t test_direct_bytes = SIZE_MAX;
 /* node_split for the next sim_run (0: one node), set before forking too. */
 static unsigned test_node_split = 0;
+/* 1: two "nodes" whose ranks interleave (even ranks on one, odd on the
+ * other), given as the caller's node labels; the ring then runs node by
+ * node (0, 2, 4, .., 1, 3, ..), not in rank order. */
+static int test_node_interleave = 0;
+
+static dfccl_comm_params_t test_params(sim_world_t *world, int rank, uint64_t key)
+{
+    dfccl_comm_params_t p = sim_comm_params(world, rank, key, DFCCL_BACKEND_GPU);
+
+    if (test_node_interleave) p.node = 1 + (uint64_t)(rank % 2);
+    return p;
+}
+
+/* Whether rank's next one on the GPU ring across nodes is on another node:
+ * only those ranks send bytes over the network. */
+static int test_sends_across(int rank, int size)
+{
+    if (test_node_interleave) return rank >= size - 2;   /* the last of each node */
+    if (test_node_split == 0) return 0;
+    return rank / (int)test_node_split != (rank + 1) % size / (int)test_node_split;
+}
 
 static int gpu_setup(int rank, dfccl_context_t **ctx, double timeout_sec)
 {
@@ -149,7 +170,7 @@ static int body_collectives(int rank, int size, sim_world_t *world, void *arg)
     (void)arg;
 
     if (gpu_setup(rank, &ctx, 60)) return 1;
-    dfccl_comm_params_t p = sim_comm_params(world, rank, 42, DFCCL_BACKEND_GPU);
+    dfccl_comm_params_t p = test_params(world, rank, 42);
     CHECK(dfccl_comm_create(ctx, &p, &comm) == DFCCL_OK, "GPU comm");
     for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
         for (int ip = 0; ip < 2; ip++) {
@@ -164,17 +185,16 @@ static int body_collectives(int rank, int size, sim_world_t *world, void *arg)
             n += 3;
         }
     }
-    if (test_node_split > 0) {
-        /* every rank has a ring neighbour on another "node": its
-         * collectives went over a link; the ring runs to the next rank, so
-         * only a rank whose next one is on another node sends bytes over
-         * the network (the others receive them) */
+    if (test_node_split > 0 || test_node_interleave) {
+        /* every rank's collectives went across nodes; only a rank whose
+         * ring successor is on another node sends bytes over the network
+         * (the others receive them) */
         dfccl_stats_t st;
-        int sends = rank / (int)test_node_split != (rank + 1) % size / (int)test_node_split;
+        int sends = test_sends_across(rank, size);
         dfccl_stats_get(&st);
         CHECK(st.net_collectives > 0 && (st.net_bytes_sent > 0) == sends,
-              "split %u: %llu collectives across nodes, %llu bytes sent over the network"
-              " (sends to another node: %d)", test_node_split,
+              "split %u, interleaved %d: %llu collectives across nodes, %llu bytes sent over"
+              " the network (sends to another node: %d)", test_node_split, test_node_interleave,
               (unsigned long long)st.net_collectives, (unsigned long long)st.net_bytes_sent,
               sends);
     }
@@ -202,7 +222,7 @@ static int body_disorder(int rank, int size, sim_world_t *world, void *arg)
 
     if (gpu_setup(rank, &ctx, 60)) return 1;
     for (int c = 0; c < NCOMMS; c++) {
-        dfccl_comm_params_t p = sim_comm_params(world, rank, 200 + (uint64_t)c, DFCCL_BACKEND_GPU);
+        dfccl_comm_params_t p = test_params(world, rank, 200 + (uint64_t)c);
         CHECK(dfccl_comm_create(ctx, &p, &comm[c]) == DFCCL_OK, "comm %d", c);
         CUDA_OK(cudaMalloc((void **)&out[c], sizeof(float) * count));
     }
@@ -455,6 +475,21 @@ int main(int argc, char **argv)
                    f ? "FAIL" : "ok");
             failed += f != 0;
             test_node_split = 0;
+        }
+        /* two nodes whose ranks interleave: the ring crosses between them
+         * twice, whatever the numbering */
+        char net_why[160];
+        if (n >= 4 && dfccl_net_available(net_why, sizeof(net_why))) {
+            test_node_interleave = 1;
+            f = sim_run(n, 300, body_collectives, NULL);
+            printf("collectives on %d ranks, 2 nodes interleaved (ring node by node): %s\n", n,
+                   f ? "FAIL" : "ok");
+            failed += f != 0;
+            f = sim_run(n, 300, body_disorder, (void *)1);
+            printf("disorder + sync/cudaFree on %d ranks, 2 nodes interleaved: %s\n", n,
+                   f ? "FAIL" : "ok");
+            failed += f != 0;
+            test_node_interleave = 0;
         }
         fflush(stdout);
     }

@@ -7,7 +7,7 @@
 #
 #   /path/to/src/test/gpu/run_gpu_tests.sh [--quick] [--np-list "2 4 8"]
 #       [--logdir DIR] [--builddir DIR] [--timeout S] [--mca "ARGS"]
-#       [--only REGEX] [--no-sanitizer]
+#       [--only REGEX] [--no-sanitizer] [--large-np N]
 #
 # It starts nothing but the mpirun jobs: several ranks share the one GPU
 # through CUDA MPS, which the caller starts (nvidia-cuda-mps-control -d).
@@ -31,6 +31,7 @@ timeout_s=
 extra_mca=${DFCCL_GPU_TEST_MCA:-}
 only=
 sanitizer=1
+large_np=
 
 usage() {
     sed -n '8,10p' "$0" | sed 's/^# *//' >&2
@@ -46,6 +47,7 @@ while [ $# -gt 0 ]; do
         --mca) extra_mca="$extra_mca ${2:?}"; shift ;;
         --only) only=${2:?}; shift ;;
         --no-sanitizer) sanitizer=0 ;;
+        --large-np) large_np=${2:?}; shift ;;
         -h|--help) usage; exit 0 ;;
         *) echo "run_gpu_tests: unknown option $1" >&2; usage; exit 2 ;;
     esac
@@ -272,6 +274,30 @@ fi
 if [ "${split_np:-0}" -ge 2 ]; then
     run_item "split1_disorder_np$split_np" "$split_np" "$split_mca 1 $disorder_mca" \
         test/mpi/disorder_check --memory device "${disorder_args[@]}"
+fi
+if [ "${split_np:-0}" -ge 8 ]; then
+    # nodes of 4: the ring crosses between nodes twice, each node's ranks
+    # in a row over CUDA IPC; persistent requests and threads across nodes
+    run_item "split4_coll_np$split_np" "$split_np" "$split_mca 4" \
+        test/mpi/coll_check --memory device --expect engine --quick
+    run_item "split4_disorder_np$split_np" "$split_np" "$split_mca 4 $disorder_mca" \
+        test/mpi/disorder_check --memory device "${disorder_args[@]}"
+    run_item "split2_persist_np$split_np" "$split_np" "$split_mca 2 $disorder_mca" \
+        test/mpi/disorder_check --memory device --persistent 3 "${disorder_args[@]}"
+    run_item "split2_threads_np$split_np" "$split_np" "$split_mca 2 $disorder_mca" \
+        test/mpi/threads_check --memory device "${threads_args[@]}"
+fi
+
+# More ranks than the GPU side carries (--large-np, e.g. 40 under MPS):
+# device buffers go to the host engine, staged through host memory, and
+# must still be carried (--expect engine), right and deadlock-free.
+if [ -n "$large_np" ]; then
+    run_item "large_coll_np$large_np" "$large_np" "" \
+        test/mpi/coll_check --memory device --expect engine --quick --counts 0,1,7,4099,65537
+    run_item "large_disorder_np$large_np" "$large_np" "$disorder_mca" \
+        test/mpi/disorder_check --memory device --iterations 2 --seed 1
+    run_item "large_persist_order_np$large_np" "$large_np" "$disorder_mca" \
+        test/mpi/persist_order_check --memory device --iterations 3 --seed 7
 fi
 
 # Racecheck follows every shared-memory access of the daemon kernel, whose

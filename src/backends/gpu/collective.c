@@ -66,34 +66,23 @@ static void gpu_legacy_wait_failed(dfccl_gpu_t *g)
     pthread_mutex_unlock(&g->sq.lock);
 }
 
-dfccl_status_t dfccl_gpu_submit(dfccl_call_t *coll, const dfccl_coll_args_t *args,
-                                int sync_legacy)
+/* What a call's submission entry holds that follows from its arguments
+ * alone: the algorithm, channels and ring plan every rank chooses alike.
+ * Not the run's sequence number, priority or (direct) exported buffers. */
+static dfccl_status_t gpu_job_describe(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
+                                       gpu_job_t *job)
 {
-    dfccl_comm_t *comm = coll->comm;
     dfccl_gpu_comm_t *gc = gpu_comm_of(comm);
-    dfccl_gpu_t *g = gpu_ctx_of(comm->context)->gpu;
     const dfccl_config_t *cfg = &comm->context->config;
     size_t esize = dfccl_dtype_size(args->dtype), slot_bytes = 0, total_bytes;
-    gpu_job_t *job;
-    dfccl_gpu_desc_t *d;
+    dfccl_gpu_desc_t *d = &job->desc;
     unsigned parts;
-    uint64_t posted_ns, ticket = 0;
 
-    if (!gc->ready || g == NULL) return gc->failed != DFCCL_OK ? gc->failed : DFCCL_ERR_UNSUPPORTED;
-    if (__atomic_load_n(&g->sq.broken, __ATOMIC_ACQUIRE)) return DFCCL_ERR_SYSTEM;
-    posted_ns = g->env.trace ? dfccl_now_ns() : 0;
-    job = calloc(1, sizeof(*job));
-    if (job == NULL) return DFCCL_ERR_NO_MEMORY;
-    job->coll = coll;
-    job->posted_ns = posted_ns;
-    d = &job->desc;
     d->comm_index = (uint32_t)gc->index;
     d->type = (uint8_t)args->type;
     d->dtype = (uint8_t)args->dtype;
     d->op = (uint8_t)(args->op == DFCCL_OP_NONE ? 0 : args->op);
-    d->priority = coll->priority;
     d->comm_key = comm->key;
-    d->seq = coll->seq;
     d->count = args->count;
     d->esize = esize;
     d->sendbuf = args->sendbuf == DFCCL_IN_PLACE ? NULL : (char *)args->sendbuf;
@@ -141,10 +130,7 @@ dfccl_status_t dfccl_gpu_submit(dfccl_call_t *coll, const dfccl_coll_args_t *arg
                                                  gc->spans ? gc->node : NULL,
                                                  args->sendbuf == DFCCL_IN_PLACE, args->count,
                                                  args->counts, d->steps, &d->nsteps, &max_block);
-        if (planned != DFCCL_OK) {
-            free(job);
-            return planned;
-        }
+        if (planned != DFCCL_OK) return planned;
         d->algo = DFCCL_GPU_ALGO_RING;
         parts = (unsigned)(total_bytes / GPU_BYTES_PER_CHANNEL);
         d->nparts = parts < 1 ? 1 : parts > gc->nchannels ? gc->nchannels : parts;
@@ -154,15 +140,35 @@ dfccl_status_t dfccl_gpu_submit(dfccl_call_t *coll, const dfccl_coll_args_t *arg
                    gpu_direct_wanted(cfg->gpu_direct_bytes, total_bytes, comm->size)) {
             /* chosen alike on every rank; whether the buffers can be
              * mapped is agreed in the kernel (the ring otherwise) */
-            dfccl_gpu_export_t *x = &d->exported;
-            int previous;
             d->algo = DFCCL_GPU_ALGO_DIRECT;
-            /* the driver calls need the engine's device current on this thread */
-            previous = gpu_device_enter(g);
-            x->ok = gpu_direct_export(g, job->in, &x->in_handle, &x->in_offset, &x->in_alloc) &&
-                    gpu_direct_export(g, d->recvbuf, &x->out_handle, &x->out_offset, &x->out_alloc);
-            gpu_device_leave(g, previous);
         }
+    }
+    return DFCCL_OK;
+}
+
+/* A described job of coll into the submission queue: the run's own
+ * fields, the direct path's exported buffers (looked up at every run: an
+ * allocation may have been freed and made anew at the same address), and
+ * the wait for the legacy default stream. The job is the queue's (or
+ * freed) whatever the outcome. */
+static dfccl_status_t gpu_job_submit(dfccl_gpu_t *g, dfccl_call_t *coll, gpu_job_t *job,
+                                     int sync_legacy, uint64_t posted_ns)
+{
+    dfccl_comm_t *comm = coll->comm;
+    dfccl_gpu_desc_t *d = &job->desc;
+    uint64_t ticket = 0;
+
+    job->coll = coll;
+    job->posted_ns = posted_ns;
+    d->priority = coll->priority;
+    d->seq = coll->seq;
+    if (d->algo == DFCCL_GPU_ALGO_DIRECT) {
+        dfccl_gpu_export_t *x = &d->exported;
+        /* the driver calls need the engine's device current on this thread */
+        int previous = gpu_device_enter(g);
+        x->ok = gpu_direct_export(g, job->in, &x->in_handle, &x->in_offset, &x->in_alloc) &&
+                gpu_direct_export(g, d->recvbuf, &x->out_handle, &x->out_offset, &x->out_alloc);
+        gpu_device_leave(g, previous);
     }
     /* An LL collective that the early send can take is published first,
      * held, and released once the wait returned: the kernel's look at the
@@ -204,6 +210,106 @@ dfccl_status_t dfccl_gpu_submit(dfccl_call_t *coll, const dfccl_coll_args_t *arg
         return DFCCL_ERR_SYSTEM;   /* the backend broke meanwhile (its error was logged) */
     }
     return DFCCL_OK;
+}
+
+/* The backend and the communicator can take a collective now. */
+static dfccl_status_t gpu_usable(const dfccl_gpu_comm_t *gc, dfccl_gpu_t *g)
+{
+    if (!gc->ready || g == NULL) return gc->failed != DFCCL_OK ? gc->failed : DFCCL_ERR_UNSUPPORTED;
+    if (__atomic_load_n(&g->sq.broken, __ATOMIC_ACQUIRE)) return DFCCL_ERR_SYSTEM;
+    return DFCCL_OK;
+}
+
+dfccl_status_t dfccl_gpu_submit(dfccl_call_t *coll, const dfccl_coll_args_t *args,
+                                int sync_legacy)
+{
+    dfccl_comm_t *comm = coll->comm;
+    dfccl_gpu_t *g = gpu_ctx_of(comm->context)->gpu;
+    dfccl_status_t status = gpu_usable(gpu_comm_of(comm), g);
+    uint64_t posted_ns;
+    gpu_job_t *job;
+
+    if (status != DFCCL_OK) return status;
+    posted_ns = g->env.trace ? dfccl_now_ns() : 0;
+    if ((job = calloc(1, sizeof(*job))) == NULL) return DFCCL_ERR_NO_MEMORY;
+    if ((status = gpu_job_describe(comm, args, job)) != DFCCL_OK) {
+        free(job);
+        return status;
+    }
+    return gpu_job_submit(g, coll, job, sync_legacy, posted_ns);
+}
+
+/* A prepared collective (backend_ops.h): the described job, which every
+ * start copies, and the call's size. */
+typedef struct gpu_prepared {
+    size_t    total;
+    gpu_job_t job;
+} gpu_prepared_t;
+
+/* One run of a prepared collective: its record and place in the
+ * communicator's order, and a copy of the described job submitted. */
+static dfccl_status_t gpu_start_prepared(dfccl_comm_t *comm, const gpu_prepared_t *p,
+                                         const dfccl_coll_args_t *args)
+{
+    dfccl_gpu_t *g = gpu_ctx_of(comm->context)->gpu;
+    dfccl_status_t status = gpu_usable(gpu_comm_of(comm), g);
+    uint64_t posted_ns;
+    dfccl_call_t *coll;
+    gpu_job_t *job;
+
+    if (status != DFCCL_OK) return status;
+    posted_ns = g->env.trace ? dfccl_now_ns() : 0;
+    if ((coll = calloc(1, sizeof(*coll))) == NULL) return DFCCL_ERR_NO_MEMORY;
+    if ((job = malloc(sizeof(*job))) == NULL) {
+        free(coll);
+        return DFCCL_ERR_NO_MEMORY;
+    }
+    memcpy(job, &p->job, sizeof(*job));
+    dfccl_call_init(coll, args, p->total);
+    dfccl_coll_enter(comm, coll, args);
+    if (comm->broken) {   /* see the earlier failure's diagnosis */
+        free(job);
+        status = DFCCL_ERR_TIMEOUT;
+    } else {
+        status = gpu_job_submit(g, coll, job, comm->context->config.gpu_sync_legacy_stream,
+                                posted_ns);
+    }
+    if (status != DFCCL_OK) {
+        dfccl_comm_release(comm);
+        free(coll);
+        return status;
+    }
+    dfccl_stats_add_posted(args->type);
+    return DFCCL_OK;
+}
+
+dfccl_status_t dfccl_gpu_prepare(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
+                                 struct dfccl_coll **tmpl_p, size_t *bytes_p)
+{
+    dfccl_status_t status;
+    gpu_prepared_t *p;
+    size_t total;
+
+    if ((status = dfccl_coll_check_args(comm, args, &total)) != DFCCL_OK) return status;
+    if ((status = gpu_usable(gpu_comm_of(comm), gpu_ctx_of(comm->context)->gpu)) != DFCCL_OK)
+        return status;
+    if ((p = calloc(1, sizeof(*p))) == NULL) return DFCCL_ERR_NO_MEMORY;
+    p->total = total;
+    if ((status = gpu_job_describe(comm, args, &p->job)) != DFCCL_OK) {
+        free(p);
+        return status;
+    }
+    /* the engine keeps the record as bytes and hands it back to start */
+    *tmpl_p = (struct dfccl_coll *)(void *)p;
+    *bytes_p = sizeof(*p);
+    return DFCCL_OK;
+}
+
+dfccl_status_t dfccl_gpu_start(dfccl_comm_t *comm, const struct dfccl_coll *tmpl, size_t bytes,
+                               const dfccl_coll_args_t *args)
+{
+    if (tmpl == NULL || bytes != sizeof(gpu_prepared_t)) return DFCCL_ERR_INVALID_PARAM;
+    return gpu_start_prepared(comm, (const gpu_prepared_t *)(const void *)tmpl, args);
 }
 
 /* The GPU backend's post (backend_ops.h): the collective's record, its place

@@ -354,4 +354,6 @@ const dfccl_backend_ops_t dfccl_gpu_backend = {
     .finish      = gpu_comm_finish,
     .release     = dfccl_gpu_comm_release,
     .post        = dfccl_gpu_post,
+    .prepare     = dfccl_gpu_prepare,
+    .start       = dfccl_gpu_start,
 };

@@ -251,6 +251,12 @@ dfccl_status_t dfccl_gpu_submit(dfccl_call_t *coll, const dfccl_coll_args_t *arg
 dfccl_status_t dfccl_gpu_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args);
 /* ... a collective its stream already ordered (stream.c) */
 dfccl_status_t dfccl_gpu_post_ordered(dfccl_comm_t *comm, const dfccl_coll_args_t *args);
+/* Persistent collectives (backend_ops.h): the algorithm, channels and ring
+ * plan chosen once; each start copies them into a job and submits it. */
+dfccl_status_t dfccl_gpu_prepare(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
+                                 struct dfccl_coll **tmpl_p, size_t *bytes_p);
+dfccl_status_t dfccl_gpu_start(dfccl_comm_t *comm, const struct dfccl_coll *tmpl, size_t bytes,
+                               const dfccl_coll_args_t *args);
 /* stream.c: the thread that posts stream-ordered collectives, stopped
  * (what was enqueued posted or failed) before the GPU side goes */
 void dfccl_streams_stop(dfccl_context_t *context);

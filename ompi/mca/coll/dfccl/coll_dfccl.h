@@ -130,6 +130,9 @@ typedef struct mca_coll_dfccl_module_t {
                                            carried call takes it, staged where needed */
     bool                   stage_agreed;  /* ... and every rank can stage device buffers
                                              through host memory (built with CUDA) */
+    bool                   device_on_host;  /* host_buffers=stock, more ranks than the GPU
+                                               side carries: the device side (gpu) is a host
+                                               engine communicator, device buffers staged */
     int                    priority;        /* mca_coll_dfccl_priority_of's answer ... */
     bool                   priority_known;  /* ... once asked */
     mca_coll_dfccl_side_t  gpu;

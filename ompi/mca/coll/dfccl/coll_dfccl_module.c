@@ -75,7 +75,15 @@ static int dfccl_module_enable(mca_coll_base_module_t *module, ompi_communicator
 #undef DFCCL_SAVE_PREV_INIT
     m->comm = comm;
     mca_coll_dfccl_bootstrap_init(&m->engine_boot, m, DFCCL_TAG_ENGINE_SETUP, "engine", "");
-    mca_coll_dfccl_side_init(&m->gpu, m, DFCCL_TAG_GPU_SETUP, "GPU side",
+    /* Device buffers on a communicator larger than the GPU side carries go
+     * to the host engine, staged through host memory: still deadlock-free,
+     * and Open MPI's own path may not be able to reduce device memory at
+     * all (built without CUDA). Decided by the size alone, alike on every
+     * rank. */
+    m->device_on_host = mca_coll_dfccl_component.host_buffers != MCA_COLL_DFCCL_HOST_BUFFERS_ENGINE &&
+                        dfccl_gpu_max_ranks() > 0 && ompi_comm_size(comm) > dfccl_gpu_max_ranks();
+    mca_coll_dfccl_side_init(&m->gpu, m, DFCCL_TAG_GPU_SETUP,
+                             m->device_on_host ? "host engine side for device buffers" : "GPU side",
                              ": did it pass host buffers, which take the stock path"
                              " (coll_dfccl_host_buffers=stock)?");
     /* Whether the communicator spans nodes: the same answer on every rank,

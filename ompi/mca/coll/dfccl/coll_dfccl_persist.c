@@ -21,9 +21,10 @@
  * communicator's, alike on every rank.
  *
  * What can be prepared is prepared once: the route (as the nonblocking
- * form would take it), the packing memory, the scheduling priority and,
- * on the host engine, the collective's plan and staging memory
- * (dfccl_coll_prepare, once its communicator is ready). MPI_Start only
+ * form would take it), the packing memory, the scheduling priority, the
+ * collective's plan (host engine: its schedule; GPU side: its algorithm,
+ * channels and ring plan) and staging memory (dfccl_coll_prepare, once its
+ * communicator is ready). MPI_Start only
  * packs an input and submits. The request is inactive between
  * runs and goes back to the free list once it is freed and its last run
  * completed; its channel goes with it.
@@ -43,23 +44,28 @@ typedef struct mca_coll_dfccl_persist_t {
     bool                     on_gpu;
     dfccl_coll_args_t        args;     /* packed pointers where packed; counts: ours */
     size_t                  *counts;
-    dfccl_prepared_t        *prepared; /* host engine: planned once; NULL: each start posts */
+    dfccl_prepared_t        *prepared; /* planned once; NULL: each start posts */
     bool                     prepare_tried;
     mca_coll_dfccl_side_t   *channel;  /* NULL: the communicator's own order (strict) */
     char                     label[64];
 } mca_coll_dfccl_persist_t;
 
-/* Host engine: plans the call once on the communicator it runs on (the
- * channel's once its set-up has ended). A call the engine rejects is not
- * prepared: each start then posts it, and the rejection reaches every rank
- * as a posted call's does. */
+/* Plans the call once on the communicator it runs on, once that one's
+ * set-up has ended. A call the engine rejects is not prepared: each start
+ * then posts it, and the rejection reaches every rank as a posted call's
+ * does. */
 static void dfccl_persist_prepare(mca_coll_dfccl_persist_t *p)
 {
-    dfccl_comm_t *comm = p->channel != NULL ? p->channel->comm : p->module->engine_comm;
+    /* the side it runs on: its channel, else the communicator's own (the
+     * device side when device buffers go to the host engine that way) */
+    mca_coll_dfccl_side_t *side =
+        p->channel != NULL ? p->channel
+        : p->on_gpu || p->module->device_on_host ? &p->module->gpu : NULL;
+    dfccl_comm_t *comm = side != NULL ? side->comm : p->module->engine_comm;
     dfccl_status_t status;
 
-    if (p->on_gpu || p->prepare_tried) return;
-    if (p->channel != NULL && p->channel->state != MCA_COLL_DFCCL_ENGINE_READY) return;
+    if (p->prepare_tried) return;
+    if (side != NULL && side->state != MCA_COLL_DFCCL_ENGINE_READY) return;
     p->prepare_tried = true;
     opal_atomic_rmb();   /* pairs with the set-up's publication */
     status = dfccl_coll_prepare(comm, &p->args, &p->prepared);

@@ -110,12 +110,14 @@ int mca_coll_dfccl_submit(mca_coll_dfccl_module_t *m, bool on_gpu, mca_coll_dfcc
     opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, 1);
     req->on_host = !on_gpu;
     if (!on_gpu) opal_atomic_add_fetch_32(&mca_coll_dfccl_component.host_in_flight, 1);
-    if (side == NULL && on_gpu) {
-        /* the communicator's GPU side, set up on its first call */
+    if (side == NULL && (on_gpu || m->device_on_host)) {
+        /* the communicator's GPU side (or the host engine's side for its
+         * device buffers), set up on its first call */
         side = &m->gpu;
         if (side->state == MCA_COLL_DFCCL_ENGINE_UNSET) {
             int rc = mca_coll_dfccl_side_start(side, mca_coll_dfccl_component.context,
-                                               DFCCL_BACKEND_GPU, ompi_comm_get_cid(m->comm));
+                                               on_gpu ? DFCCL_BACKEND_GPU : DFCCL_BACKEND_HOST,
+                                               ompi_comm_get_cid(m->comm));
             if (rc != OMPI_SUCCESS) {
                 opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, -1);
                 return rc;
