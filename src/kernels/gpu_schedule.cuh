@@ -117,11 +117,14 @@ __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_
         while (s->pos < (int)blk->nactive && !gpu_runnable(env, blk, s->pos)) s->pos++;
         if (s->pos < (int)blk->nactive) {
             dfccl_gpu_task_t *t = gpu_task(env, blk->active[s->pos]);
-            if (env->comms[t->comm_index].broken) {
+            int32_t broken = env->comms[t->comm_index].broken;
+            if (broken) {
                 dfccl_gpu_diag_t g = {};
                 g.channel = blockIdx.x;
-                g.waiting = 0xffffffffu;   /* failed because an earlier one did */
-                gpu_finish(env, blk, s->pos, DFCCL_ERR_TIMEOUT, &g, 0);
+                g.waiting = 0xffffffffu;   /* failed because an earlier one did, or a peer */
+                gpu_finish(env, blk, s->pos,
+                           broken == DFCCL_GPU_BROKEN_PEER ? DFCCL_ERR_PEER_FAILED
+                                                           : DFCCL_ERR_TIMEOUT, &g, 0);
                 continue;
             }
             gpu_turn_begin(env, s, s->pos, t->budget_ns);

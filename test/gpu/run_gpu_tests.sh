@@ -288,6 +288,20 @@ if [ "${split_np:-0}" -ge 8 ]; then
         test/mpi/threads_check --memory device "${threads_args[@]}"
 fi
 
+# A rank dies while the others wait in a GPU allreduce across "nodes" (each
+# rank its own): the survivors' calls must fail within seconds, from their
+# links and their peers' word over UCX, long before the watchdog (60 s).
+if [ "${split_np:-0}" -ge 3 ] && selected "deadpeer_split1_np$split_np"; then
+    name=deadpeer_split1_np$split_np
+    log=$logdir/$name.log
+    start=$SECONDS
+    (cd "$builddir" &&
+     DFCCL_DEADPEER_GPU=1 DFCCL_TEST_MCA_EXTRA="$extra_mca" DFCCL_TEST_TIMEOUT=${timeout_s:-120} \
+         "$here/../mpi/deadpeer_check.sh" "$split_np" test/mpi/deadpeer_check --memory device) \
+        >"$log" 2>&1
+    report "$name" $? $((SECONDS - start)) "$log"
+fi
+
 # More ranks than the GPU side carries (--large-np, e.g. 40 under MPS):
 # device buffers go to the host engine, staged through host memory, and
 # must still be carried (--expect engine), right and deadlock-free.

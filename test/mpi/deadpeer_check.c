@@ -8,6 +8,10 @@
  *   mpirun -np N --enable-recovery --mca coll_dfccl_host_buffers engine \
  *       --mca coll_dfccl_gpu 0 --mca coll_dfccl_timeout 60 deadpeer_check
  *
+ * --memory device puts every buffer of the collectives in device memory
+ * (deadpeer_check.sh runs it so with DFCCL_DEADPEER_GPU: the GPU side, each
+ * rank a node of its own, its links over UCX).
+ *
  * Every rank: MPI_ERRORS_RETURN on MPI_COMM_WORLD and a dup, four warm-up
  * allreduces on the dup (right sums, the engine's "posted" counter rises by
  * four). The victim (the last rank, --victim R) sends its verdict and pid
@@ -79,6 +83,7 @@
 #include <mpi.h>
 
 #include "include/dfccl.h"
+#include "test_memory.h"
 #include "test_util.h"
 
 #define PROGRAM "deadpeer_check"
@@ -276,6 +281,9 @@ static int scan_maps(int *dfccl_mapped, int *dfccl_named, char *vader_prefix, si
 }
 
 /* Warm-up allreduces on comm: right sums, each carried by the engine. */
+/* Where the collectives' buffers are (--memory). */
+static test_memory_kind_t memory;
+
 static bool warm_up(MPI_Comm comm, int world_rank)
 {
     int rank, size;
@@ -283,6 +291,8 @@ static bool warm_up(MPI_Comm comm, int world_rank)
     MPI_Comm_size(comm, &size);
     enum { N = 1024 };
     static double send[N], recv[N];
+    void *dsend = test_memory_alloc(memory, sizeof(send)), *drecv = test_memory_alloc(memory, sizeof(recv));
+    if (dsend == NULL || drecv == NULL) MPI_Abort(MPI_COMM_WORLD, 2);
     engine_snapshot_t before;
     engine_snapshot_take(&before);
     bool ok = true;
@@ -291,7 +301,10 @@ static bool warm_up(MPI_Comm comm, int world_rank)
             send[k] = (double)(rank + 1) * (k + w + 1);
             recv[k] = -1;
         }
-        int rc = MPI_Allreduce(send, recv, N, MPI_DOUBLE, MPI_SUM, comm);
+        test_memory_to_buffer(memory, dsend, send, sizeof(send));
+        test_memory_to_buffer(memory, drecv, recv, sizeof(recv));
+        int rc = MPI_Allreduce(dsend, drecv, N, MPI_DOUBLE, MPI_SUM, comm);
+        test_memory_from_buffer(memory, recv, drecv, sizeof(recv));
         double ranks_sum = (double)size * (size + 1) / 2;
         for (int k = 0; k < N && rc == MPI_SUCCESS; k++) {
             if (recv[k] != ranks_sum * (k + w + 1)) {
@@ -306,6 +319,8 @@ static bool warm_up(MPI_Comm comm, int world_rank)
             ok = false;
         }
     }
+    test_memory_free(memory, dsend);
+    test_memory_free(memory, drecv);
     char why[160];
     if (ok && !engine_rise_ok(&before, DFCCL_COLL_ALLREDUCE, WARMUPS, why, sizeof why)) {
         fprintf(stderr, "FAIL rank %d warm-ups not carried by the engine: %s"
@@ -317,6 +332,7 @@ static bool warm_up(MPI_Comm comm, int world_rank)
 
 int main(int argc, char **argv)
 {
+    memory = test_memory_setup(&argc, argv, PROGRAM);
     MPI_Init(&argc, &argv);
     int world_rank, world_size;
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
@@ -368,15 +384,17 @@ int main(int argc, char **argv)
     /* The blocked call's buffers, touched before the warm-ups so that every
      * rank enters it (or, with --victim-joins, starts it) at once. */
     size_t count = opt.bytes / sizeof(double);
-    double *send = malloc(count * sizeof(double)), *recv = malloc(count * sizeof(double));
-    if (send == NULL || recv == NULL) {
+    double *send = test_memory_alloc(memory, count * sizeof(double));
+    double *recv = test_memory_alloc(memory, count * sizeof(double));
+    double *host = malloc(count * sizeof(double) + 1);
+    if (send == NULL || recv == NULL || host == NULL) {
         fprintf(stderr, "rank %d: out of memory\n", world_rank);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    for (size_t k = 0; k < count; k++) {
-        send[k] = (double)k;
-        recv[k] = 0;
-    }
+    for (size_t k = 0; k < count; k++) host[k] = (double)k;
+    test_memory_to_buffer(memory, send, host, count * sizeof(double));
+    test_memory_set(memory, recv, 0, count * sizeof(double));
+    free(host);
 
     unsigned char flags[CHECK_COUNT];
     memset(flags, 0, sizeof flags);   /* 1: failed */
@@ -459,9 +477,12 @@ int main(int argc, char **argv)
                 world_rank, count * sizeof(double), rc, error_class, error_text, blocked_s,
                 opt.bound_s, (unsigned long long)posted, (unsigned long long)failed);
 
-    int one = 1, sum = 0;
+    int one = 1;
+    int *one_buf = test_memory_alloc(memory, sizeof(int)), *sum_buf = test_memory_alloc(memory, sizeof(int));
+    if (one_buf == NULL || sum_buf == NULL) MPI_Abort(MPI_COMM_WORLD, 2);
+    test_memory_to_buffer(memory, one_buf, &one, sizeof(int));
     t0 = now_s();
-    int rc2 = MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, dup);
+    int rc2 = MPI_Allreduce(one_buf, sum_buf, 1, MPI_INT, MPI_SUM, dup);
     double again_s = now_s() - t0;
     flags[CHECK_AGAIN_ERROR] = rc2 == MPI_SUCCESS;
     flags[CHECK_AGAIN_TIME] = !(again_s < AGAIN_BOUND_S);
@@ -476,8 +497,10 @@ int main(int argc, char **argv)
     if (flags[CHECK_FREE])
         fprintf(stderr, "FAIL rank %d: MPI_Comm_free: rc %d after %.3f s\n", world_rank, rc3,
                 free_s);
-    free(send);
-    free(recv);
+    test_memory_free(memory, send);
+    test_memory_free(memory, recv);
+    test_memory_free(memory, one_buf);
+    test_memory_free(memory, sum_buf);
     if (opt.linger_ms > 0) sleep_ms(opt.linger_ms);
 
     /* Agreement over point-to-point between survivors only: a collective

@@ -269,7 +269,8 @@ static dfccl_status_t gpu_start_prepared(dfccl_comm_t *comm, const gpu_prepared_
     dfccl_coll_enter(comm, coll, args);
     if (comm->broken) {   /* see the earlier failure's diagnosis */
         free(job);
-        status = DFCCL_ERR_TIMEOUT;
+        status = __atomic_load_n(&gpu_comm_of(comm)->net_failed, __ATOMIC_ACQUIRE)
+                     ? DFCCL_ERR_PEER_FAILED : DFCCL_ERR_TIMEOUT;
     } else {
         status = gpu_job_submit(g, coll, job, comm->context->config.gpu_sync_legacy_stream,
                                 posted_ns);
@@ -328,7 +329,9 @@ static dfccl_status_t gpu_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args
     if (coll == NULL) return DFCCL_ERR_NO_MEMORY;
     dfccl_call_init(coll, args, total);
     dfccl_coll_enter(comm, coll, args);
-    if (comm->broken) status = DFCCL_ERR_TIMEOUT;   /* see the earlier failure's diagnosis */
+    if (comm->broken)   /* see the earlier failure's diagnosis */
+        status = __atomic_load_n(&gpu_comm_of(comm)->net_failed, __ATOMIC_ACQUIRE)
+                     ? DFCCL_ERR_PEER_FAILED : DFCCL_ERR_TIMEOUT;
     else status = dfccl_gpu_submit(coll, args,
                                    !ordered && comm->context->config.gpu_sync_legacy_stream);
     if (status != DFCCL_OK) {

@@ -14,9 +14,13 @@ void gpu_diagnose(const dfccl_call_t *coll, const dfccl_gpu_desc_t *d,
     char who[256];   /* the collective, as every message below names it (its ")" open) */
 
     if (g->waiting == 0xffffffffu) {
-        dfccl_error("rank %d of comm %#llx: %s #%llu fails at once: an earlier collective on this"
-                    " communicator failed", comm->rank, (unsigned long long)comm->key,
-                    dfccl_coll_type_name(coll->type), (unsigned long long)coll->seq);
+        const dfccl_gpu_comm_t *gc = gpu_comm_of(comm);
+        dfccl_error("rank %d of comm %#llx: %s #%llu fails: %s", comm->rank,
+                    (unsigned long long)comm->key, dfccl_coll_type_name(coll->type),
+                    (unsigned long long)coll->seq,
+                    gc != NULL && __atomic_load_n(&gc->net_failed, __ATOMIC_ACQUIRE)
+                        ? "a peer or a link to another node failed (said above)"
+                        : "an earlier collective on this communicator failed");
         return;
     }
     snprintf(who, sizeof who, "rank %d of comm %#llx (size %d, GPU): %s #%llu (%zu x %s, op %s,"

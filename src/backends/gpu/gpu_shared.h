@@ -36,6 +36,10 @@
 #define DFCCL_GPU_LL_MAX_BYTES 16384
 #define DFCCL_GPU_LL_SLOT_BYTES (2 * DFCCL_GPU_LL_MAX_BYTES)
 
+/* dfccl_gpu_comm_dev_t.broken as the host writes it: a peer or a link to
+ * it failed (net_side.c's watch). */
+#define DFCCL_GPU_BROKEN_PEER  2
+
 /* Board entries per communicator for the direct algorithm: a rank publishes
  * entry k % depth only after its direct collective k - 1 finished on every
  * rank, so two would do. */
@@ -207,7 +211,9 @@ typedef struct __attribute__((aligned(16))) dfccl_gpu_ctrl {
 typedef struct dfccl_gpu_comm_dev {
     int32_t        rank, size;
     uint32_t       nchannels;
-    volatile int32_t broken;      /* a collective failed: later ones fail at once */
+    volatile int32_t broken;      /* a collective failed: later ones fail at once; the host
+                                     writes DFCCL_GPU_BROKEN_PEER where it found a peer
+                                     failed (its collectives then fail with PEER_FAILED) */
     uint32_t       one_device;    /* every rank on this GPU: GPU-scope fences order the
                                      inbox traffic (system scope otherwise) */
     uint32_t       pad;

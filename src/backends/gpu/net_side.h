@@ -50,6 +50,11 @@ void gpu_net_close(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc);
  * communicator has a network side; 1 while sends are under way (the proxy
  * keeps pumping rather than sleep). */
 int  gpu_net_pump(dfccl_gpu_t *g);
+/* Proxy thread: every GPU_NET_WATCH_NS, fails the communicators whose link
+ * to a peer failed or whose peer on another node told that its
+ * communicator broke (naming the rank and host), and tells the peers on
+ * other nodes in turn. */
+void gpu_net_watch(dfccl_gpu_t *g);
 /* Proxy thread, the kernel out: frees closed sides whose links are done. */
 void gpu_net_reap(dfccl_gpu_t *g);
 /* Proxy thread, at its end: waits a bounded time for closed links to let

@@ -89,6 +89,7 @@ void *gpu_proxy_main(void *arg)
         /* slots to and from other nodes move while the kernel fills and
          * drains them; sends under way keep this thread from sleeping */
         int net_busy = gpu_net_pump(g);
+        gpu_net_watch(g);
         if (gpu_drain(g) > 0) g->proxy.backoff_ns = GPU_RELAUNCH_MIN_NS;
         gpu_direct_service(g);
         if (g->proxy.launched && gpu_exit_check_due(g)) {

@@ -80,6 +80,7 @@ typedef struct dfccl_gpu_comm {
     int                node[DFCCL_GPU_MAX_RANKS];   /* each rank's node, from 0 */
     int                one_device; /* every rank on our GPU (the table entry's) */
     struct gpu_net_side *net;      /* NULL: both ring neighbours on this node */
+    int                net_failed; /* the watch found a peer on another node failed (atomic) */
     dfccl_gpu_comm_dev_t *dev_pending;   /* spanning: the table entry until the links are
                                             open (set-up thread) */
 } dfccl_gpu_comm_t;
@@ -187,6 +188,8 @@ typedef struct dfccl_gpu {
     struct {
         int                   sides;
         struct gpu_net_side  *retired;
+        struct gpu_net_side  *live;         /* open ones, under dead.lock (the watch) */
+        uint64_t              watched_ns;   /* the proxy thread's: the watch's last look */
     } net;
     /* Written by dfccl_gpu_comm_connect without a lock: the residency
      * warning, once per process. */
