@@ -367,7 +367,13 @@ int gpu_net_pump(dfccl_gpu_t *g)
 
     if (__atomic_load_n(&g->net.sides, __ATOMIC_ACQUIRE) == 0) return 0;
     net = __atomic_load_n(&g->fixed.ctx->net, __ATOMIC_ACQUIRE);
-    dfccl_net_progress(net);
+    /* A kernel that left while its collectives waited for another node
+     * comes back as soon as the network moved something (a slot arrived,
+     * or a send ended and freed one), not after the relaunch backoff,
+     * which a slow link would otherwise add to every wait. Only while it
+     * is out: a flag set while it runs would cut its next backoff short. */
+    if (dfccl_net_progress(net) && !g->proxy.launched)
+        __atomic_store_n(&g->proxy.relaunch_now, 1, __ATOMIC_RELEASE);
     return dfccl_net_busy(net);
 }
 

@@ -48,7 +48,8 @@ void gpu_net_close(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc);
 
 /* Proxy thread: moves what is ready on the context's links while any
  * communicator has a network side; 1 while sends are under way (the proxy
- * keeps pumping rather than sleep). */
+ * keeps pumping rather than sleep). What moved while the kernel is out
+ * relaunches it at once. */
 int  gpu_net_pump(dfccl_gpu_t *g);
 /* Proxy thread: every GPU_NET_WATCH_NS, fails the communicators whose link
  * to a peer failed or whose peer on another node told that its
