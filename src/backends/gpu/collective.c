@@ -246,35 +246,40 @@ typedef struct gpu_prepared {
     gpu_job_t job;
 } gpu_prepared_t;
 
-/* One run of a prepared collective: its record and place in the
- * communicator's order, and a copy of the described job submitted. */
-static dfccl_status_t gpu_start_prepared(dfccl_comm_t *comm, const gpu_prepared_t *p,
-                                         const dfccl_coll_args_t *args)
+/* One run of a prepared collective: a copy of the described job
+ * submitted for coll. */
+static dfccl_status_t gpu_submit_prepared(dfccl_call_t *coll, const gpu_prepared_t *p,
+                                          int sync_legacy)
 {
-    dfccl_gpu_t *g = gpu_ctx_of(comm->context)->gpu;
-    dfccl_status_t status = gpu_usable(gpu_comm_of(comm), g);
+    dfccl_gpu_t *g = gpu_ctx_of(coll->comm->context)->gpu;
+    dfccl_status_t status = gpu_usable(gpu_comm_of(coll->comm), g);
     uint64_t posted_ns;
-    dfccl_call_t *coll;
     gpu_job_t *job;
 
     if (status != DFCCL_OK) return status;
     posted_ns = g->env.trace ? dfccl_now_ns() : 0;
-    if ((coll = calloc(1, sizeof(*coll))) == NULL) return DFCCL_ERR_NO_MEMORY;
-    if ((job = malloc(sizeof(*job))) == NULL) {
-        free(coll);
-        return DFCCL_ERR_NO_MEMORY;
-    }
+    if ((job = malloc(sizeof(*job))) == NULL) return DFCCL_ERR_NO_MEMORY;
     memcpy(job, &p->job, sizeof(*job));
-    dfccl_call_init(coll, args, p->total);
+    return gpu_job_submit(g, coll, job, sync_legacy, posted_ns);
+}
+
+/* The collective's record, its place in the communicator's order, and its
+ * submission: the prepared job p's copy, or (p NULL) one described from
+ * args. */
+static dfccl_status_t gpu_enter(dfccl_comm_t *comm, const dfccl_coll_args_t *args, size_t total,
+                                const gpu_prepared_t *p, int sync_legacy)
+{
+    dfccl_call_t *coll = calloc(1, sizeof(*coll));
+    dfccl_status_t status;
+
+    if (coll == NULL) return DFCCL_ERR_NO_MEMORY;
+    dfccl_call_init(coll, args, total);
     dfccl_coll_enter(comm, coll, args);
-    if (comm->broken) {   /* see the earlier failure's diagnosis */
-        free(job);
+    if (comm->broken)   /* see the earlier failure's diagnosis */
         status = __atomic_load_n(&gpu_comm_of(comm)->net_failed, __ATOMIC_ACQUIRE)
                      ? DFCCL_ERR_PEER_FAILED : DFCCL_ERR_TIMEOUT;
-    } else {
-        status = gpu_job_submit(g, coll, job, comm->context->config.gpu_sync_legacy_stream,
-                                posted_ns);
-    }
+    else if (p != NULL) status = gpu_submit_prepared(coll, p, sync_legacy);
+    else status = dfccl_gpu_submit(coll, args, sync_legacy);
     if (status != DFCCL_OK) {
         dfccl_comm_release(comm);
         free(coll);
@@ -309,8 +314,10 @@ dfccl_status_t dfccl_gpu_prepare(dfccl_comm_t *comm, const dfccl_coll_args_t *ar
 dfccl_status_t dfccl_gpu_start(dfccl_comm_t *comm, const struct dfccl_coll *tmpl, size_t bytes,
                                const dfccl_coll_args_t *args)
 {
-    if (tmpl == NULL || bytes != sizeof(gpu_prepared_t)) return DFCCL_ERR_INVALID_PARAM;
-    return gpu_start_prepared(comm, (const gpu_prepared_t *)(const void *)tmpl, args);
+    const gpu_prepared_t *p = (const gpu_prepared_t *)(const void *)tmpl;
+
+    if (p == NULL || bytes != sizeof(*p)) return DFCCL_ERR_INVALID_PARAM;
+    return gpu_enter(comm, args, p->total, p, comm->context->config.gpu_sync_legacy_stream);
 }
 
 /* The GPU backend's post (backend_ops.h): the collective's record, its place
@@ -319,28 +326,12 @@ dfccl_status_t dfccl_gpu_start(dfccl_comm_t *comm, const struct dfccl_coll *tmpl
  * already ordered it (and that stream may be the one waiting for it). */
 static dfccl_status_t gpu_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args, int ordered)
 {
-    dfccl_call_t *coll;
-    dfccl_status_t status;
     size_t total;
+    dfccl_status_t status = dfccl_coll_check_args(comm, args, &total);
 
-    status = dfccl_coll_check_args(comm, args, &total);
     if (status != DFCCL_OK) return status;
-    coll = calloc(1, sizeof(*coll));
-    if (coll == NULL) return DFCCL_ERR_NO_MEMORY;
-    dfccl_call_init(coll, args, total);
-    dfccl_coll_enter(comm, coll, args);
-    if (comm->broken)   /* see the earlier failure's diagnosis */
-        status = __atomic_load_n(&gpu_comm_of(comm)->net_failed, __ATOMIC_ACQUIRE)
-                     ? DFCCL_ERR_PEER_FAILED : DFCCL_ERR_TIMEOUT;
-    else status = dfccl_gpu_submit(coll, args,
-                                   !ordered && comm->context->config.gpu_sync_legacy_stream);
-    if (status != DFCCL_OK) {
-        dfccl_comm_release(comm);
-        free(coll);
-        return status;
-    }
-    dfccl_stats_add_posted(args->type);
-    return DFCCL_OK;
+    return gpu_enter(comm, args, total, NULL,
+                     !ordered && comm->context->config.gpu_sync_legacy_stream);
 }
 
 dfccl_status_t dfccl_gpu_post(dfccl_comm_t *comm, const dfccl_coll_args_t *args)
