@@ -3,7 +3,8 @@
  * submission entry, the algorithm and channels every rank chooses alike,
  * the direct path's exported buffers, and the wait for CUDA's legacy
  * default stream, which an LL collective the early send takes overlaps by
- * entering the queue held.
+ * entering the queue held. A prepared collective (persistent) has its
+ * entry described once; each start copies it.
  */
 #include <stdlib.h>
 #include <string.h>
