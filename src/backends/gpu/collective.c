@@ -221,8 +221,17 @@ static dfccl_status_t gpu_usable(const dfccl_gpu_comm_t *gc, dfccl_gpu_t *g)
     return DFCCL_OK;
 }
 
-dfccl_status_t dfccl_gpu_submit(dfccl_call_t *coll, const dfccl_coll_args_t *args,
-                                int sync_legacy)
+/* A prepared collective (backend_ops.h): the described job, which every
+ * start copies, and the call's size. */
+typedef struct gpu_prepared {
+    size_t    total;
+    gpu_job_t job;
+} gpu_prepared_t;
+
+/* coll's job into the queue: a copy of the prepared job p's, or (p NULL)
+ * one described from args. */
+static dfccl_status_t gpu_submit(dfccl_call_t *coll, const dfccl_coll_args_t *args,
+                                 const gpu_prepared_t *p, int sync_legacy)
 {
     dfccl_comm_t *comm = coll->comm;
     dfccl_gpu_t *g = gpu_ctx_of(comm->context)->gpu;
@@ -233,35 +242,19 @@ dfccl_status_t dfccl_gpu_submit(dfccl_call_t *coll, const dfccl_coll_args_t *arg
     if (status != DFCCL_OK) return status;
     posted_ns = g->env.trace ? dfccl_now_ns() : 0;
     if ((job = calloc(1, sizeof(*job))) == NULL) return DFCCL_ERR_NO_MEMORY;
-    if ((status = gpu_job_describe(comm, args, job)) != DFCCL_OK) {
+    if (p != NULL) {
+        memcpy(job, &p->job, sizeof(*job));
+    } else if ((status = gpu_job_describe(comm, args, job)) != DFCCL_OK) {
         free(job);
         return status;
     }
     return gpu_job_submit(g, coll, job, sync_legacy, posted_ns);
 }
 
-/* A prepared collective (backend_ops.h): the described job, which every
- * start copies, and the call's size. */
-typedef struct gpu_prepared {
-    size_t    total;
-    gpu_job_t job;
-} gpu_prepared_t;
-
-/* One run of a prepared collective: a copy of the described job
- * submitted for coll. */
-static dfccl_status_t gpu_submit_prepared(dfccl_call_t *coll, const gpu_prepared_t *p,
-                                          int sync_legacy)
+dfccl_status_t dfccl_gpu_submit(dfccl_call_t *coll, const dfccl_coll_args_t *args,
+                                int sync_legacy)
 {
-    dfccl_gpu_t *g = gpu_ctx_of(coll->comm->context)->gpu;
-    dfccl_status_t status = gpu_usable(gpu_comm_of(coll->comm), g);
-    uint64_t posted_ns;
-    gpu_job_t *job;
-
-    if (status != DFCCL_OK) return status;
-    posted_ns = g->env.trace ? dfccl_now_ns() : 0;
-    if ((job = malloc(sizeof(*job))) == NULL) return DFCCL_ERR_NO_MEMORY;
-    memcpy(job, &p->job, sizeof(*job));
-    return gpu_job_submit(g, coll, job, sync_legacy, posted_ns);
+    return gpu_submit(coll, args, NULL, sync_legacy);
 }
 
 /* The collective's record, its place in the communicator's order, and its
@@ -279,8 +272,7 @@ static dfccl_status_t gpu_enter(dfccl_comm_t *comm, const dfccl_coll_args_t *arg
     if (comm->broken)   /* see the earlier failure's diagnosis */
         status = __atomic_load_n(&gpu_comm_of(comm)->net_failed, __ATOMIC_ACQUIRE)
                      ? DFCCL_ERR_PEER_FAILED : DFCCL_ERR_TIMEOUT;
-    else if (p != NULL) status = gpu_submit_prepared(coll, p, sync_legacy);
-    else status = dfccl_gpu_submit(coll, args, sync_legacy);
+    else status = gpu_submit(coll, args, p, sync_legacy);
     if (status != DFCCL_OK) {
         dfccl_comm_release(comm);
         free(coll);

@@ -54,7 +54,6 @@ typedef struct gpu_net_side {
     dfccl_board_t    *mirror[2 * DFCCL_GPU_MAX_CHANNELS];
     dfccl_comm_t     *comm;           /* while on g->net.live */
     struct gpu_net_side *live_next;   /* g->net.live, under dead.lock */
-    int               failed;         /* the watch failed the communicator (dead.lock) */
     char              prev_host[DFCCL_NET_HOST_MAX];
     char              next_host[DFCCL_NET_HOST_MAX];
 } gpu_net_side_t;
@@ -300,7 +299,6 @@ static void gpu_net_fail(dfccl_gpu_t *g, gpu_net_side_t *side, const char *why)
     char told[DFCCL_BOARD_WHY];
     cudaError_t e = cudaSuccess;
 
-    side->failed = 1;
     dfccl_error("rank %d of comm %#llx (size %d, GPU): its collectives fail: %s", comm->rank,
                 (unsigned long long)comm->key, comm->size, why);
     __atomic_store_n(&gc->net_failed, 1, __ATOMIC_RELEASE);
@@ -333,7 +331,8 @@ void gpu_net_watch(dfccl_gpu_t *g)
     g->net.watched_ns = now;
     pthread_mutex_lock(&g->dead.lock);
     for (gpu_net_side_t *side = g->net.live; side != NULL; side = side->live_next)
-        if (!side->failed && gpu_net_side_failed(side, why, sizeof(why)))
+        if (!__atomic_load_n(&gpu_comm_of(side->comm)->net_failed, __ATOMIC_ACQUIRE) &&
+            gpu_net_side_failed(side, why, sizeof(why)))
             gpu_net_fail(g, side, why);
     pthread_mutex_unlock(&g->dead.lock);
 }

@@ -247,6 +247,15 @@ int  mca_coll_dfccl_memory_copy(void *dst, const void *src, size_t bytes, bool d
 /* requests */
 mca_coll_dfccl_request_t *mca_coll_dfccl_request_get(ompi_communicator_t *comm);
 void mca_coll_dfccl_request_release(mca_coll_dfccl_request_t *req);
+/* The side a call without a channel runs on: the communicator's GPU side,
+ * or its host engine side for device buffers (device_on_host); NULL: the
+ * host engine communicator (engine_comm). */
+static inline mca_coll_dfccl_side_t *mca_coll_dfccl_device_side(mca_coll_dfccl_module_t *m,
+                                                                bool on_gpu)
+{
+    return on_gpu || m->device_on_host ? &m->gpu : NULL;
+}
+
 /* Submits args (args->user: req) on the communicator's host engine or GPU
  * side, or on a persistent request's own channel (channel not NULL), a
  * prepared call when prepared is not NULL; counts it in flight.

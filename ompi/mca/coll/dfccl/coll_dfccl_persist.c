@@ -59,8 +59,7 @@ static void dfccl_persist_prepare(mca_coll_dfccl_persist_t *p)
     /* the side it runs on: its channel, else the communicator's own (the
      * device side when device buffers go to the host engine that way) */
     mca_coll_dfccl_side_t *side =
-        p->channel != NULL ? p->channel
-        : p->on_gpu || p->module->device_on_host ? &p->module->gpu : NULL;
+        p->channel != NULL ? p->channel : mca_coll_dfccl_device_side(p->module, p->on_gpu);
     dfccl_comm_t *comm = side != NULL ? side->comm : p->module->engine_comm;
     dfccl_status_t status;
 

@@ -110,10 +110,8 @@ int mca_coll_dfccl_submit(mca_coll_dfccl_module_t *m, bool on_gpu, mca_coll_dfcc
     opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, 1);
     req->on_host = !on_gpu;
     if (!on_gpu) opal_atomic_add_fetch_32(&mca_coll_dfccl_component.host_in_flight, 1);
-    if (side == NULL && (on_gpu || m->device_on_host)) {
-        /* the communicator's GPU side (or the host engine's side for its
-         * device buffers), set up on its first call */
-        side = &m->gpu;
+    if (side == NULL && (side = mca_coll_dfccl_device_side(m, on_gpu)) != NULL) {
+        /* set up on the communicator's first such call */
         if (side->state == MCA_COLL_DFCCL_ENGINE_UNSET) {
             int rc = mca_coll_dfccl_side_start(side, mca_coll_dfccl_component.context,
                                                on_gpu ? DFCCL_BACKEND_GPU : DFCCL_BACKEND_HOST,
