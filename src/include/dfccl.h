@@ -236,8 +236,9 @@ int dfccl_gpu_available(char *why, size_t why_len);
  * communicators whose ranks span nodes need; else 0 and why in `why`. */
 int dfccl_net_available(char *why, size_t why_len);
 
-/* Largest communicator the GPU backend carries. */
-int dfccl_gpu_max_ranks(void);
+/* 1 when the engine was built with the GPU backend (CUDA), whether or not a
+ * device is usable: device buffers can be staged through host memory. */
+int dfccl_gpu_built(void);
 
 /* Where a call's buffers are (dfccl_coll_args_t.buffers). */
 typedef enum {

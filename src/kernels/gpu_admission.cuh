@@ -112,7 +112,7 @@ __device__ static int gpu_admit_seen(const dfccl_gpu_env_t *env, dfccl_gpu_block
          * have none), or the whole plan when that read was of an
          * older ticket */
         uint32_t n = (uint32_t)(s->next.y >> 32);
-        sh->nsteps = s->next.x == ticket && n <= DFCCL_GPU_MAX_STEPS ? n : DFCCL_GPU_MAX_STEPS;
+        sh->nsteps = s->next.x == ticket && n <= DFCCL_GPU_INLINE_STEPS ? n : DFCCL_GPU_INLINE_STEPS;
         /* nothing else in hand: an LL collective's lines may go
          * first (gpu_ll_early.cuh), if warp 1 read its summary */
         sh->early.maybe = blk->nactive == 0 && sh->llh_ticket == ticket;
@@ -251,8 +251,10 @@ __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_blo
     t->key.priority = d->priority;
     t->key.comm_key = d->comm_key;
     t->key.seq = d->seq;
-    x->steps = t->desc.steps;
-    x->nsteps = d->nsteps;
+    /* a long plan (more ranks than the all-peer paths serve) waits in
+     * device memory, which every channel reads in place */
+    x->steps = d->plan != NULL ? d->plan : t->desc.steps;
+    x->nsteps = d->plan != NULL ? d->plan_nsteps : d->nsteps;
     x->step = 0;
     x->round = 0;
     x->offset = 0;

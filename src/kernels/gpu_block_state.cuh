@@ -61,8 +61,8 @@ typedef struct gpu_shared {
         gpu_ll_ctx_t ctx;           /* kept across attempts */
     } ll;
     struct {                    /* CMD_DIRECT_MOVE: the chunk's inputs and outputs */
-        char    *ins[DFCCL_GPU_MAX_RANKS];
-        char    *outs[DFCCL_GPU_MAX_RANKS];
+        char    *ins[DFCCL_GPU_ALL_PEER_RANKS];
+        char    *outs[DFCCL_GPU_ALL_PEER_RANKS];
         int      nin, nout;
         uint64_t count;
         uint64_t at, end, stride;   /* elements: this chunk, the piece's end, to the next */

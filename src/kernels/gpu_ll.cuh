@@ -157,9 +157,9 @@ typedef struct gpu_ll_ctx {
     char         *out;                /* the output buffer */
     size_t        out_bytes;          /* our result (allgather: each rank's part) */
     const char   *inbox;              /* our inbox's lines of k: rank p's at p slots on */
-    const char   *src[DFCCL_GPU_MAX_RANKS];        /* what we send rank p */
-    size_t        src_bytes[DFCCL_GPU_MAX_RANKS];
-    uint4        *to[DFCCL_GPU_MAX_RANKS];         /* our lines in rank p's inbox */
+    const char   *src[DFCCL_GPU_ALL_PEER_RANKS];        /* what we send rank p */
+    size_t        src_bytes[DFCCL_GPU_ALL_PEER_RANKS];
+    uint4        *to[DFCCL_GPU_ALL_PEER_RANKS];         /* our lines in rank p's inbox */
 } gpu_ll_ctx_t;
 
 /* Thread 0: the context's fields for the whole collective. */

@@ -115,7 +115,7 @@ __device__ static int gpu_ll_head_take(const uint4 *rec, uint64_t ticket, gpu_ll
     return v[DFCCL_GPU_LLH_KIND] >> 24 == DFCCL_GPU_ALGO_LL &&
            (e->type == DFCCL_COLL_ALLREDUCE || e->type == DFCCL_COLL_ALLGATHER ||
             e->type == DFCCL_COLL_REDUCE_SCATTER) &&
-           e->comm < DFCCL_GPU_MAX_COMMS && e->size >= 1 && e->size <= DFCCL_GPU_MAX_RANKS &&
+           e->comm < DFCCL_GPU_MAX_COMMS && e->size >= 1 && e->size <= DFCCL_GPU_ALL_PEER_RANKS &&
            e->rank < e->size && e->esize >= 1 &&
            (uint64_t)e->count * e->esize <= DFCCL_GPU_LL_MAX_BYTES;
 }

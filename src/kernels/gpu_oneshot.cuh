@@ -122,7 +122,7 @@ __device__ static void gpu_oneshot_recv(const dfccl_gpu_task_t *t, const dfccl_g
 {
     const dfccl_exec_t *x = &t->exec;
     int me = c->rank, n = c->size;
-    char *ins[DFCCL_GPU_MAX_RANKS];
+    char *ins[DFCCL_GPU_ALL_PEER_RANKS];
 
     if (t->type == DFCCL_COLL_ALLGATHER) {
         for (int p = 0; p < n; p++)

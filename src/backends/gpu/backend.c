@@ -47,8 +47,10 @@ static void gpu_release_resources(dfccl_gpu_t *g)
     gpu_stage_release(g);
 }
 
+/* With the locks go the long plans' buffers: no kernel runs any more. */
 static void gpu_sync_fini(dfccl_gpu_t *g)
 {
+    gpu_plan_pool_fini(&g->plans);
     pthread_cond_destroy(&g->sq.wake);
     pthread_mutex_destroy(&g->dead.lock);
     pthread_mutex_destroy(&g->drain.lock);
@@ -194,6 +196,7 @@ static dfccl_status_t gpu_create(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
     pthread_mutex_init(&g->drain.lock, NULL);
     pthread_mutex_init(&g->dead.lock, NULL);
     pthread_mutex_init(&g->stage.lock, NULL);
+    gpu_plan_pool_init(&g->plans);
     pthread_cond_init(&g->sq.wake, NULL);
     rc = pthread_create(&g->fixed.proxy_thread, NULL, gpu_proxy_main, g);
     if (rc != 0) {

@@ -104,7 +104,9 @@ static dfccl_status_t gpu_job_describe(dfccl_comm_t *comm, const dfccl_coll_args
     default:
         total_bytes = 0;
         for (int r = 0; r < comm->size; r++) {
-            d->rs_counts[r] = args->counts[r];
+            /* the all-peer paths read them from the entry (the ring's
+             * steps carry their own counts) */
+            if (gc->all_peers) d->rs_counts[r] = args->counts[r];
             if (args->counts[r] * esize > slot_bytes) slot_bytes = args->counts[r] * esize;
             total_bytes += args->counts[r] * esize;
         }
@@ -114,30 +116,48 @@ static dfccl_status_t gpu_job_describe(dfccl_comm_t *comm, const dfccl_coll_args
             : args->type == DFCCL_COLL_ALLGATHER ? (char *)args->recvbuf + (size_t)comm->rank * slot_bytes
             : (char *)args->recvbuf;
     /* LL, the one-shot and the direct path reach every peer's memory
-     * through CUDA IPC: on a communicator that spans nodes only the ring
-     * runs, its FIFOs to other nodes moved by the proxy (net_side.h) */
-    if (!gc->spans && cfg->gpu_ll_bytes != 0 && slot_bytes <= cfg->gpu_ll_bytes) {
+     * through CUDA IPC: on a communicator that spans nodes, or has more
+     * ranks than they serve, only the ring runs, its FIFOs to other nodes
+     * moved by the proxy (net_side.h) */
+    if (gc->all_peers && cfg->gpu_ll_bytes != 0 && slot_bytes <= cfg->gpu_ll_bytes) {
         d->algo = DFCCL_GPU_ALGO_LL;
         d->nparts = 1;   /* no plan: the kernel copies less of the entry over the bus */
-    } else if (!gc->spans && slot_bytes <= DFCCL_GPU_SMALL_BYTES) {
+    } else if (gc->all_peers && slot_bytes <= DFCCL_GPU_SMALL_BYTES) {
         d->algo = DFCCL_GPU_ALGO_ONESHOT;
         d->nparts = 1;
     } else {
         int parts_allowed = dfccl_plan_parts_allowed(args->type, args->sendbuf == DFCCL_IN_PLACE,
                                                      args->counts, comm->size);
         uint64_t max_block;
-        /* the ring's plan (the direct path falls back to it) */
-        dfccl_status_t planned = dfccl_plan_ring(args->type, comm->rank, comm->size,
-                                                 gc->spans ? gc->node : NULL,
-                                                 args->sendbuf == DFCCL_IN_PLACE, args->count,
-                                                 args->counts, d->steps, &d->nsteps, &max_block);
-        if (planned != DFCCL_OK) return planned;
+        dfccl_step_t *steps = d->steps;
+        uint32_t nsteps = 0;
+        dfccl_status_t planned;
+        /* the ring's plan (the direct path falls back to it): in the entry,
+         * or for more ranks than it holds, beside it (plan_pool.h) */
+        if (dfccl_plan_max_steps(comm->size) > DFCCL_GPU_INLINE_STEPS) {
+            steps = malloc(sizeof(*steps) * dfccl_plan_max_steps(comm->size));
+            if (steps == NULL) return DFCCL_ERR_NO_MEMORY;
+        }
+        planned = dfccl_plan_ring(args->type, comm->rank, comm->size, gc->spans ? gc->node : NULL,
+                                  args->sendbuf == DFCCL_IN_PLACE, args->count, args->counts,
+                                  steps, &nsteps, &max_block);
+        if (planned != DFCCL_OK) {
+            if (steps != d->steps) free(steps);
+            return planned;
+        }
+        if (steps == d->steps) {
+            d->nsteps = nsteps;
+        } else {
+            job->plan_steps = steps;
+            job->plan_nsteps = nsteps;
+            job->plan_owned = 1;
+        }
         d->algo = DFCCL_GPU_ALGO_RING;
         parts = (unsigned)(total_bytes / GPU_BYTES_PER_CHANNEL);
         d->nparts = parts < 1 ? 1 : parts > gc->nchannels ? gc->nchannels : parts;
         if (!parts_allowed) {
             d->nparts = 1;
-        } else if (!gc->spans &&
+        } else if (gc->all_peers &&
                    gpu_direct_wanted(cfg->gpu_direct_bytes, total_bytes, comm->size)) {
             /* chosen alike on every rank; whether the buffers can be
              * mapped is agreed in the kernel (the ring otherwise) */
@@ -222,11 +242,18 @@ static dfccl_status_t gpu_usable(const dfccl_gpu_comm_t *gc, dfccl_gpu_t *g)
 }
 
 /* A prepared collective (backend_ops.h): the described job, which every
- * start copies, and the call's size. */
+ * start copies, the call's size, and a plan too long for the entry (each
+ * start uploads it: plan_pool.h), job.plan_nsteps steps. */
 typedef struct gpu_prepared {
-    size_t    total;
-    gpu_job_t job;
+    size_t       total;
+    gpu_job_t    job;
+    dfccl_step_t plan[];
 } gpu_prepared_t;
+
+static size_t gpu_prepared_bytes(uint32_t plan_nsteps)
+{
+    return sizeof(gpu_prepared_t) + (size_t)plan_nsteps * sizeof(dfccl_step_t);
+}
 
 /* coll's job into the queue: a copy of the prepared job p's, or (p NULL)
  * one described from args. */
@@ -244,8 +271,13 @@ static dfccl_status_t gpu_submit(dfccl_call_t *coll, const dfccl_coll_args_t *ar
     if ((job = calloc(1, sizeof(*job))) == NULL) return DFCCL_ERR_NO_MEMORY;
     if (p != NULL) {
         memcpy(job, &p->job, sizeof(*job));
+        if (job->plan_nsteps > 0) job->plan_steps = (dfccl_step_t *)p->plan;   /* not owned */
     } else if ((status = gpu_job_describe(comm, args, job)) != DFCCL_OK) {
         free(job);
+        return status;
+    }
+    if ((status = gpu_plan_upload(g, job)) != DFCCL_OK) {
+        gpu_job_free(job);
         return status;
     }
     return gpu_job_submit(g, coll, job, sync_legacy, posted_ns);
@@ -298,9 +330,21 @@ dfccl_status_t dfccl_gpu_prepare(dfccl_comm_t *comm, const dfccl_coll_args_t *ar
         free(p);
         return status;
     }
+    if (p->job.plan_steps != NULL) {
+        /* the long plan into the record, which the engine frees whole */
+        gpu_prepared_t *q = realloc(p, gpu_prepared_bytes(p->job.plan_nsteps));
+        if (q == NULL) {
+            gpu_plan_release(&p->job);
+            free(p);
+            return DFCCL_ERR_NO_MEMORY;
+        }
+        p = q;
+        memcpy(p->plan, p->job.plan_steps, p->job.plan_nsteps * sizeof(dfccl_step_t));
+        gpu_plan_release(&p->job);   /* the described copy: the job owned it */
+    }
     /* the engine keeps the record as bytes and hands it back to start */
     *tmpl_p = (struct dfccl_coll *)(void *)p;
-    *bytes_p = sizeof(*p);
+    *bytes_p = gpu_prepared_bytes(p->job.plan_nsteps);
     return DFCCL_OK;
 }
 
@@ -309,7 +353,8 @@ dfccl_status_t dfccl_gpu_start(dfccl_comm_t *comm, const struct dfccl_coll *tmpl
 {
     const gpu_prepared_t *p = (const gpu_prepared_t *)(const void *)tmpl;
 
-    if (p == NULL || bytes != sizeof(*p)) return DFCCL_ERR_INVALID_PARAM;
+    if (p == NULL || bytes < sizeof(*p) || bytes != gpu_prepared_bytes(p->job.plan_nsteps))
+        return DFCCL_ERR_INVALID_PARAM;
     return gpu_enter(comm, args, p->total, p, comm->context->config.gpu_sync_legacy_stream);
 }
 

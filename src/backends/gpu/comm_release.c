@@ -11,7 +11,7 @@
 
 void gpu_comm_free_resources(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc, int size, int rank)
 {
-    for (int p = 0; p < size; p++)
+    for (int p = 0; gc->peer_base != NULL && p < size; p++)
         if (p != rank && gc->peer_base[p] != NULL) cudaIpcCloseMemHandle(gc->peer_base[p]);
     gpu_direct_maps_release(gc, size);
     gpu_net_close(g, gc);   /* its host FIFOs go once the links let them (gpu_net_reap) */
@@ -21,6 +21,14 @@ void gpu_comm_free_resources(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc, int size, int
         g->sq.comm_used[gc->index] = 0;
         pthread_mutex_unlock(&g->sq.lock);
     }
+}
+
+void gpu_comm_free(dfccl_gpu_comm_t *gc)
+{
+    free(gc->node);
+    free(gc->peer_base);
+    free(gc->setup_scratch);
+    free(gc);
 }
 
 void gpu_free_dead(dfccl_gpu_t *g)
@@ -36,7 +44,7 @@ void gpu_free_dead(dfccl_gpu_t *g)
         gpu_dead_t *info = (gpu_dead_t *)(gc + 1);
         list = gc->next_dead;
         gpu_comm_free_resources(g, gc, info->size, info->rank);
-        free(gc);
+        gpu_comm_free(gc);
     }
 }
 
@@ -49,7 +57,7 @@ void dfccl_gpu_comm_release(dfccl_comm_t *comm)
     if (gc == NULL) return;   /* its set-up failed before it had one */
     info = (gpu_dead_t *)(gc + 1);
     if (g == NULL || (!gc->ready && gc->region == NULL && gc->index < 0)) {
-        free(gc);
+        gpu_comm_free(gc);
         return;
     }
     info->size = comm->size;

@@ -18,6 +18,8 @@ typedef struct gpu_dead {
  * frees our region and gives its entry in the device communicator table
  * back. */
 void gpu_comm_free_resources(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc, int size, int rank);
+/* The communicator's host memory, its resources gone. */
+void gpu_comm_free(dfccl_gpu_comm_t *gc);
 /* Frees the released communicators; proxy thread, the kernel out. */
 void gpu_free_dead(dfccl_gpu_t *g);
 

@@ -25,9 +25,9 @@ _Static_assert(sizeof(dfccl_gpu_inbox_ctrl_t) <= DFCCL_GPU_BOARD_OFFSET &&
                DFCCL_GPU_BOARD_OFFSET + sizeof(dfccl_gpu_board_t) <= DFCCL_GPU_INBOX_DATA_OFFSET,
                "inbox counters, board and data slots overlap");
 
-int dfccl_gpu_max_ranks(void)
+int dfccl_gpu_built(void)
 {
-    return DFCCL_GPU_MAX_RANKS;
+    return 1;
 }
 
 static size_t gpu_fifo_bytes(const dfccl_config_t *cfg)
@@ -36,9 +36,12 @@ static size_t gpu_fifo_bytes(const dfccl_config_t *cfg)
     return (b + GPU_FIFO_ALIGN - 1) / GPU_FIFO_ALIGN * GPU_FIFO_ALIGN;
 }
 
+/* The inbox, board and one-shot slots serve the all-peer paths, which run
+ * on communicators of at most DFCCL_GPU_ALL_PEER_RANKS ranks: a larger one
+ * has none, and its region holds its FIFOs alone. */
 static size_t gpu_inbox_bytes(int size)
 {
-    size_t b = DFCCL_GPU_INBOX_BYTES(size);
+    size_t b = size <= DFCCL_GPU_ALL_PEER_RANKS ? DFCCL_GPU_INBOX_BYTES(size) : 0;
     return (b + GPU_FIFO_ALIGN - 1) / GPU_FIFO_ALIGN * GPU_FIFO_ALIGN;
 }
 
@@ -71,10 +74,13 @@ static dfccl_status_t gpu_comm_begin(dfccl_comm_t *comm, void *hello_out)
     comm->backend = gc;
     gc->index = -1;
     gc->failed = DFCCL_ERR_UNSUPPORTED;
-    if (comm->size > DFCCL_GPU_MAX_RANKS) {
-        dfccl_info("comm %#llx: %d ranks, the GPU backend carries at most %d",
-                   (unsigned long long)comm->key, comm->size, DFCCL_GPU_MAX_RANKS);
-        status = DFCCL_ERR_UNSUPPORTED;
+    /* what every rank is told of the others: O(size) words on the host;
+     * device memory and mappings grow with the peers the ring uses */
+    gc->node = calloc((size_t)comm->size, sizeof(*gc->node));
+    gc->peer_base = calloc((size_t)comm->size, sizeof(*gc->peer_base));
+    gc->setup_scratch = malloc((size_t)comm->size * (sizeof(uint64_t) + sizeof(int)));
+    if (gc->node == NULL || gc->peer_base == NULL || gc->setup_scratch == NULL) {
+        status = DFCCL_ERR_NO_MEMORY;
         goto out;
     }
     status = gpu_get(ctx, &g);
@@ -182,11 +188,12 @@ static dfccl_status_t gpu_comm_publish(dfccl_comm_t *comm, dfccl_gpu_t *g,
 /* Channel c's FIFOs to a ring neighbour on our node: ours receives in our
  * region, and we send into the next rank's, mapped. A neighbour on another
  * node gets its FIFO from the network side instead (gpu_net_connect). */
-static void gpu_local_fifos(dfccl_comm_t *comm, dfccl_gpu_comm_dev_t *dev, const int *node)
+static void gpu_local_fifos(dfccl_comm_t *comm, dfccl_gpu_comm_dev_t *dev)
 {
     dfccl_gpu_comm_t *gc = gpu_comm_of(comm);
     const dfccl_config_t *cfg = &comm->context->config;
     int me = comm->rank, n = comm->size, next = gc->ring_next, prev = gc->ring_prev;
+    const int *node = gc->node;
     size_t inbox = gpu_inbox_bytes(n), fifo = gpu_fifo_bytes(cfg);
 
     for (unsigned c = 0; c < gc->nchannels; c++) {
@@ -217,7 +224,7 @@ static dfccl_status_t gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
     dfccl_gpu_t *g = gpu_ctx_of(ctx)->gpu;
     dfccl_gpu_comm_dev_t dev;
     int me = comm->rank, n = comm->size, current = -1;
-    int node[DFCCL_GPU_MAX_RANKS];
+    const int *node = gc->node;
     cudaError_t e = cudaSuccess;
     dfccl_status_t status, agreed = gpu_hello_agree(comm, all);
 
@@ -230,12 +237,14 @@ static dfccl_status_t gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
         if (all[r].nchannels < gc->nchannels) gc->nchannels = all[r].nchannels;
     /* first, and without a way to fail: whether an addresses exchange
      * follows must be known alike on every rank */
-    gpu_net_nodes(comm, all, node);
+    gpu_net_nodes(comm, all);
+    gc->all_peers = !gc->spans && n <= DFCCL_GPU_ALL_PEER_RANKS;
     current = gpu_device_enter(g);
     for (int r = 0; r < n && e == cudaSuccess; r++) {
-        /* CUDA IPC reaches this node's ranks; across nodes only the ring
-         * runs, which needs the next rank's region alone */
-        if (r == me || node[r] != node[me] || (gc->spans && r != gc->ring_next)) continue;
+        /* CUDA IPC reaches this node's ranks; where only the ring runs
+         * (across nodes, or more ranks than the all-peer paths serve) it
+         * needs the next rank's region alone */
+        if (r == me || node[r] != node[me] || (!gc->all_peers && r != gc->ring_next)) continue;
         e = cudaIpcOpenMemHandle((void **)&gc->peer_base[r], all[r].handle,
                                  cudaIpcMemLazyEnablePeerAccess);
         if (e != cudaSuccess)
@@ -254,14 +263,14 @@ static dfccl_status_t gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
      * (a communicator across nodes runs none) */
     gc->one_device = !gc->spans;
     for (int r = 0; r < n; r++) {
-        dev.inbox[r] = r == me ? gc->region : gc->peer_base[r];   /* NULL: not mapped */
+        if (gc->all_peers) dev.inbox[r] = r == me ? gc->region : gc->peer_base[r];
         if (!gpu_hello_same_device(&all[r], &all[me])) gc->one_device = 0;
     }
     dev.one_device = (uint32_t)gc->one_device;
-    gpu_local_fifos(comm, &dev, node);
+    gpu_local_fifos(comm, &dev);
     if (!gc->spans) return gpu_comm_publish(comm, g, &dev);
     /* the entry waits for the links' FIFOs (gpu_comm_connect_addresses) */
-    status = gpu_net_begin(comm, g, all, node);
+    status = gpu_net_begin(comm, g, all);
     if (status != DFCCL_OK) return status;
     gc->dev_pending = malloc(sizeof(dev));
     if (gc->dev_pending == NULL) return DFCCL_ERR_NO_MEMORY;
@@ -330,7 +339,7 @@ static dfccl_status_t gpu_comm_finish(dfccl_comm_t *comm, dfccl_status_t agreed)
     } else if (gc->region != NULL) {
         cudaFree(gc->region);
     }
-    memset(gc->peer_base, 0, sizeof(gc->peer_base));
+    if (gc->peer_base != NULL) memset(gc->peer_base, 0, sizeof(*gc->peer_base) * (size_t)comm->size);
     gc->region = NULL;
     gc->index = -1;
     return agreed;

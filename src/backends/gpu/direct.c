@@ -246,6 +246,7 @@ void gpu_direct_release_held(dfccl_gpu_t *g)
 void gpu_job_free(gpu_job_t *job)
 {
     for (int i = 0; i < job->nmaps; i++) __atomic_fetch_sub(&job->maps[i]->refs, 1, __ATOMIC_RELEASE);
+    gpu_plan_release(job);
     free(job);
 }
 

@@ -23,8 +23,14 @@
 #include "core/plan.h"
 #include "core/sched_policy.h"
 
-#define DFCCL_GPU_MAX_RANKS    32     /* ranks of one communicator on the GPU backend */
-#define DFCCL_GPU_MAX_STEPS    (2 * DFCCL_GPU_MAX_RANKS + 1)
+/* The paths that reach every peer (LL, one-shot, direct) serve communicators
+ * of up to this many ranks, all on one node; larger ones run the ring,
+ * which connects each rank to its two neighbours only. */
+#define DFCCL_GPU_ALL_PEER_RANKS 32
+/* Plans of up to this many steps travel inside the submission entry (the
+ * ring of DFCCL_GPU_ALL_PEER_RANKS ranks); longer ones lie in device memory
+ * (plan_pool.h) and the entry points at them. */
+#define DFCCL_GPU_INLINE_STEPS (2 * DFCCL_GPU_ALL_PEER_RANKS + 1)
 #define DFCCL_GPU_MAX_CHANNELS 32     /* blocks of the daemon kernel */
 #define DFCCL_GPU_SQ_DEPTH     64     /* collectives in the kernel at once, per process */
 #define DFCCL_GPU_MAX_COMMS    1024   /* communicators with a GPU side, per process */
@@ -76,7 +82,7 @@ typedef struct __attribute__((aligned(16))) dfccl_gpu_desc {
     /* first 16 bytes: read by the kernel in one load */
     volatile uint64_t ticket;    /* written first (invalid) and last (valid): a seqlock */
     uint32_t     nparts;         /* channels that take part (0 .. nparts-1) */
-    uint32_t     nsteps;
+    uint32_t     nsteps;         /* of steps[] (0 when plan is set) */
     uint32_t     comm_index;
     uint8_t      type, dtype, op, algo;
     int32_t      priority;
@@ -90,9 +96,14 @@ typedef struct __attribute__((aligned(16))) dfccl_gpu_desc {
     char        *recvbuf;
     uint64_t     chunk_elems;
     uint64_t     slice_elems;
-    uint64_t     rs_counts[DFCCL_GPU_MAX_RANKS];   /* REDUCE_SCATTER */
+    const dfccl_step_t *plan;    /* a plan longer than steps[] holds, in device memory;
+                                    NULL: steps[0 .. nsteps) */
+    uint32_t     plan_nsteps;
+    uint32_t     pad_plan;
+    uint64_t     rs_counts[DFCCL_GPU_ALL_PEER_RANKS];   /* REDUCE_SCATTER on the all-peer paths */
     dfccl_gpu_export_t exported;  /* DIRECT: our buffers, for the peers */
-    dfccl_step_t steps[DFCCL_GPU_MAX_STEPS];   /* the ring plan (DIRECT falls back to it) */
+    dfccl_step_t steps[DFCCL_GPU_INLINE_STEPS];   /* the ring plan (DIRECT falls back to it),
+                                                     when plan is NULL */
 } dfccl_gpu_desc_t;
 
 /* Why a channel failed, for the host's diagnosis line. */
@@ -224,7 +235,7 @@ typedef struct dfccl_gpu_comm_dev {
     uint64_t       direct_count[DFCCL_GPU_MAX_CHANNELS];   /* direct ones, per channel */
     dfccl_fifo_t   recv_fifo[DFCCL_GPU_MAX_CHANNELS];   /* from rank - 1, in our memory */
     dfccl_fifo_t   send_fifo[DFCCL_GPU_MAX_CHANNELS];   /* to rank + 1, in its memory */
-    char          *inbox[DFCCL_GPU_MAX_RANKS];          /* every rank's inbox, ours too */
+    char          *inbox[DFCCL_GPU_ALL_PEER_RANKS];          /* every rank's inbox, ours too */
 } dfccl_gpu_comm_dev_t;
 
 /* Inbox of one rank for one communicator: counters, then two sets of one
@@ -235,7 +246,7 @@ typedef struct dfccl_gpu_comm_dev {
  * a rank sends k it has received every peer's k - 1, which each peer sent
  * only after it had read everything of k - 2, the last user of k's slot set. */
 typedef struct dfccl_gpu_inbox_ctrl {
-    volatile uint64_t arrived[DFCCL_GPU_MAX_RANKS];
+    volatile uint64_t arrived[DFCCL_GPU_ALL_PEER_RANKS];
 } dfccl_gpu_inbox_ctrl_t;
 
 /* The direct algorithm's board in each rank's region, after the inbox
@@ -253,7 +264,7 @@ typedef struct dfccl_gpu_board_entry {
 
 typedef struct dfccl_gpu_board {
     dfccl_gpu_board_entry_t entry[DFCCL_GPU_BOARD_DEPTH];
-    volatile uint64_t       done[DFCCL_GPU_MAX_CHANNELS][DFCCL_GPU_MAX_RANKS];
+    volatile uint64_t       done[DFCCL_GPU_MAX_CHANNELS][DFCCL_GPU_ALL_PEER_RANKS];
 } dfccl_gpu_board_t;
 
 #define DFCCL_GPU_BOARD_OFFSET      1024
@@ -271,15 +282,15 @@ typedef struct dfccl_gpu_board {
  * ticket + 1. */
 typedef struct dfccl_gpu_direct_req {
     volatile uint64_t  tag;
-    dfccl_gpu_export_t peer[DFCCL_GPU_MAX_RANKS];
+    dfccl_gpu_export_t peer[DFCCL_GPU_ALL_PEER_RANKS];
 } dfccl_gpu_direct_req_t;
 
 typedef struct dfccl_gpu_direct_reply {
     volatile uint64_t tag;
     uint32_t          ok;         /* every peer's buffers are mapped */
     uint32_t          pad;
-    char             *in[DFCCL_GPU_MAX_RANKS];
-    char             *out[DFCCL_GPU_MAX_RANKS];
+    char             *in[DFCCL_GPU_ALL_PEER_RANKS];
+    char             *out[DFCCL_GPU_ALL_PEER_RANKS];
 } dfccl_gpu_direct_reply_t;
 
 /* The pointers channel 0 agreed on, in device memory for every channel;
@@ -289,8 +300,8 @@ typedef struct dfccl_gpu_direct_tab {
     volatile uint64_t ready;
     uint32_t          ok;
     uint32_t          pad;
-    char             *in[DFCCL_GPU_MAX_RANKS];
-    char             *out[DFCCL_GPU_MAX_RANKS];
+    char             *in[DFCCL_GPU_ALL_PEER_RANKS];
+    char             *out[DFCCL_GPU_ALL_PEER_RANKS];
 } dfccl_gpu_direct_tab_t;
 
 /* A collective on one channel: the saved dynamic context. */

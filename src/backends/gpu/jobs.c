@@ -19,7 +19,7 @@
 /* Block 0 admits a submission by copying the whole entry, plan included,
  * in 16-byte loads: the entry must end with its plan, on 16 bytes. */
 _Static_assert(sizeof(dfccl_gpu_desc_t) == offsetof(dfccl_gpu_desc_t, steps) +
-                                          DFCCL_GPU_MAX_STEPS * sizeof(dfccl_step_t) &&
+                                          DFCCL_GPU_INLINE_STEPS * sizeof(dfccl_step_t) &&
                sizeof(dfccl_gpu_desc_t) % 16 == 0,
                "a submission entry does not end with its plan on 16 bytes");
 
@@ -75,12 +75,14 @@ static void gpu_job_submit(dfccl_gpu_t *g, gpu_job_t *job)
  * which asking the running kernel to leave brings at once. Not while an
  * application stream waits for a stream-ordered collective: the kernel
  * must stay then (stream.c), and the communicator's memory, allocated
- * before the collective entered, is mapped for the device already. Lock
- * held. */
+ * before the collective entered, is mapped for the device already. The
+ * same holds for a long plan's buffer made for the job. Lock held. */
 static int gpu_job_may_enter(dfccl_gpu_t *g, const gpu_job_t *job)
 {
-    if (!g->sq.kernel_running || g->env.launch_id >= gpu_comm_of(job->coll->comm)->first_launch ||
-        gpu_kernel_held(g))
+    uint64_t first = gpu_comm_of(job->coll->comm)->first_launch;
+
+    if (job->min_launch > first) first = job->min_launch;   /* its long plan's buffer */
+    if (!g->sq.kernel_running || g->env.launch_id >= first || gpu_kernel_held(g))
         return 1;
     gpu_kernel_yield(g);
     return 0;

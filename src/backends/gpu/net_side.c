@@ -72,29 +72,30 @@ static size_t gpu_net_round(size_t bytes)
     return (bytes + GPU_NET_ALIGN - 1) / GPU_NET_ALIGN * GPU_NET_ALIGN;
 }
 
-void gpu_net_nodes(dfccl_comm_t *comm, const gpu_hello_t *all, int *node)
+void gpu_net_nodes(dfccl_comm_t *comm, const gpu_hello_t *all)
 {
     dfccl_gpu_comm_t *gc = gpu_comm_of(comm);
-    uint64_t label[DFCCL_GPU_MAX_RANKS];
-    int k[DFCCL_GPU_MAX_RANKS];
+    /* begin made room for the labels and the groups' ranks: this step
+     * cannot fail, as every rank must come to the same answer */
+    uint64_t *label = gc->setup_scratch;
+    int *k = (int *)(label + comm->size);
 
-    /* begin refused more ranks than this, and every rank learned it */
     for (int r = 0; r < comm->size; r++) label[r] = all[r].node_label;
-    dfccl_node_groups(label, comm->size, comm->context->config.node_split, node, k);
+    dfccl_node_groups(label, comm->size, comm->context->config.node_split, gc->node, k);
+    free(gc->setup_scratch);
+    gc->setup_scratch = NULL;
     gc->spans = 0;
-    for (int r = 0; r < comm->size; r++) {
-        gc->node[r] = node[r];
-        if (node[r] != node[0]) gc->spans = 1;
-    }
-    dfccl_plan_ring_peers(comm->size, node, comm->rank, &gc->ring_prev, &gc->ring_next);
+    for (int r = 0; r < comm->size; r++)
+        if (gc->node[r] != gc->node[0]) gc->spans = 1;
+    dfccl_plan_ring_peers(comm->size, gc->node, comm->rank, &gc->ring_prev, &gc->ring_next);
 }
 
-dfccl_status_t gpu_net_begin(dfccl_comm_t *comm, dfccl_gpu_t *g, const gpu_hello_t *all,
-                             const int *node)
+dfccl_status_t gpu_net_begin(dfccl_comm_t *comm, dfccl_gpu_t *g, const gpu_hello_t *all)
 {
     const dfccl_config_t *cfg = &comm->context->config;
     dfccl_gpu_comm_t *gc = gpu_comm_of(comm);
     int me = comm->rank, prev = gc->ring_prev, next = gc->ring_next, previous;
+    const int *node = gc->node;
     gpu_net_side_t *side;
     dfccl_status_t status;
     cudaError_t e;

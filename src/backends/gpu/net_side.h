@@ -25,15 +25,15 @@
 #include "backends/gpu/setup_hello.h"
 #include "backends/gpu/state.h"
 
-/* Every rank's node from the hellos (node_split applied): node[r]. Sets
- * gc->spans, gc->node and the ring's neighbours (gc->ring_prev, ring_next,
- * node by node); the same on every rank, and it cannot fail. */
-void gpu_net_nodes(dfccl_comm_t *comm, const gpu_hello_t *all, int *node);
+/* Every rank's node from the hellos (node_split applied) into gc->node, in
+ * the room begin made. Sets gc->spans and the ring's neighbours
+ * (gc->ring_prev, ring_next, node by node); the same on every rank, and it
+ * cannot fail. */
+void gpu_net_nodes(dfccl_comm_t *comm, const gpu_hello_t *all);
 /* Where a ring neighbour is on another node: the network side (host FIFOs
  * for gc->nchannels channels, the context's net, link ids). The hosts'
  * names come from the hellos, for messages. */
-dfccl_status_t gpu_net_begin(dfccl_comm_t *comm, dfccl_gpu_t *g, const gpu_hello_t *all,
-                             const int *node);
+dfccl_status_t gpu_net_begin(dfccl_comm_t *comm, dfccl_gpu_t *g, const gpu_hello_t *all);
 /* The addresses exchange (backend_ops.h): bytes per rank (0 unless the
  * communicator spans nodes), this rank's part, and the links, whose FIFOs
  * (device addresses) go into dev. */

@@ -14,6 +14,7 @@
 #include "engine/internal.h"
 #include "core/exec_cpu.h"
 #include "backends/gpu/gpu_shared.h"
+#include "backends/gpu/plan_pool.h"
 
 /* The public knob table cannot see gpu_shared.h: its bounds must stay the
  * backend's. */
@@ -53,7 +54,15 @@ typedef struct gpu_job {
     int               nmaps;       /* direct: the peer mappings it uses */
     uint64_t          posted_ns;   /* trace: monotonic clock at the post, */
     uint64_t          published_ns; /* and when it entered the submission queue */
-    gpu_ipc_map_t    *maps[2 * DFCCL_GPU_MAX_RANKS];
+    gpu_ipc_map_t    *maps[2 * DFCCL_GPU_ALL_PEER_RANKS];
+    /* A plan longer than the entry holds (plan_pool.h): its steps here,
+     * owned by the job unless a prepared collective's, and in device memory
+     * once uploaded; it may enter launches from min_launch on. */
+    dfccl_step_t     *plan_steps;
+    uint32_t          plan_nsteps;
+    int               plan_owned;
+    gpu_plan_buf_t   *plan_buf;
+    uint64_t          min_launch;
     dfccl_gpu_desc_t  desc;        /* what goes into the submission queue */
 } gpu_job_t;
 
@@ -64,7 +73,9 @@ typedef struct dfccl_gpu_comm {
     char              *region;     /* our inbox and incoming FIFOs */
     size_t             region_bytes;
     cudaIpcMemHandle_t handle;
-    char              *peer_base[DFCCL_GPU_MAX_RANKS];   /* mapped peers' regions */
+    char             **peer_base;  /* mapped peers' regions, per rank (NULL: not mapped):
+                                      every rank of the node where the all-peer paths
+                                      run, else the ring's next rank on our node */
     gpu_ipc_map_t     *maps;       /* direct: GPU_IPC_MAPS_PER_PEER per peer (proxy thread) */
     unsigned           nchannels;  /* the fewest daemon blocks of its ranks: its parts at most */
     uint64_t           first_launch;   /* under the backend's sq.lock: the first launch that
@@ -77,7 +88,10 @@ typedef struct dfccl_gpu_comm {
     /* The ring's neighbours, node by node (dfccl_plan_ring_peers): however
      * ranks are numbered, the ring crosses into each node once. */
     int                ring_prev, ring_next;
-    int                node[DFCCL_GPU_MAX_RANKS];   /* each rank's node, from 0 */
+    int               *node;       /* each rank's node, from 0 (size entries) */
+    void              *setup_scratch;   /* begin to connect: room to group the nodes */
+    int                all_peers;  /* LL, one-shot and direct may run: one node, at most
+                                      DFCCL_GPU_ALL_PEER_RANKS ranks (alike on all ranks) */
     int                one_device; /* every rank on our GPU (the table entry's) */
     struct gpu_net_side *net;      /* NULL: both ring neighbours on this node */
     int                net_failed; /* the watch found a peer on another node failed (atomic) */
@@ -191,6 +205,8 @@ typedef struct dfccl_gpu {
         struct gpu_net_side  *live;         /* open ones, under dead.lock (the watch) */
         uint64_t              watched_ns;   /* the proxy thread's: the watch's last look */
     } net;
+    /* Plans too long for a submission entry (plan_pool.h). */
+    gpu_plan_pool_t           plans;
     /* Written by dfccl_gpu_comm_connect without a lock: the residency
      * warning, once per process. */
     int                       crowd_warned;

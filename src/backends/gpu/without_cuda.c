@@ -13,7 +13,7 @@ int dfccl_gpu_available(char *why, size_t why_len)
     return 0;
 }
 
-int dfccl_gpu_max_ranks(void) { return 0; }
+int dfccl_gpu_built(void) { return 0; }
 
 static size_t none_hello_bytes(const dfccl_comm_t *comm)
 {

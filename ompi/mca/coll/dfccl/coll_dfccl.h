@@ -130,9 +130,6 @@ typedef struct mca_coll_dfccl_module_t {
                                            carried call takes it, staged where needed */
     bool                   stage_agreed;  /* ... and every rank can stage device buffers
                                              through host memory (built with CUDA) */
-    bool                   device_on_host;  /* host_buffers=stock, more ranks than the GPU
-                                               side carries: the device side (gpu) is a host
-                                               engine communicator, device buffers staged */
     int                    priority;        /* mca_coll_dfccl_priority_of's answer ... */
     bool                   priority_known;  /* ... once asked */
     mca_coll_dfccl_side_t  gpu;
@@ -247,13 +244,12 @@ int  mca_coll_dfccl_memory_copy(void *dst, const void *src, size_t bytes, bool d
 /* requests */
 mca_coll_dfccl_request_t *mca_coll_dfccl_request_get(ompi_communicator_t *comm);
 void mca_coll_dfccl_request_release(mca_coll_dfccl_request_t *req);
-/* The side a call without a channel runs on: the communicator's GPU side,
- * or its host engine side for device buffers (device_on_host); NULL: the
- * host engine communicator (engine_comm). */
+/* The side a call without a channel runs on: the communicator's GPU side;
+ * NULL: the host engine communicator (engine_comm). */
 static inline mca_coll_dfccl_side_t *mca_coll_dfccl_device_side(mca_coll_dfccl_module_t *m,
                                                                 bool on_gpu)
 {
-    return on_gpu || m->device_on_host ? &m->gpu : NULL;
+    return on_gpu ? &m->gpu : NULL;
 }
 
 /* Submits args (args->user: req) on the communicator's host engine or GPU

@@ -16,9 +16,6 @@
  * Routing (docs/design.md). By default device buffers go to the GPU side and host
  * buffers to the stock path: a rank whose buffers differ in kind from its
  * peers' takes another route than they do, and their watchdog names it.
- * On a communicator with more ranks than the GPU side carries, device
- * buffers go to a host engine communicator of their own (the device side,
- * set up in the background as the GPU side is), staged through host memory.
  * With coll_dfccl_host_buffers=engine the route is the communicator's, agreed
  * at its creation: the GPU side when every rank offered it, else the host
  * engine; a rank whose buffers are of the other kind has the engine stage
@@ -62,12 +59,7 @@ static dfccl_route_t dfccl_route(const mca_coll_dfccl_module_t *m, const void *s
     } else if (all_dev && mca_coll_dfccl_gpu_reaches(m) && mca_coll_dfccl_component.gpu) {
         /* both on the device (or in place), GPU backend built and offered, the
          * ranks on one node or reached through the network transport */
-        if (m->device_on_host) {
-            route.path = DFCCL_ROUTE_HOST;
-            route.buffers = DFCCL_BUFFERS_DEVICE;
-        } else if (ompi_comm_size(m->comm) <= dfccl_gpu_max_ranks()) {
-            route.path = DFCCL_ROUTE_GPU;
-        }
+        route.path = DFCCL_ROUTE_GPU;
     }
     return route;
 }
@@ -139,14 +131,12 @@ static int dfccl_run(mca_coll_dfccl_module_t *m, dfccl_route_t route, dfccl_coll
     int rc;
 
     if (route.path == DFCCL_ROUTE_STOCK) return DFCCL_FALLBACK;
-    if (route.path == DFCCL_ROUTE_HOST && !m->device_on_host &&
-        mca_coll_dfccl_module_engine_ready(m) != OMPI_SUCCESS)
+    if (route.path == DFCCL_ROUTE_HOST && mca_coll_dfccl_module_engine_ready(m) != OMPI_SUCCESS)
         return DFCCL_FALLBACK;
     /* the first device call of the process starts the engine (and the
      * request free list); one that cannot start it reports an error rather
      * than fall back alone */
-    if ((route.path == DFCCL_ROUTE_GPU || m->device_on_host) &&
-        mca_coll_dfccl_context_get(&ctx) != OMPI_SUCCESS)
+    if (route.path == DFCCL_ROUTE_GPU && mca_coll_dfccl_context_get(&ctx) != OMPI_SUCCESS)
         return OMPI_ERR_OUT_OF_RESOURCE;
     args->buffers = route.buffers;   /* staged by the engine where not the path's kind */
     if (init != NULL)

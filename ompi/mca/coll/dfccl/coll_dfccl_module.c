@@ -75,15 +75,7 @@ static int dfccl_module_enable(mca_coll_base_module_t *module, ompi_communicator
 #undef DFCCL_SAVE_PREV_INIT
     m->comm = comm;
     mca_coll_dfccl_bootstrap_init(&m->engine_boot, m, DFCCL_TAG_ENGINE_SETUP, "engine", "");
-    /* Device buffers on a communicator larger than the GPU side carries go
-     * to the host engine, staged through host memory: still deadlock-free,
-     * and Open MPI's own path may not be able to reduce device memory at
-     * all (built without CUDA). Decided by the size alone, alike on every
-     * rank. */
-    m->device_on_host = mca_coll_dfccl_component.host_buffers != MCA_COLL_DFCCL_HOST_BUFFERS_ENGINE &&
-                        dfccl_gpu_max_ranks() > 0 && ompi_comm_size(comm) > dfccl_gpu_max_ranks();
-    mca_coll_dfccl_side_init(&m->gpu, m, DFCCL_TAG_GPU_SETUP,
-                             m->device_on_host ? "host engine side for device buffers" : "GPU side",
+    mca_coll_dfccl_side_init(&m->gpu, m, DFCCL_TAG_GPU_SETUP, "GPU side",
                              ": did it pass host buffers, which take the stock path"
                              " (coll_dfccl_host_buffers=stock)?");
     /* Whether the communicator spans nodes: the same answer on every rank,
@@ -185,7 +177,7 @@ static bool dfccl_gpu_offered(const mca_coll_dfccl_module_t *m)
      * serial scheduling (coll_dfccl_preempt=0, a diagnostic) keeps the host
      * engine */
     if (!mca_coll_dfccl_component.gpu || !mca_coll_dfccl_component.preempt ||
-        !mca_coll_dfccl_gpu_reaches(m) || ompi_comm_size(m->comm) > dfccl_gpu_max_ranks())
+        !mca_coll_dfccl_gpu_reaches(m))
         return false;
     if (available < 0) {
         available = dfccl_gpu_available(why, sizeof(why));
@@ -237,7 +229,7 @@ int mca_coll_dfccl_module_engine_ready(mca_coll_dfccl_module_t *m)
      * bit 2: device buffers can be staged here (built with CUDA) */
     ok = mca_coll_dfccl_context_get(&ctx) == OMPI_SUCCESS;
     if (ok && dfccl_gpu_offered(m)) ok |= 2;
-    if (dfccl_gpu_max_ranks() > 0) ok |= 4;
+    if (dfccl_gpu_built()) ok |= 4;
     all = malloc(sizeof(int) * (size_t)size);
     if (all == NULL || mca_coll_dfccl_bootstrap_allgather(&m->engine_boot, &ok, all, sizeof(int)) != 0) {
         free(all);

@@ -56,8 +56,7 @@ typedef struct mca_coll_dfccl_persist_t {
  * does. */
 static void dfccl_persist_prepare(mca_coll_dfccl_persist_t *p)
 {
-    /* the side it runs on: its channel, else the communicator's own (the
-     * device side when device buffers go to the host engine that way) */
+    /* the side it runs on: its channel, else the communicator's own */
     mca_coll_dfccl_side_t *side =
         p->channel != NULL ? p->channel : mca_coll_dfccl_device_side(p->module, p->on_gpu);
     dfccl_comm_t *comm = side != NULL ? side->comm : p->module->engine_comm;

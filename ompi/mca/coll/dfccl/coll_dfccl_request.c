@@ -114,8 +114,7 @@ int mca_coll_dfccl_submit(mca_coll_dfccl_module_t *m, bool on_gpu, mca_coll_dfcc
         /* set up on the communicator's first such call */
         if (side->state == MCA_COLL_DFCCL_ENGINE_UNSET) {
             int rc = mca_coll_dfccl_side_start(side, mca_coll_dfccl_component.context,
-                                               on_gpu ? DFCCL_BACKEND_GPU : DFCCL_BACKEND_HOST,
-                                               ompi_comm_get_cid(m->comm));
+                                               DFCCL_BACKEND_GPU, ompi_comm_get_cid(m->comm));
             if (rc != OMPI_SUCCESS) {
                 opal_atomic_add_fetch_32(&mca_coll_dfccl_component.in_flight, -1);
                 return rc;
