@@ -302,9 +302,9 @@ if [ "${split_np:-0}" -ge 3 ] && selected "deadpeer_split1_np$split_np"; then
     report "$name" $? $((SECONDS - start)) "$log"
 fi
 
-# More ranks than the GPU side carries (--large-np, e.g. 40 under MPS):
-# device buffers go to the host engine, staged through host memory, and
-# must still be carried (--expect engine), right and deadlock-free.
+# More ranks than the all-peer paths serve (--large-np, e.g. 40 under MPS):
+# the GPU side runs the ring alone, its plans in device memory beside the
+# submission entries (plan_pool.h), and must be right and deadlock-free.
 if [ -n "$large_np" ]; then
     run_item "large_coll_np$large_np" "$large_np" "" \
         test/mpi/coll_check --memory device --expect engine --quick --counts 0,1,7,4099,65537
