@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/plan.h"
+#include "node_shapes.h"
 
 #define MAX_PEERS 64
 
@@ -57,24 +58,6 @@ static void fail(const char *what, const char *algo, const char *coll, int n, in
                 shape, rank);
 }
 
-/* Node shape k of n ranks into node[] (numbered from 0 by first rank). */
-static void node_shape(int k, int n, int *node)
-{
-    int *map = malloc(sizeof(int) * (size_t)n), next = 0;
-
-    for (int r = 0; r < n; r++) map[r] = -1;
-    for (int r = 0; r < n; r++) {
-        int label = k == 0 ? 0                        /* one node */
-                  : k == 1 ? r / 8                    /* nodes of 8, in blocks */
-                  : k == 2 ? r % ((n + 7) / 8)        /* nodes of 8, round-robin */
-                  : k == 3 ? r / 4                    /* nodes of 4 */
-                  : (r < n / 3 ? 0 : r < n - 5 ? 1 + (r % 3) : 4);   /* uneven */
-        if (map[label] < 0) map[label] = next++;
-        node[r] = map[label];
-    }
-    free(map);
-}
-#define NSHAPES 5
 
 static int log2_ceil(int n)
 {
@@ -156,7 +139,7 @@ int main(void)
             return 1;
         }
         for (int r = 0; r < n; r++) counts[r] = (size_t)(r % 3);
-        for (int shape = 0; shape < NSHAPES; shape++) {
+        for (int shape = 0; shape < NODE_SHAPES; shape++) {
             /* 4,096 ranks: the round-robin and the uneven shapes */
             if (n > 1024 && shape != 2 && shape != 4) continue;
             dfccl_topo_t topo = { n, 0, node, local, order, pos, 0 };

@@ -106,7 +106,7 @@ static dfccl_status_t gpu_job_describe(dfccl_comm_t *comm, const dfccl_coll_args
         for (int r = 0; r < comm->size; r++) {
             /* the all-peer paths read them from the entry (the ring's
              * steps carry their own counts) */
-            if (gc->all_peers) d->rs_counts[r] = args->counts[r];
+            if (gc->conn.all_peers) d->rs_counts[r] = args->counts[r];
             if (args->counts[r] * esize > slot_bytes) slot_bytes = args->counts[r] * esize;
             total_bytes += args->counts[r] * esize;
         }
@@ -119,10 +119,10 @@ static dfccl_status_t gpu_job_describe(dfccl_comm_t *comm, const dfccl_coll_args
      * through CUDA IPC: on a communicator that spans nodes, or has more
      * ranks than they serve, only the ring runs, its FIFOs to other nodes
      * moved by the proxy (net_side.h) */
-    if (gc->all_peers && cfg->gpu_ll_bytes != 0 && slot_bytes <= cfg->gpu_ll_bytes) {
+    if (gc->conn.all_peers && cfg->gpu_ll_bytes != 0 && slot_bytes <= cfg->gpu_ll_bytes) {
         d->algo = DFCCL_GPU_ALGO_LL;
         d->nparts = 1;   /* no plan: the kernel copies less of the entry over the bus */
-    } else if (gc->all_peers && slot_bytes <= DFCCL_GPU_SMALL_BYTES) {
+    } else if (gc->conn.all_peers && slot_bytes <= DFCCL_GPU_SMALL_BYTES) {
         d->algo = DFCCL_GPU_ALGO_ONESHOT;
         d->nparts = 1;
     } else {
@@ -138,7 +138,7 @@ static dfccl_status_t gpu_job_describe(dfccl_comm_t *comm, const dfccl_coll_args
             steps = malloc(sizeof(*steps) * dfccl_plan_max_steps(comm->size));
             if (steps == NULL) return DFCCL_ERR_NO_MEMORY;
         }
-        planned = dfccl_plan_ring(args->type, comm->rank, comm->size, gc->spans ? gc->node : NULL,
+        planned = dfccl_plan_ring(args->type, comm->rank, comm->size, gc->conn.spans ? gc->node : NULL,
                                   args->sendbuf == DFCCL_IN_PLACE, args->count, args->counts,
                                   steps, &nsteps, &max_block);
         if (planned != DFCCL_OK) {
@@ -157,7 +157,7 @@ static dfccl_status_t gpu_job_describe(dfccl_comm_t *comm, const dfccl_coll_args
         d->nparts = parts < 1 ? 1 : parts > gc->nchannels ? gc->nchannels : parts;
         if (!parts_allowed) {
             d->nparts = 1;
-        } else if (gc->all_peers &&
+        } else if (gc->conn.all_peers &&
                    gpu_direct_wanted(cfg->gpu_direct_bytes, total_bytes, comm->size)) {
             /* chosen alike on every rank; whether the buffers can be
              * mapped is agreed in the kernel (the ring otherwise) */

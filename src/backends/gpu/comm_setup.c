@@ -36,15 +36,6 @@ static size_t gpu_fifo_bytes(const dfccl_config_t *cfg)
     return (b + GPU_FIFO_ALIGN - 1) / GPU_FIFO_ALIGN * GPU_FIFO_ALIGN;
 }
 
-/* The inbox, board and one-shot slots serve the all-peer paths, which run
- * on communicators of at most DFCCL_GPU_ALL_PEER_RANKS ranks: a larger one
- * has none, and its region holds its FIFOs alone. */
-static size_t gpu_inbox_bytes(int size)
-{
-    size_t b = size <= DFCCL_GPU_ALL_PEER_RANKS ? DFCCL_GPU_INBOX_BYTES(size) : 0;
-    return (b + GPU_FIFO_ALIGN - 1) / GPU_FIFO_ALIGN * GPU_FIFO_ALIGN;
-}
-
 static size_t gpu_comm_hello_bytes(const dfccl_comm_t *comm)
 {
     (void)comm;
@@ -89,8 +80,8 @@ static dfccl_status_t gpu_comm_begin(dfccl_comm_t *comm, void *hello_out)
     hello.nchannels = g->fixed.blocks;
     if ((e = cudaGetDeviceProperties(&prop, g->fixed.device)) != cudaSuccess) goto err_cuda;
     memcpy(hello.uuid, &prop.uuid, sizeof(hello.uuid));
-    gc->region_bytes =
-        gpu_inbox_bytes(comm->size) + (size_t)g->fixed.blocks * gpu_fifo_bytes(&ctx->config);
+    gc->region_bytes = gpu_conn_region_bytes(comm->size, g->fixed.blocks,
+                                             gpu_fifo_bytes(&ctx->config), GPU_FIFO_ALIGN);
     hello.region_bytes = gc->region_bytes;
     {
         int previous = gpu_device_enter(g);
@@ -192,9 +183,9 @@ static void gpu_local_fifos(dfccl_comm_t *comm, dfccl_gpu_comm_dev_t *dev)
 {
     dfccl_gpu_comm_t *gc = gpu_comm_of(comm);
     const dfccl_config_t *cfg = &comm->context->config;
-    int me = comm->rank, n = comm->size, next = gc->ring_next, prev = gc->ring_prev;
+    int me = comm->rank, n = comm->size, next = gc->conn.ring_next, prev = gc->conn.ring_prev;
     const int *node = gc->node;
-    size_t inbox = gpu_inbox_bytes(n), fifo = gpu_fifo_bytes(cfg);
+    size_t inbox = gpu_conn_inbox_bytes(n, GPU_FIFO_ALIGN), fifo = gpu_fifo_bytes(cfg);
 
     for (unsigned c = 0; c < gc->nchannels; c++) {
         char *mine = gc->region + inbox + c * fifo;
@@ -238,13 +229,12 @@ static dfccl_status_t gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
     /* first, and without a way to fail: whether an addresses exchange
      * follows must be known alike on every rank */
     gpu_net_nodes(comm, all);
-    gc->all_peers = !gc->spans && n <= DFCCL_GPU_ALL_PEER_RANKS;
     current = gpu_device_enter(g);
     for (int r = 0; r < n && e == cudaSuccess; r++) {
         /* CUDA IPC reaches this node's ranks; where only the ring runs
          * (across nodes, or more ranks than the all-peer paths serve) it
          * needs the next rank's region alone */
-        if (r == me || node[r] != node[me] || (!gc->all_peers && r != gc->ring_next)) continue;
+        if (!gpu_conn_plan_maps(&gc->conn, node, me, r)) continue;
         e = cudaIpcOpenMemHandle((void **)&gc->peer_base[r], all[r].handle,
                                  cudaIpcMemLazyEnablePeerAccess);
         if (e != cudaSuccess)
@@ -261,14 +251,14 @@ static dfccl_status_t gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
     dev.key = comm->key;
     /* one GPU for all: GPU-scope fences order the one-shot's inbox traffic
      * (a communicator across nodes runs none) */
-    gc->one_device = !gc->spans;
+    gc->one_device = !gc->conn.spans;
     for (int r = 0; r < n; r++) {
-        if (gc->all_peers) dev.inbox[r] = r == me ? gc->region : gc->peer_base[r];
+        if (gc->conn.all_peers) dev.inbox[r] = r == me ? gc->region : gc->peer_base[r];
         if (!gpu_hello_same_device(&all[r], &all[me])) gc->one_device = 0;
     }
     dev.one_device = (uint32_t)gc->one_device;
     gpu_local_fifos(comm, &dev);
-    if (!gc->spans) return gpu_comm_publish(comm, g, &dev);
+    if (!gc->conn.spans) return gpu_comm_publish(comm, g, &dev);
     /* the entry waits for the links' FIFOs (gpu_comm_connect_addresses) */
     status = gpu_net_begin(comm, g, all);
     if (status != DFCCL_OK) return status;

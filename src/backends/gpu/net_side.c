@@ -84,25 +84,21 @@ void gpu_net_nodes(dfccl_comm_t *comm, const gpu_hello_t *all)
     dfccl_node_groups(label, comm->size, comm->context->config.node_split, gc->node, k);
     free(gc->setup_scratch);
     gc->setup_scratch = NULL;
-    gc->spans = 0;
-    for (int r = 0; r < comm->size; r++)
-        if (gc->node[r] != gc->node[0]) gc->spans = 1;
-    dfccl_plan_ring_peers(comm->size, gc->node, comm->rank, &gc->ring_prev, &gc->ring_next);
+    gpu_conn_plan_make(comm->size, comm->rank, gc->node, &gc->conn);
 }
 
 dfccl_status_t gpu_net_begin(dfccl_comm_t *comm, dfccl_gpu_t *g, const gpu_hello_t *all)
 {
     const dfccl_config_t *cfg = &comm->context->config;
     dfccl_gpu_comm_t *gc = gpu_comm_of(comm);
-    int me = comm->rank, prev = gc->ring_prev, next = gc->ring_next, previous;
-    const int *node = gc->node;
+    int me = comm->rank, prev = gc->conn.ring_prev, next = gc->conn.ring_next, previous;
     gpu_net_side_t *side;
     dfccl_status_t status;
     cudaError_t e;
     void *dev = NULL;
     char why[160];
 
-    if (node[prev] == node[me] && node[next] == node[me]) return DFCCL_OK;
+    if (gc->conn.net_prev < 0 && gc->conn.net_next < 0) return DFCCL_OK;
     if (!dfccl_net_available(why, sizeof(why))) {
         dfccl_info("comm %#llx: rank %d's ring neighbours include a rank on another node, which"
                    " the GPU side reaches over the network transport: %s",
@@ -112,8 +108,8 @@ dfccl_status_t gpu_net_begin(dfccl_comm_t *comm, dfccl_gpu_t *g, const gpu_hello
     side = calloc(1, sizeof(*side));
     if (side == NULL) return DFCCL_ERR_NO_MEMORY;
     side->nchannels = gc->nchannels;
-    side->prev = node[prev] != node[me] ? prev : -1;
-    side->next = node[next] != node[me] ? next : -1;
+    side->prev = gc->conn.net_prev;
+    side->next = gc->conn.net_next;
     if (side->prev >= 0)
         side->recv_stride =
             gpu_net_round(dfccl_net_fifo_bytes(cfg->gpu_slot_bytes, cfg->gpu_fifo_slots, 0));
@@ -159,7 +155,7 @@ dfccl_status_t gpu_net_begin(dfccl_comm_t *comm, dfccl_gpu_t *g, const gpu_hello
 
 size_t gpu_net_address_bytes(const dfccl_comm_t *comm)
 {
-    return gpu_comm_of(comm) != NULL && gpu_comm_of(comm)->spans ? sizeof(gpu_address_t) : 0;
+    return gpu_comm_of(comm) != NULL && gpu_comm_of(comm)->conn.spans ? sizeof(gpu_address_t) : 0;
 }
 
 void gpu_net_address(dfccl_comm_t *comm, dfccl_status_t status, void *out)

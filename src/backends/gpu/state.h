@@ -14,6 +14,7 @@
 #include "engine/internal.h"
 #include "core/exec_cpu.h"
 #include "backends/gpu/gpu_shared.h"
+#include "backends/gpu/conn_plan.h"
 #include "backends/gpu/plan_pool.h"
 
 /* The public knob table cannot see gpu_shared.h: its bounds must stay the
@@ -81,17 +82,14 @@ typedef struct dfccl_gpu_comm {
     uint64_t           first_launch;   /* under the backend's sq.lock: the first launch that
                                           began after the peers' memory was mapped */
     struct dfccl_gpu_comm *next_dead;
-    /* Ranks on other nodes (net_side.c): the ring alone runs, and the FIFOs
-     * to and from a ring neighbour there live in pinned, mapped host memory
-     * that the proxy thread moves over the network. */
-    int                spans;      /* some rank is on another node (alike on all ranks) */
-    /* The ring's neighbours, node by node (dfccl_plan_ring_peers): however
-     * ranks are numbered, the ring crosses into each node once. */
-    int                ring_prev, ring_next;
+    /* Its connections (conn_plan.h), alike on all ranks: the ring's
+     * neighbours node by node (however ranks are numbered, the ring crosses
+     * into each node once), whether the all-peer paths run, and the
+     * neighbours on other nodes, whose FIFOs live in pinned, mapped host
+     * memory that the proxy thread moves over the network (net_side.c). */
+    gpu_conn_plan_t    conn;
     int               *node;       /* each rank's node, from 0 (size entries) */
     void              *setup_scratch;   /* begin to connect: room to group the nodes */
-    int                all_peers;  /* LL, one-shot and direct may run: one node, at most
-                                      DFCCL_GPU_ALL_PEER_RANKS ranks (alike on all ranks) */
     int                one_device; /* every rank on our GPU (the table entry's) */
     struct gpu_net_side *net;      /* NULL: both ring neighbours on this node */
     int                net_failed; /* the watch found a peer on another node failed (atomic) */

@@ -1,0 +1,111 @@
+/*
+ * test_gpu_conn.c - the GPU side's connections (conn_plan.h) on simulated
+ * communicators of 1 to 4,096 ranks in many node shapes, without a GPU:
+ *   - every rank decides alike whether the communicator spans nodes and
+ *     whether the all-peer paths (LL, one-shot, direct) run: only on one
+ *     node of at most DFCCL_GPU_ALL_PEER_RANKS ranks;
+ *   - the ring's neighbours agree (r's next has r as its previous) and form
+ *     one cycle through every rank, entering each node once;
+ *   - exactly the neighbours on other nodes go over the network, each link
+ *     seen alike from both ends;
+ *   - a rank maps (CUDA IPC) every rank of its node where the all-peer
+ *     paths run, else at most its next rank, and always the next rank whose
+ *     FIFO it writes on its node;
+ *   - its region does not grow with the communicator past the all-peer
+ *     paths' size, and every plan the entry cannot hold belongs to such a
+ *     communicator (plan_pool.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include "core/exec_cpu.h"
+#include "backends/gpu/conn_plan.h"
+#include "backends/gpu/gpu_shared.h"
+#include "core/plan.h"
+#include "node_shapes.h"
+
+#define FIFO_BYTES (1u << 20)
+#define CHANNELS 16u
+
+static int failures, cases;
+
+static void fail(const char *what, int n, int shape, int rank)
+{
+    if (failures++ < 20) fprintf(stderr, "FAIL %s: %d ranks, shape %d, rank %d\n", what, n, shape, rank);
+}
+
+static void check(int n, int shape, const int *node, gpu_conn_plan_t *plan, int *seen)
+{
+    int nnodes = 0, crossings = 0, r = 0;
+
+    cases++;
+    for (int q = 0; q < n; q++) {
+        if (node[q] + 1 > nnodes) nnodes = node[q] + 1;
+        gpu_conn_plan_make(n, q, node, &plan[q]);
+    }
+    for (int q = 0; q < n; q++) {
+        const gpu_conn_plan_t *p = &plan[q];
+        int mapped = 0, local = 0;
+
+        if (p->spans != plan[0].spans || p->all_peers != plan[0].all_peers)
+            fail("ranks decide differently", n, shape, q);
+        if (p->spans != (nnodes > 1)) fail("spans", n, shape, q);
+        if (p->all_peers != (nnodes == 1 && n <= DFCCL_GPU_ALL_PEER_RANKS))
+            fail("all-peer paths where they cannot run", n, shape, q);
+        if (p->ring_next < 0 || p->ring_next >= n || plan[p->ring_next].ring_prev != q)
+            fail("ring neighbours disagree", n, shape, q);
+        if ((p->net_next >= 0) != (node[p->ring_next] != node[q]) ||
+            (p->net_next >= 0 && plan[p->net_next].net_prev != q))
+            fail("network link", n, shape, q);
+        if (p->net_next >= 0) crossings++;
+        for (int x = 0; x < n; x++) {
+            local += x != q && node[x] == node[q];
+            mapped += gpu_conn_plan_maps(p, node, q, x);
+        }
+        if (p->all_peers ? mapped != local : mapped > 1) fail("ranks mapped", n, shape, q);
+        if (n > 1 && p->net_next < 0 && !gpu_conn_plan_maps(p, node, q, p->ring_next))
+            fail("the next rank's FIFO is not mapped", n, shape, q);
+    }
+    /* one cycle through all ranks */
+    for (int q = 0; q < n; q++) seen[q] = 0;
+    for (int k = 0; k < n; k++) {
+        if (seen[r]++) { fail("ring cycle shorter than the communicator", n, shape, r); break; }
+        r = plan[r].ring_next;
+    }
+    if (r != 0) fail("ring does not close", n, shape, r);
+    if (crossings != (nnodes > 1 ? nnodes : 0)) fail("ring enters a node more than once", n, shape, -1);
+}
+
+int main(void)
+{
+    static const int sizes[] = { 1, 2, 7, 31, 32, 33, 40, 64, 100, 257, 1024, 4096 };
+    size_t big = gpu_conn_region_bytes(DFCCL_GPU_ALL_PEER_RANKS + 1, CHANNELS, FIFO_BYTES, 256);
+
+    for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+        int n = sizes[si];
+        int *node = malloc(sizeof(int) * (size_t)n), *seen = malloc(sizeof(int) * (size_t)n);
+        gpu_conn_plan_t *plan = malloc(sizeof(*plan) * (size_t)n);
+        size_t region = gpu_conn_region_bytes(n, CHANNELS, FIFO_BYTES, 256);
+
+        if (node == NULL || seen == NULL || plan == NULL) {
+            fprintf(stderr, "test_gpu_conn: out of memory\n");
+            return 1;
+        }
+        for (int shape = 0; shape < NODE_SHAPES; shape++) {
+            node_shape(shape, n, node);
+            check(n, shape, node, plan, seen);
+        }
+        cases++;
+        if (n > DFCCL_GPU_ALL_PEER_RANKS ? region != big
+                                         : region < CHANNELS * (size_t)FIFO_BYTES +
+                                                    DFCCL_GPU_INBOX_BYTES(n))
+            fail("region size", n, -1, -1);
+        if ((dfccl_plan_max_steps(n) > DFCCL_GPU_INLINE_STEPS) != (n > DFCCL_GPU_ALL_PEER_RANKS))
+            fail("entry holds the plan", n, -1, -1);
+        free(node);
+        free(seen);
+        free(plan);
+    }
+    printf("test_gpu_conn: %d passed, %d failed\n", cases - (failures > cases ? cases : failures),
+           failures);
+    return failures ? 1 : 0;
+}
