@@ -13,7 +13,12 @@
  *     FIFO it writes on its node;
  *   - its region does not grow with the communicator past the all-peer
  *     paths' size, and every plan the entry cannot hold belongs to such a
- *     communicator (plan_pool.h).
+ *     communicator (plan_pool.h);
+ *   - a dead rank fails the communicator on every survivor, watch period
+ *     by watch period (peer_watch.h): processes watched on the node, the
+ *     statuses in the regions mapped and the word the previous rank
+ *     writes, the links across nodes; within one or two periods where the
+ *     all-peer paths run, else within half the ring plus two.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +69,12 @@ static void check(int n, int shape, const int *node, gpu_conn_plan_t *plan, int 
         if (p->all_peers ? mapped != local : mapped > 1) fail("ranks mapped", n, shape, q);
         if (n > 1 && p->net_next < 0 && !gpu_conn_plan_maps(p, node, q, p->ring_next))
             fail("the next rank's FIFO is not mapped", n, shape, q);
+        /* on its node it watches whom it waits for, and tells its next
+         * rank (which maps nothing of it otherwise) */
+        if (n > 1 && p->net_prev < 0 && !gpu_conn_plan_waits_on(p, node, q, p->ring_prev))
+            fail("the previous rank is not watched", n, shape, q);
+        if (n > 2 && (p->net_next < 0) != gpu_conn_plan_tells(p, node, q, p->ring_next))
+            fail("the next rank is not told", n, shape, q);
     }
     /* one cycle through all ranks */
     for (int q = 0; q < n; q++) seen[q] = 0;
@@ -73,6 +84,75 @@ static void check(int n, int shape, const int *node, gpu_conn_plan_t *plan, int 
     }
     if (r != 0) fail("ring does not close", n, shape, r);
     if (crossings != (nnodes > 1 ? nnodes : 0)) fail("ring enters a node more than once", n, shape, -1);
+}
+
+/* The peers q's watch reads: every rank it may wait for or map (the
+ * all-peer paths: its node; else its ring neighbours). */
+static int watch_candidates(const gpu_conn_plan_t *p, int n, int q, int *c)
+{
+    int k = 0;
+
+    if (p->all_peers) {
+        for (int r = 0; r < n; r++) if (r != q) c[k++] = r;
+    } else if (n > 1) {
+        c[k++] = p->ring_prev;
+        if (p->ring_next != p->ring_prev) c[k++] = p->ring_next;
+    }
+    return k;
+}
+
+/* Rank `dead` is gone: rounds of the watch on every other rank until all
+ * failed; -1 if some never does. failed[r]: the round r failed in (0: not). */
+static int propagate(int n, const int *node, const gpu_conn_plan_t *plan, int dead, int *failed)
+{
+    int cand[DFCCL_GPU_ALL_PEER_RANKS + 2], left = n - 1;
+
+    for (int r = 0; r < n; r++) failed[r] = 0;
+    for (int round = 1; left > 0; round++) {
+        int moved = 0;
+        for (int q = 0; q < n; q++) {
+            const gpu_conn_plan_t *p = &plan[q];
+            int k = watch_candidates(p, n, q, cand), fail = 0;
+            if (q == dead || failed[q]) continue;
+            for (int i = 0; i < k && !fail; i++) {
+                int r = cand[i];
+                /* gone, and watched; or failed before this round, and q
+                 * reads its status or is told by it */
+                int before = r != dead && failed[r] && failed[r] < round;
+                fail = (r == dead && gpu_conn_plan_waits_on(p, node, q, r)) ||
+                       (before && gpu_conn_plan_maps(p, node, q, r)) ||
+                       (before && gpu_conn_plan_tells(&plan[r], node, r, q));
+            }
+            /* links across nodes: a failed link, or what the peer tells */
+            for (int side = 0; side < 2 && !fail; side++) {
+                int r = side ? p->net_next : p->net_prev;
+                fail = r >= 0 && (r == dead || (failed[r] && failed[r] < round));
+            }
+            if (fail) {
+                failed[q] = round;
+                left--;
+                moved = 1;
+            }
+        }
+        if (!moved) return -1;
+        if (left == 0) return round;
+    }
+    return 0;
+}
+
+static void check_failures(int n, int shape, const int *node, const gpu_conn_plan_t *plan,
+                           int *failed)
+{
+    const int victims[3] = { 0, n / 2, n - 1 };
+
+    if (n < 2) return;
+    for (int v = 0; v < 3; v++) {
+        int rounds = propagate(n, node, plan, victims[v], failed);
+        int bound = plan[0].all_peers ? 2 : n / 2 + 2;
+        cases++;
+        if (rounds < 0) fail("a survivor never fails", n, shape, victims[v]);
+        else if (rounds > bound) fail("failure travels too slowly", n, shape, victims[v]);
+    }
 }
 
 int main(void)
@@ -93,6 +173,7 @@ int main(void)
         for (int shape = 0; shape < NODE_SHAPES; shape++) {
             node_shape(shape, n, node);
             check(n, shape, node, plan, seen);
+            check_failures(n, shape, node, plan, seen);
         }
         cases++;
         if (n > DFCCL_GPU_ALL_PEER_RANKS ? region != big

@@ -288,19 +288,22 @@ if [ "${split_np:-0}" -ge 8 ]; then
         test/mpi/threads_check --memory device "${threads_args[@]}"
 fi
 
-# A rank dies while the others wait in a GPU allreduce across "nodes" (each
-# rank its own): the survivors' calls must fail within seconds, from their
-# links and their peers' word over UCX, long before the watchdog (60 s).
-if [ "${split_np:-0}" -ge 3 ] && selected "deadpeer_split1_np$split_np"; then
-    name=deadpeer_split1_np$split_np
+# A rank dies while the others wait in a GPU allreduce, across "nodes" (each
+# rank its own: links over UCX and what peers tell over them) and on one
+# node (the watch of the node's processes and the statuses in the peers'
+# regions): the survivors' calls must fail within seconds, long before the
+# watchdog (60 s).
+for where in split node; do
+    name=deadpeer_${where/split/split1}_np$split_np
+    [ "${split_np:-0}" -ge 3 ] && selected "$name" || continue
     log=$logdir/$name.log
     start=$SECONDS
     (cd "$builddir" &&
-     DFCCL_DEADPEER_GPU=1 DFCCL_TEST_MCA_EXTRA="$extra_mca" DFCCL_TEST_TIMEOUT=${timeout_s:-120} \
+     DFCCL_DEADPEER_GPU=$where DFCCL_TEST_MCA_EXTRA="$extra_mca" DFCCL_TEST_TIMEOUT=${timeout_s:-120} \
          "$here/../mpi/deadpeer_check.sh" "$split_np" test/mpi/deadpeer_check --memory device) \
         >"$log" 2>&1
     report "$name" $? $((SECONDS - start)) "$log"
-fi
+done
 
 # More ranks than the all-peer paths serve (--large-np, e.g. 40 under MPS):
 # the GPU side runs the ring alone, its plans in device memory beside the

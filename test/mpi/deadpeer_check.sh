@@ -12,9 +12,11 @@
 # line) with these mpirun arguments in DFCCL_TEST_MCA (any DFCCL_TEST_MCA
 # of the caller is replaced; DFCCL_TEST_MCA_EXTRA still adds to them):
 #   --mca coll_dfccl_host_buffers engine --mca coll_dfccl_gpu 0
-#                       (with DFCCL_DEADPEER_GPU set: --mca
+#                       (with DFCCL_DEADPEER_GPU=split: --mca
 #                       coll_dfccl_node_split 1 instead, for the GPU side's
-#                       links over UCX; the program then gets --memory device)
+#                       links over UCX; =node: the GPU side on one node, its
+#                       watch of the node's processes and statuses; the
+#                       program then gets --memory device)
 #   --mca coll_dfccl_timeout 60
 #   --mca async_mpi_finalize 1   the survivors' MPI_Finalize skips its
 #                       job-wide opening fence, which can wait for the dead
@@ -97,11 +99,15 @@ if [ -z "${DFCCL_ENGINE_LIBDIR:-}" ] && [ -d src/.libs ]; then
     export DFCCL_ENGINE_LIBDIR
 fi
 DFCCL_TEST_MCA="--mca coll_dfccl_host_buffers engine --mca coll_dfccl_gpu 0"
-if [ -n "${DFCCL_DEADPEER_GPU:-}" ]; then
+case "${DFCCL_DEADPEER_GPU:-}" in
     # the GPU side instead (pass --memory device to the program): every
-    # rank a node of its own, so that its ring links go over UCX
-    DFCCL_TEST_MCA="--mca coll_dfccl_node_split 1"
-fi
+    # rank a node of its own, so that its ring links go over UCX; or all on
+    # this node
+    split) DFCCL_TEST_MCA="--mca coll_dfccl_node_split 1" ;;
+    node)  DFCCL_TEST_MCA="" ;;
+    "")    ;;
+    *)     echo "deadpeer_check.sh: DFCCL_DEADPEER_GPU is split or node" >&2; exit 2 ;;
+esac
 DFCCL_TEST_MCA="$DFCCL_TEST_MCA --mca coll_dfccl_timeout 60 --enable-recovery"
 # The survivors end through MPI_Finalize, whose opening fence (PMIx, over
 # the whole job) waited for the dead rank in 2 of 15 runs; Open MPI's

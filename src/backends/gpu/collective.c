@@ -302,7 +302,7 @@ static dfccl_status_t gpu_enter(dfccl_comm_t *comm, const dfccl_coll_args_t *arg
     dfccl_call_init(coll, args, total);
     dfccl_coll_enter(comm, coll, args);
     if (comm->broken)   /* see the earlier failure's diagnosis */
-        status = __atomic_load_n(&gpu_comm_of(comm)->net_failed, __ATOMIC_ACQUIRE)
+        status = __atomic_load_n(&gpu_comm_of(comm)->peer_failed, __ATOMIC_ACQUIRE)
                      ? DFCCL_ERR_PEER_FAILED : DFCCL_ERR_TIMEOUT;
     else status = gpu_submit(coll, args, p, sync_legacy);
     if (status != DFCCL_OK) {

@@ -8,6 +8,7 @@
 #include "backends/gpu/comm_release.h"
 #include "backends/gpu/direct.h"
 #include "backends/gpu/net_side.h"
+#include "backends/gpu/peer_watch.h"
 
 void gpu_comm_free_resources(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc, int size, int rank)
 {
@@ -28,6 +29,7 @@ void gpu_comm_free(dfccl_gpu_comm_t *gc)
     free(gc->node);
     free(gc->peer_base);
     free(gc->setup_scratch);
+    gpu_watch_free(gc);
     free(gc);
 }
 
@@ -56,6 +58,7 @@ void dfccl_gpu_comm_release(dfccl_comm_t *comm)
 
     if (gc == NULL) return;   /* its set-up failed before it had one */
     info = (gpu_dead_t *)(gc + 1);
+    if (g != NULL && gc->ready) gpu_watch_remove(g, gc);   /* the engine frees comm next */
     if (g == NULL || (!gc->ready && gc->region == NULL && gc->index < 0)) {
         gpu_comm_free(gc);
         return;

@@ -9,12 +9,14 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cuda_runtime_api.h>
 #include "backends/gpu/backend.h"
 #include "backends/gpu/comm_release.h"
 #include "backends/gpu/setup_hello.h"
 #include "util/log.h"
 #include "backends/gpu/net_side.h"
+#include "backends/gpu/peer_watch.h"
 #include "backends/gpu/stage.h"
 #include "backends/gpu/state.h"
 #include "engine/plan_set.h"
@@ -55,6 +57,7 @@ static dfccl_status_t gpu_comm_begin(dfccl_comm_t *comm, void *hello_out)
     memset(&hello, 0, sizeof(hello));
     gpu_hello_settings(&hello, &ctx->config);
     hello.node_label = dfccl_node_label(hello.host, sizeof(hello.host));
+    hello.pid = (int32_t)getpid();
     if (comm->node_label != 0) hello.node_label = comm->node_label;   /* the caller knows best */
     gc = calloc(1, sizeof(*gc) + sizeof(gpu_dead_t));
     if (gc == NULL) {
@@ -258,6 +261,7 @@ static dfccl_status_t gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
     }
     dev.one_device = (uint32_t)gc->one_device;
     gpu_local_fifos(comm, &dev);
+    if ((status = gpu_watch_prepare(comm, all)) != DFCCL_OK) return status;
     if (!gc->conn.spans) return gpu_comm_publish(comm, g, &dev);
     /* the entry waits for the links' FIFOs (gpu_comm_connect_addresses) */
     status = gpu_net_begin(comm, g, all);
@@ -318,6 +322,7 @@ static dfccl_status_t gpu_comm_finish(dfccl_comm_t *comm, dfccl_status_t agreed)
     if (agreed == DFCCL_OK) {
         gc->ready = 1;
         gc->failed = DFCCL_OK;
+        gpu_watch_add(gpu_ctx_of(comm->context)->gpu, comm);
         gpu_plans_unused(comm, gc);
         return DFCCL_OK;
     }

@@ -25,6 +25,19 @@ int gpu_conn_plan_maps(const gpu_conn_plan_t *plan, const int *node, int rank, i
     return plan->all_peers || r == plan->ring_next;
 }
 
+int gpu_conn_plan_waits_on(const gpu_conn_plan_t *plan, const int *node, int rank, int r)
+{
+    if (r == rank || (node != NULL && node[r] != node[rank])) return 0;
+    return plan->all_peers || r == plan->ring_prev || r == plan->ring_next;
+}
+
+int gpu_conn_plan_tells(const gpu_conn_plan_t *plan, const int *node, int rank, int r)
+{
+    return r != rank && r == plan->ring_next && (node == NULL || node[r] == node[rank]);
+}
+
+_Static_assert(sizeof(gpu_conn_status_t) <= GPU_CONN_STATUS_BYTES, "the status fits its place");
+
 static size_t gpu_conn_align(size_t bytes, size_t align)
 {
     return (bytes + align - 1) / align * align;
@@ -38,5 +51,6 @@ size_t gpu_conn_inbox_bytes(int size, size_t align)
 
 size_t gpu_conn_region_bytes(int size, unsigned nchannels, size_t fifo_bytes, size_t align)
 {
-    return gpu_conn_inbox_bytes(size, align) + (size_t)nchannels * gpu_conn_align(fifo_bytes, align);
+    return gpu_conn_inbox_bytes(size, align) + (size_t)nchannels * gpu_conn_align(fifo_bytes, align) +
+           gpu_conn_align(GPU_CONN_STATUS_BYTES, align);
 }

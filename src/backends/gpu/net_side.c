@@ -21,9 +21,6 @@
 /* How long the proxy's end waits for closed links: the net lets a closing
  * link's sends run for 2 s (ucx_net.h) before it parks them. */
 #define GPU_NET_FINI_NS 3000000000ull
-/* How often the proxy looks for failed links and peers (gpu_net_watch):
- * the host engine finds a dead peer within about a second, so does this. */
-#define GPU_NET_WATCH_NS 50000000ull
 
 typedef struct gpu_net_side {
     struct gpu_net_side *retired_next;   /* g->net.retired */
@@ -43,7 +40,7 @@ typedef struct gpu_net_side {
      * memory no more (net.h), 1 too where no link was opened */
     int               released[2 * DFCCL_GPU_MAX_CHANNELS];
     /* What a link reads to tell its peer why our communicator broke: set
-     * by the watch (gpu_net_watch) when a link or a peer failed, so the
+     * by the watch (peer_watch.c) when a link or a peer failed, so the
      * ranks down the ring on other nodes learn it from their links. The
      * kernel keeps no board: a collective failing on its own (the
      * watchdog) tells nobody. */
@@ -52,8 +49,6 @@ typedef struct gpu_net_side {
     /* per link as released[]: the peer's board as its messages tell it
      * (why its communicator broke) */
     dfccl_board_t    *mirror[2 * DFCCL_GPU_MAX_CHANNELS];
-    dfccl_comm_t     *comm;           /* while on g->net.live */
-    struct gpu_net_side *live_next;   /* g->net.live, under dead.lock */
     char              prev_host[DFCCL_NET_HOST_MAX];
     char              next_host[DFCCL_NET_HOST_MAX];
 } gpu_net_side_t;
@@ -251,20 +246,10 @@ dfccl_status_t gpu_net_connect(dfccl_comm_t *comm, const void *addresses,
         if (status == DFCCL_OK && side->next >= 0)
             status = gpu_net_link(comm, side, c, 1, &all[side->next], dev);
     }
-    if (status == DFCCL_OK) {   /* watched from now on */
-        dfccl_gpu_t *g = gpu_ctx_of(comm->context)->gpu;
-        side->comm = comm;
-        pthread_mutex_lock(&g->dead.lock);
-        side->live_next = g->net.live;
-        __atomic_store_n(&g->net.live, side, __ATOMIC_RELEASE);
-        pthread_mutex_unlock(&g->dead.lock);
-    }
     return status;
 }
 
-/* Whether a link of the side failed, or its peer told that its
- * communicator broke; why, naming the rank and host. */
-static int gpu_net_side_failed(const gpu_net_side_t *side, char *why, size_t len)
+int gpu_net_side_failed(const gpu_net_side_t *side, char *why, size_t len)
 {
     char told[DFCCL_BOARD_WHY];
 
@@ -284,54 +269,13 @@ static int gpu_net_side_failed(const gpu_net_side_t *side, char *why, size_t len
     return 0;
 }
 
-/* Fails the side's communicator on this rank: the kernel fails its
- * collectives (DFCCL_GPU_BROKEN_PEER, read before each turn, so within a
- * budget), later posts fail at once, and our links tell the peers on other
- * nodes. Proxy thread, under dead.lock (the side stays open). */
-static void gpu_net_fail(dfccl_gpu_t *g, gpu_net_side_t *side, const char *why)
+void gpu_net_side_break(gpu_net_side_t *side, int rank, const char *why)
 {
-    static const int32_t peer_failed = DFCCL_GPU_BROKEN_PEER;
-    dfccl_comm_t *comm = side->comm;
-    dfccl_gpu_comm_t *gc = gpu_comm_of(comm);
     char told[DFCCL_BOARD_WHY];
-    cudaError_t e = cudaSuccess;
 
-    dfccl_error("rank %d of comm %#llx (size %d, GPU): its collectives fail: %s", comm->rank,
-                (unsigned long long)comm->key, comm->size, why);
-    __atomic_store_n(&gc->net_failed, 1, __ATOMIC_RELEASE);
-    __atomic_store_n(&comm->broken, 1, __ATOMIC_RELEASE);
-    if (gc->index >= 0) {
-        e = cudaMemcpyAsync((char *)&g->env.comms[gc->index] +
-                                offsetof(dfccl_gpu_comm_dev_t, broken),
-                            &peer_failed, sizeof(peer_failed), cudaMemcpyHostToDevice,
-                            g->fixed.copy_stream);
-        if (e == cudaSuccess) e = cudaStreamSynchronize(g->fixed.copy_stream);
-    }
-    if (e != cudaSuccess)   /* the watchdog still ends them */
-        dfccl_error("comm %#llx: rank %d cannot tell its daemon kernel: %s",
-                    (unsigned long long)comm->key, comm->rank, gpu_err(e));
-    /* a kernel that left while they waited comes back to fail them */
-    __atomic_store_n(&g->proxy.relaunch_now, 1, __ATOMIC_RELEASE);
-    snprintf(told, sizeof(told), "rank %d: %.*s", comm->rank, (int)sizeof(told) - 16, why);
+    snprintf(told, sizeof(told), "rank %d: %.*s", rank, (int)sizeof(told) - 16, why);
     dfccl_board_break(&side->board, 0, DFCCL_ERR_PEER_FAILED, told);
     __atomic_store_n(&side->broken, 1, __ATOMIC_RELEASE);
-}
-
-void gpu_net_watch(dfccl_gpu_t *g)
-{
-    char why[DFCCL_BOARD_WHY + 96];
-    uint64_t now;
-
-    if (__atomic_load_n(&g->net.live, __ATOMIC_ACQUIRE) == NULL) return;
-    now = dfccl_now_ns();
-    if (now - g->net.watched_ns < GPU_NET_WATCH_NS) return;
-    g->net.watched_ns = now;
-    pthread_mutex_lock(&g->dead.lock);
-    for (gpu_net_side_t *side = g->net.live; side != NULL; side = side->live_next)
-        if (!__atomic_load_n(&gpu_comm_of(side->comm)->net_failed, __ATOMIC_ACQUIRE) &&
-            gpu_net_side_failed(side, why, sizeof(why)))
-            gpu_net_fail(g, side, why);
-    pthread_mutex_unlock(&g->dead.lock);
 }
 
 void gpu_net_close(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc)
@@ -340,13 +284,6 @@ void gpu_net_close(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc)
 
     if (side == NULL) return;
     gc->net = NULL;
-    pthread_mutex_lock(&g->dead.lock);   /* no longer watched */
-    for (gpu_net_side_t **at = &g->net.live; *at != NULL; at = &(*at)->live_next)
-        if (*at == side) {
-            *at = side->live_next;
-            break;
-        }
-    pthread_mutex_unlock(&g->dead.lock);
     for (unsigned c = 0; c < side->nchannels; c++) {
         if (side->recv_link[c] != NULL) dfccl_net_link_close(side->net, side->recv_link[c]);
         if (side->send_link[c] != NULL) dfccl_net_link_close(side->net, side->send_link[c]);

@@ -51,11 +51,12 @@ void gpu_net_close(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc);
  * keeps pumping rather than sleep). What moved while the kernel is out
  * relaunches it at once. */
 int  gpu_net_pump(dfccl_gpu_t *g);
-/* Proxy thread: every GPU_NET_WATCH_NS, fails the communicators whose link
- * to a peer failed or whose peer on another node told that its
- * communicator broke (naming the rank and host), and tells the peers on
- * other nodes in turn. */
-void gpu_net_watch(dfccl_gpu_t *g);
+/* For the watch (peer_watch.h): whether a link of the side failed, or its
+ * peer told that its communicator broke, and why, naming the rank and
+ * host; and, once ours failed (rank: ours), telling the peers on other
+ * nodes through our links. */
+int  gpu_net_side_failed(const struct gpu_net_side *side, char *why, size_t len);
+void gpu_net_side_break(struct gpu_net_side *side, int rank, const char *why);
 /* Proxy thread, the kernel out: frees closed sides whose links are done. */
 void gpu_net_reap(dfccl_gpu_t *g);
 /* Proxy thread, at its end: waits a bounded time for closed links to let

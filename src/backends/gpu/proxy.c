@@ -16,6 +16,7 @@
 #include "backends/gpu/comm_release.h"
 #include "backends/gpu/direct.h"
 #include "backends/gpu/jobs.h"
+#include "backends/gpu/peer_watch.h"
 #include "kernels/kernels.h"
 #include "util/log.h"
 #include "backends/gpu/net_side.h"
@@ -89,7 +90,7 @@ void *gpu_proxy_main(void *arg)
         /* slots to and from other nodes move while the kernel fills and
          * drains them; sends under way keep this thread from sleeping */
         int net_busy = gpu_net_pump(g);
-        gpu_net_watch(g);
+        gpu_watch(g);
         if (gpu_drain(g) > 0) g->proxy.backoff_ns = GPU_RELAUNCH_MIN_NS;
         gpu_direct_service(g);
         if (g->proxy.launched && gpu_exit_check_due(g)) {

@@ -21,6 +21,8 @@ typedef struct gpu_hello {
     uint64_t           ll_bytes;          /* decides the algorithm too */
     uint64_t           region_bytes;
     uint64_t           node_label;        /* equal on the ranks of one node (net_side.h) */
+    int32_t            pid;               /* its process, watched by the node's peers */
+    int32_t            pad;
     char               host[DFCCL_NET_HOST_MAX];   /* its host's name, for messages */
     char               uuid[16];
     cudaIpcMemHandle_t handle;

@@ -67,6 +67,8 @@ typedef struct gpu_job {
     dfccl_gpu_desc_t  desc;        /* what goes into the submission queue */
 } gpu_job_t;
 
+typedef struct gpu_watch gpu_watch_t;
+
 typedef struct dfccl_gpu_comm {
     int                index;      /* in the device communicator table; -1 if none */
     int                ready;
@@ -92,7 +94,10 @@ typedef struct dfccl_gpu_comm {
     void              *setup_scratch;   /* begin to connect: room to group the nodes */
     int                one_device; /* every rank on our GPU (the table entry's) */
     struct gpu_net_side *net;      /* NULL: both ring neighbours on this node */
-    int                net_failed; /* the watch found a peer on another node failed (atomic) */
+    int                peer_failed;   /* the watch found a peer failed (atomic) */
+    dfccl_comm_t      *comm;       /* while watched (peer_watch.h): from ready to release */
+    struct dfccl_gpu_comm *watch_next;   /* g->watch.live, under dead.lock */
+    struct gpu_watch  *watch;      /* what the watch looks at on our node */
     dfccl_gpu_comm_dev_t *dev_pending;   /* spanning: the table entry until the links are
                                             open (set-up thread) */
 } dfccl_gpu_comm_t;
@@ -200,9 +205,12 @@ typedef struct dfccl_gpu {
     struct {
         int                   sides;
         struct gpu_net_side  *retired;
-        struct gpu_net_side  *live;         /* open ones, under dead.lock (the watch) */
-        uint64_t              watched_ns;   /* the proxy thread's: the watch's last look */
     } net;
+    /* The communicators the proxy watches (peer_watch.h): under dead.lock. */
+    struct {
+        struct dfccl_gpu_comm *live;
+        uint64_t              watched_ns;   /* the proxy thread's: the watch's last look */
+    } watch;
     /* Plans too long for a submission entry (plan_pool.h). */
     gpu_plan_pool_t           plans;
     /* Written by dfccl_gpu_comm_connect without a lock: the residency

@@ -1,0 +1,211 @@
+/*
+ * peer_watch.c - the watch over a GPU communicator's peers (peer_watch.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cuda_runtime_api.h>
+#include "backends/gpu/net_side.h"
+#include "backends/gpu/peer_watch.h"
+#include "core/board.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+/* How often the proxy looks: a failure reaches a survivor within a few of
+ * these per hop, far below the watchdog. */
+#define GPU_WATCH_NS 50000000ull
+
+typedef struct gpu_watched_proc {
+    int   rank;
+    pid_t pid;
+} gpu_watched_proc_t;
+
+typedef struct gpu_watched_region {
+    int   rank;
+    char *status;   /* its gpu_conn_status_t, mapped */
+} gpu_watched_region_t;
+
+struct gpu_watch {
+    int                   nprocs, nregions;
+    gpu_watched_proc_t   *procs;
+    gpu_watched_region_t *regions;
+    char                 *own;        /* our status */
+    char                 *tell;       /* the next rank's status on our node, or NULL */
+    char                  host[DFCCL_NET_HOST_MAX];   /* ours, which the node's peers share */
+};
+
+static char *gpu_watch_status_of(char *region, uint64_t region_bytes)
+{
+    return region + region_bytes - GPU_CONN_STATUS_BYTES;
+}
+
+dfccl_status_t gpu_watch_prepare(dfccl_comm_t *comm, const gpu_hello_t *all)
+{
+    dfccl_gpu_comm_t *gc = gpu_comm_of(comm);
+    int me = comm->rank, n = comm->size, np = 0, nr = 0;
+    gpu_watch_t *w = calloc(1, sizeof(*w));
+
+    if (w == NULL) return DFCCL_ERR_NO_MEMORY;
+    for (int r = 0; r < n; r++) {
+        np += gpu_conn_plan_waits_on(&gc->conn, gc->node, me, r);
+        nr += gpu_conn_plan_maps(&gc->conn, gc->node, me, r);
+    }
+    w->procs = calloc((size_t)np + 1, sizeof(*w->procs));
+    w->regions = calloc((size_t)nr + 1, sizeof(*w->regions));
+    if (w->procs == NULL || w->regions == NULL) {
+        free(w->procs);
+        free(w->regions);
+        free(w);
+        return DFCCL_ERR_NO_MEMORY;
+    }
+    for (int r = 0; r < n; r++) {
+        if (gpu_conn_plan_waits_on(&gc->conn, gc->node, me, r))
+            w->procs[w->nprocs++] = (gpu_watched_proc_t){ r, (pid_t)all[r].pid };
+        if (gpu_conn_plan_maps(&gc->conn, gc->node, me, r) && gc->peer_base[r] != NULL)
+            w->regions[w->nregions++] = (gpu_watched_region_t){
+                r, gpu_watch_status_of(gc->peer_base[r], all[r].region_bytes) };
+        if (gpu_conn_plan_tells(&gc->conn, gc->node, me, r) && gc->peer_base[r] != NULL)
+            w->tell = gpu_watch_status_of(gc->peer_base[r], all[r].region_bytes);
+    }
+    w->own = gpu_watch_status_of(gc->region, gc->region_bytes);
+    snprintf(w->host, sizeof(w->host), "%s", all[me].host);
+    gc->watch = w;
+    return DFCCL_OK;
+}
+
+void gpu_watch_free(dfccl_gpu_comm_t *gc)
+{
+    if (gc->watch == NULL) return;
+    free(gc->watch->procs);
+    free(gc->watch->regions);
+    free(gc->watch);
+    gc->watch = NULL;
+}
+
+void gpu_watch_add(dfccl_gpu_t *g, dfccl_comm_t *comm)
+{
+    dfccl_gpu_comm_t *gc = gpu_comm_of(comm);
+
+    gc->comm = comm;
+    pthread_mutex_lock(&g->dead.lock);
+    gc->watch_next = g->watch.live;
+    __atomic_store_n(&g->watch.live, gc, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&g->dead.lock);
+}
+
+void gpu_watch_remove(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc)
+{
+    pthread_mutex_lock(&g->dead.lock);
+    for (dfccl_gpu_comm_t **at = &g->watch.live; *at != NULL; at = &(*at)->watch_next)
+        if (*at == gc) {
+            *at = gc->watch_next;
+            break;
+        }
+    pthread_mutex_unlock(&g->dead.lock);
+    gc->comm = NULL;
+}
+
+/* Copies n bytes between host and device memory (ours or a peer's, mapped)
+ * on the set-up stream, which never waits behind the kernel. */
+static int gpu_watch_copy(dfccl_gpu_t *g, void *to, const void *from, size_t n,
+                          enum cudaMemcpyKind kind)
+{
+    cudaError_t e = cudaMemcpyAsync(to, from, n, kind, g->fixed.copy_stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(g->fixed.copy_stream);
+    return e == cudaSuccess;
+}
+
+/* Why gc's communicator must fail, or 0: a watched process gone, a status
+ * that says a peer failed, a link across nodes. */
+static int gpu_watch_failed(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc, char *why, size_t len)
+{
+    const gpu_watch_t *w = gc->watch;
+    gpu_conn_status_t st;
+
+    if (gc->net != NULL && gpu_net_side_failed(gc->net, why, len)) return 1;
+    if (w == NULL) return 0;
+    for (int i = 0; i < w->nprocs; i++)
+        if (!dfccl_process_alive(w->procs[i].pid)) {
+            snprintf(why, len, "rank %d (pid %d on host %s) is gone", w->procs[i].rank,
+                     (int)w->procs[i].pid, w->host);
+            return 1;
+        }
+    for (int i = 0; i < w->nregions; i++) {
+        if (!gpu_watch_copy(g, &st, w->regions[i].status, sizeof(st), cudaMemcpyDeviceToHost) ||
+            !st.broken)
+            continue;
+        st.why[sizeof(st.why) - 1] = '\0';
+        snprintf(why, len, "rank %d on host %s failed: %s", w->regions[i].rank, w->host, st.why);
+        return 1;
+    }
+    if (gpu_watch_copy(g, &st, w->own, sizeof(st), cudaMemcpyDeviceToHost) && st.prev_broken) {
+        snprintf(why, len, "rank %d on host %s failed", (int)st.prev_rank, w->host);
+        return 1;
+    }
+    return 0;
+}
+
+/* Fails gc's communicator on this rank and tells its peers. Proxy thread,
+ * under dead.lock (gc stays). */
+static void gpu_watch_fail(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc, const char *why)
+{
+    static const int32_t peer_failed = DFCCL_GPU_BROKEN_PEER;
+    dfccl_comm_t *comm = gc->comm;
+    gpu_conn_status_t st;
+    int told = 1;
+
+    dfccl_error("rank %d of comm %#llx (size %d, GPU): its collectives fail: %s", comm->rank,
+                (unsigned long long)comm->key, comm->size, why);
+    __atomic_store_n(&gc->peer_failed, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&comm->broken, 1, __ATOMIC_RELEASE);
+    if (gc->index >= 0)
+        told = gpu_watch_copy(g, (char *)&g->env.comms[gc->index] +
+                                     offsetof(dfccl_gpu_comm_dev_t, broken),
+                              &peer_failed, sizeof(peer_failed), cudaMemcpyHostToDevice);
+    if (!told)   /* the watchdog still ends them */
+        dfccl_error("comm %#llx: rank %d cannot tell its daemon kernel", (unsigned long long)comm->key,
+                    comm->rank);
+    /* a kernel that left while they waited comes back to fail them */
+    __atomic_store_n(&g->proxy.relaunch_now, 1, __ATOMIC_RELEASE);
+    if (gc->watch != NULL) {
+        memset(&st, 0, sizeof(st));
+        st.rank = comm->rank;
+        snprintf(st.why, sizeof(st.why), "%.*s", (int)sizeof(st.why) - 1, why);
+        /* the reason before the word that peers look at */
+        gpu_watch_copy(g, gc->watch->own + offsetof(gpu_conn_status_t, rank), &st.rank,
+                       sizeof(st) - offsetof(gpu_conn_status_t, rank), cudaMemcpyHostToDevice);
+        st.broken = 1;
+        gpu_watch_copy(g, gc->watch->own, (const void *)&st.broken, sizeof(st.broken),
+                       cudaMemcpyHostToDevice);
+        if (gc->watch->tell != NULL) {
+            st.prev_rank = comm->rank;
+            st.prev_broken = 1;
+            gpu_watch_copy(g, gc->watch->tell + offsetof(gpu_conn_status_t, prev_rank),
+                           &st.prev_rank, sizeof(st.prev_rank), cudaMemcpyHostToDevice);
+            gpu_watch_copy(g, gc->watch->tell + offsetof(gpu_conn_status_t, prev_broken),
+                           (const void *)&st.prev_broken, sizeof(st.prev_broken),
+                           cudaMemcpyHostToDevice);
+        }
+    }
+    if (gc->net != NULL) gpu_net_side_break(gc->net, comm->rank, why);
+}
+
+void gpu_watch(dfccl_gpu_t *g)
+{
+    char why[DFCCL_BOARD_WHY + 96];
+    uint64_t now;
+
+    if (__atomic_load_n(&g->watch.live, __ATOMIC_ACQUIRE) == NULL) return;
+    now = dfccl_now_ns();
+    if (now - g->watch.watched_ns < GPU_WATCH_NS) return;
+    g->watch.watched_ns = now;
+    pthread_mutex_lock(&g->dead.lock);
+    for (dfccl_gpu_comm_t *gc = g->watch.live; gc != NULL; gc = gc->watch_next) {
+        if (__atomic_load_n(&gc->peer_failed, __ATOMIC_ACQUIRE)) continue;
+        int previous = gpu_device_enter(g);
+        if (gpu_watch_failed(g, gc, why, sizeof(why))) gpu_watch_fail(g, gc, why);
+        gpu_device_leave(g, previous);
+    }
+    pthread_mutex_unlock(&g->dead.lock);
+}
