@@ -123,8 +123,9 @@ __device__ static void gpu_schedule(const dfccl_gpu_env_t *env, dfccl_gpu_block_
                 g.channel = blockIdx.x;
                 g.waiting = 0xffffffffu;   /* failed because an earlier one did, or a peer */
                 gpu_finish(env, blk, s->pos,
-                           broken == DFCCL_GPU_BROKEN_PEER ? DFCCL_ERR_PEER_FAILED
-                                                           : DFCCL_ERR_TIMEOUT, &g, 0);
+                           broken == DFCCL_GPU_BROKEN_PEER       ? DFCCL_ERR_PEER_FAILED
+                           : broken == DFCCL_GPU_BROKEN_MISMATCH ? DFCCL_ERR_MISMATCH
+                                                                 : DFCCL_ERR_TIMEOUT, &g, 0);
                 continue;
             }
             gpu_turn_begin(env, s, s->pos, t->budget_ns);

@@ -18,12 +18,17 @@
  *     by watch period (peer_watch.h): processes watched on the node, the
  *     statuses in the regions mapped and the word the previous rank
  *     writes, the links across nodes; within one or two periods where the
- *     all-peer paths run, else within half the ring plus two.
+ *     all-peer paths run, else within half the ring plus two;
+ *   - the watch's comparison of posted calls (ident_check.h) waits for a
+ *     peer that has not posted, finds a pair that differs and names both
+ *     ranks, and skips what the boards no longer hold.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "core/exec_cpu.h"
 #include "backends/gpu/conn_plan.h"
+#include "backends/gpu/ident_check.h"
 #include "backends/gpu/gpu_shared.h"
 #include "core/plan.h"
 #include "node_shapes.h"
@@ -155,6 +160,51 @@ static void check_failures(int n, int shape, const int *node, const gpu_conn_pla
     }
 }
 
+static void post(dfccl_board_t *b, uint64_t seq, dfccl_op_t op)
+{
+    dfccl_coll_args_t a = { .type = DFCCL_COLL_ALLREDUCE, .count = 10, .dtype = DFCCL_FLOAT,
+                            .op = op };
+    dfccl_ident_t id;
+
+    dfccl_ident_make(&id, &a, 3, DFCCL_OK);
+    dfccl_board_post(b, seq, &id);
+}
+
+static void check_idents(void)
+{
+    dfccl_board_t *b = calloc(3, sizeof(*b));
+    const dfccl_board_t *peers[2];
+    int ranks[2] = { 1, 2 };
+    uint64_t checked = 0;
+    char why[400] = "";
+
+    if (b == NULL) { fail("memory", 3, -1, -1); return; }
+    for (int r = 0; r < 3; r++) dfccl_board_init(&b[r]);
+    peers[0] = &b[1];
+    peers[1] = &b[2];
+    for (uint64_t s = 0; s < 10; s++) {
+        post(&b[0], s, DFCCL_OP_SUM);
+        if (s < 3) post(&b[1], s, DFCCL_OP_SUM);
+        post(&b[2], s, s == 5 ? DFCCL_OP_MAX : DFCCL_OP_SUM);
+    }
+    cases++;
+    if (gpu_ident_check(&b[0], 0, peers, ranks, 2, &checked, why, sizeof(why)) != 0 || checked != 3)
+        fail("a peer that has not posted is waited for", 3, -1, (int)checked);
+    for (uint64_t s = 3; s < 10; s++) post(&b[1], s, DFCCL_OP_SUM);
+    cases++;
+    if (gpu_ident_check(&b[0], 0, peers, ranks, 2, &checked, why, sizeof(why)) != 1 ||
+        checked != 5 || strstr(why, "rank 2") == NULL || strstr(why, "rank 0") == NULL)
+        fail("calls that differ are found and named", 3, -1, (int)checked);
+    /* far behind: what the boards no longer hold is skipped, the rest matched */
+    for (uint64_t s = 10; s < 10 + 3 * DFCCL_BOARD_IDENTS; s++)
+        for (int r = 0; r < 3; r++) post(&b[r], s, DFCCL_OP_SUM);
+    cases++;
+    if (gpu_ident_check(&b[0], 0, peers, ranks, 2, &checked, why, sizeof(why)) != 0 ||
+        checked != 10 + 3 * DFCCL_BOARD_IDENTS)
+        fail("old entries skipped", 3, -1, (int)checked);
+    free(b);
+}
+
 int main(void)
 {
     static const int sizes[] = { 1, 2, 7, 31, 32, 33, 40, 64, 100, 257, 1024, 4096 };
@@ -186,6 +236,7 @@ int main(void)
         free(seen);
         free(plan);
     }
+    check_idents();
     printf("test_gpu_conn: %d passed, %d failed\n", cases - (failures > cases ? cases : failures),
            failures);
     return failures ? 1 : 0;

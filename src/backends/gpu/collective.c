@@ -296,15 +296,22 @@ static dfccl_status_t gpu_enter(dfccl_comm_t *comm, const dfccl_coll_args_t *arg
                                 const gpu_prepared_t *p, int sync_legacy)
 {
     dfccl_call_t *coll = calloc(1, sizeof(*coll));
+    dfccl_gpu_comm_t *gc = gpu_comm_of(comm);
     dfccl_status_t status;
 
     if (coll == NULL) return DFCCL_ERR_NO_MEMORY;
     dfccl_call_init(coll, args, total);
     dfccl_coll_enter(comm, coll, args);
-    if (comm->broken)   /* see the earlier failure's diagnosis */
-        status = __atomic_load_n(&gpu_comm_of(comm)->peer_failed, __ATOMIC_ACQUIRE)
-                     ? DFCCL_ERR_PEER_FAILED : DFCCL_ERR_TIMEOUT;
-    else status = gpu_submit(coll, args, p, sync_legacy);
+    if (gc->board != NULL) {   /* what it is, for the node's peers (ident_check.h) */
+        dfccl_ident_make(&coll->ident, args, comm->size, DFCCL_OK);
+        dfccl_board_post(gc->board, coll->seq, &coll->ident);
+    }
+    if (comm->broken) {   /* see the earlier failure's diagnosis */
+        int why = __atomic_load_n(&gc->watch_status, __ATOMIC_ACQUIRE);
+        status = why != 0 ? (dfccl_status_t)why : DFCCL_ERR_TIMEOUT;
+    } else {
+        status = gpu_submit(coll, args, p, sync_legacy);
+    }
     if (status != DFCCL_OK) {
         dfccl_comm_release(comm);
         free(coll);

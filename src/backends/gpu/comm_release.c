@@ -30,6 +30,7 @@ void gpu_comm_free(dfccl_gpu_comm_t *gc)
     free(gc->peer_base);
     free(gc->setup_scratch);
     gpu_watch_free(gc);
+    dfccl_shm_release(&gc->board_seg);
     free(gc);
 }
 

@@ -7,6 +7,7 @@
  * nodes the addresses exchange and the links to ring neighbours there
  * (net_side.h), and finish (kept or undone, as all ranks agreed).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -77,6 +78,12 @@ static dfccl_status_t gpu_comm_begin(dfccl_comm_t *comm, void *hello_out)
         status = DFCCL_ERR_NO_MEMORY;
         goto out;
     }
+    /* our board, which the node's peers map to compare calls */
+    status = dfccl_shm_create(&gc->board_seg, DFCCL_BOARD_BYTES);
+    if (status != DFCCL_OK) goto out;
+    gc->board = gc->board_seg.addr;
+    dfccl_board_init(gc->board);
+    snprintf(hello.board_name, sizeof(hello.board_name), "%s", gc->board_seg.name);
     status = gpu_get(ctx, &g);
     if (status != DFCCL_OK) goto out;
     hello.device = g->fixed.device;
@@ -319,6 +326,7 @@ static dfccl_status_t gpu_comm_finish(dfccl_comm_t *comm, dfccl_status_t agreed)
     dfccl_gpu_comm_t *gc = gpu_comm_of(comm);
 
     if (gc == NULL) return agreed != DFCCL_OK ? agreed : DFCCL_ERR_NO_MEMORY;
+    dfccl_shm_unlink(&gc->board_seg);   /* mapped by whoever needs it, either way */
     if (agreed == DFCCL_OK) {
         gc->ready = 1;
         gc->failed = DFCCL_OK;

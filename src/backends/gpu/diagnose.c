@@ -18,8 +18,8 @@ void gpu_diagnose(const dfccl_call_t *coll, const dfccl_gpu_desc_t *d,
         dfccl_error("rank %d of comm %#llx: %s #%llu fails: %s", comm->rank,
                     (unsigned long long)comm->key, dfccl_coll_type_name(coll->type),
                     (unsigned long long)coll->seq,
-                    gc != NULL && __atomic_load_n(&gc->peer_failed, __ATOMIC_ACQUIRE)
-                        ? "a peer or a link to another node failed (said above)"
+                    gc != NULL && __atomic_load_n(&gc->watch_status, __ATOMIC_ACQUIRE)
+                        ? "a peer or a link failed, or calls did not match (said above)"
                         : "an earlier collective on this communicator failed");
         return;
     }

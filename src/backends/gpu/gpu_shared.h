@@ -45,6 +45,8 @@
 /* dfccl_gpu_comm_dev_t.broken as the host writes it: a peer or a link to
  * it failed (net_side.c's watch). */
 #define DFCCL_GPU_BROKEN_PEER  2
+/* ... or calls that do not match (its collectives fail with MISMATCH). */
+#define DFCCL_GPU_BROKEN_MISMATCH 3
 
 /* Board entries per communicator for the direct algorithm: a rank publishes
  * entry k % depth only after its direct collective k - 1 finished on every

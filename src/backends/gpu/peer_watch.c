@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cuda_runtime_api.h>
+#include "backends/gpu/ident_check.h"
 #include "backends/gpu/net_side.h"
 #include "backends/gpu/peer_watch.h"
 #include "core/board.h"
@@ -17,8 +18,9 @@
 #define GPU_WATCH_NS 50000000ull
 
 typedef struct gpu_watched_proc {
-    int   rank;
-    pid_t pid;
+    int         rank;
+    pid_t       pid;
+    dfccl_shm_t board_seg;   /* its board, mapped */
 } gpu_watched_proc_t;
 
 typedef struct gpu_watched_region {
@@ -29,6 +31,9 @@ typedef struct gpu_watched_region {
 struct gpu_watch {
     int                   nprocs, nregions;
     gpu_watched_proc_t   *procs;
+    const dfccl_board_t **boards;     /* the procs' boards and ranks, for ident_check.h */
+    int                  *ranks;
+    uint64_t              checked;    /* our collectives compared with theirs so far */
     gpu_watched_region_t *regions;
     char                 *own;        /* our status */
     char                 *tell;       /* the next rank's status on our node, or NULL */
@@ -51,17 +56,24 @@ dfccl_status_t gpu_watch_prepare(dfccl_comm_t *comm, const gpu_hello_t *all)
         np += gpu_conn_plan_waits_on(&gc->conn, gc->node, me, r);
         nr += gpu_conn_plan_maps(&gc->conn, gc->node, me, r);
     }
+    gc->watch = w;   /* gpu_watch_free undoes what follows, done or not */
     w->procs = calloc((size_t)np + 1, sizeof(*w->procs));
     w->regions = calloc((size_t)nr + 1, sizeof(*w->regions));
-    if (w->procs == NULL || w->regions == NULL) {
-        free(w->procs);
-        free(w->regions);
-        free(w);
+    w->boards = calloc((size_t)np + 1, sizeof(*w->boards));
+    w->ranks = calloc((size_t)np + 1, sizeof(*w->ranks));
+    if (w->procs == NULL || w->regions == NULL || w->boards == NULL || w->ranks == NULL)
         return DFCCL_ERR_NO_MEMORY;
-    }
     for (int r = 0; r < n; r++) {
-        if (gpu_conn_plan_waits_on(&gc->conn, gc->node, me, r))
-            w->procs[w->nprocs++] = (gpu_watched_proc_t){ r, (pid_t)all[r].pid };
+        if (gpu_conn_plan_waits_on(&gc->conn, gc->node, me, r)) {
+            gpu_watched_proc_t *p = &w->procs[w->nprocs];
+            dfccl_status_t status = dfccl_shm_attach(&p->board_seg, all[r].board_name,
+                                                     DFCCL_BOARD_BYTES);
+            if (status != DFCCL_OK) return status;
+            p->rank = r;
+            p->pid = (pid_t)all[r].pid;
+            w->boards[w->nprocs] = p->board_seg.addr;
+            w->ranks[w->nprocs++] = r;
+        }
         if (gpu_conn_plan_maps(&gc->conn, gc->node, me, r) && gc->peer_base[r] != NULL)
             w->regions[w->nregions++] = (gpu_watched_region_t){
                 r, gpu_watch_status_of(gc->peer_base[r], all[r].region_bytes) };
@@ -70,16 +82,20 @@ dfccl_status_t gpu_watch_prepare(dfccl_comm_t *comm, const gpu_hello_t *all)
     }
     w->own = gpu_watch_status_of(gc->region, gc->region_bytes);
     snprintf(w->host, sizeof(w->host), "%s", all[me].host);
-    gc->watch = w;
     return DFCCL_OK;
 }
 
 void gpu_watch_free(dfccl_gpu_comm_t *gc)
 {
-    if (gc->watch == NULL) return;
-    free(gc->watch->procs);
-    free(gc->watch->regions);
-    free(gc->watch);
+    gpu_watch_t *w = gc->watch;
+
+    if (w == NULL) return;
+    for (int i = 0; w->procs != NULL && i < w->nprocs; i++) dfccl_shm_release(&w->procs[i].board_seg);
+    free(w->procs);
+    free(w->regions);
+    free(w->boards);
+    free(w->ranks);
+    free(w);
     gc->watch = NULL;
 }
 
@@ -116,53 +132,60 @@ static int gpu_watch_copy(dfccl_gpu_t *g, void *to, const void *from, size_t n,
     return e == cudaSuccess;
 }
 
-/* Why gc's communicator must fail, or 0: a watched process gone, a status
- * that says a peer failed, a link across nodes. */
-static int gpu_watch_failed(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc, char *why, size_t len)
+/* Why gc's communicator must fail (DFCCL_ERR_PEER_FAILED or MISMATCH), or
+ * DFCCL_OK: a link across nodes, a watched process gone, calls that do not
+ * match the node's peers', a status that says a peer failed. */
+static dfccl_status_t gpu_watch_failed(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc, char *why, size_t len)
 {
-    const gpu_watch_t *w = gc->watch;
+    gpu_watch_t *w = gc->watch;
     gpu_conn_status_t st;
 
-    if (gc->net != NULL && gpu_net_side_failed(gc->net, why, len)) return 1;
-    if (w == NULL) return 0;
+    if (gc->net != NULL && gpu_net_side_failed(gc->net, why, len)) return DFCCL_ERR_PEER_FAILED;
+    if (w == NULL) return DFCCL_OK;
     for (int i = 0; i < w->nprocs; i++)
         if (!dfccl_process_alive(w->procs[i].pid)) {
             snprintf(why, len, "rank %d (pid %d on host %s) is gone", w->procs[i].rank,
                      (int)w->procs[i].pid, w->host);
-            return 1;
+            return DFCCL_ERR_PEER_FAILED;
         }
+    if (gc->board != NULL &&
+        gpu_ident_check(gc->board, gc->comm->rank, w->boards, w->ranks, w->nprocs, &w->checked,
+                        why, len))
+        return DFCCL_ERR_MISMATCH;
     for (int i = 0; i < w->nregions; i++) {
         if (!gpu_watch_copy(g, &st, w->regions[i].status, sizeof(st), cudaMemcpyDeviceToHost) ||
             !st.broken)
             continue;
         st.why[sizeof(st.why) - 1] = '\0';
         snprintf(why, len, "rank %d on host %s failed: %s", w->regions[i].rank, w->host, st.why);
-        return 1;
+        return DFCCL_ERR_PEER_FAILED;
     }
     if (gpu_watch_copy(g, &st, w->own, sizeof(st), cudaMemcpyDeviceToHost) && st.prev_broken) {
         snprintf(why, len, "rank %d on host %s failed", (int)st.prev_rank, w->host);
-        return 1;
+        return DFCCL_ERR_PEER_FAILED;
     }
-    return 0;
+    return DFCCL_OK;
 }
 
 /* Fails gc's communicator on this rank and tells its peers. Proxy thread,
  * under dead.lock (gc stays). */
-static void gpu_watch_fail(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc, const char *why)
+static void gpu_watch_fail(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc, dfccl_status_t status,
+                           const char *why)
 {
-    static const int32_t peer_failed = DFCCL_GPU_BROKEN_PEER;
+    const int32_t broken = status == DFCCL_ERR_MISMATCH ? DFCCL_GPU_BROKEN_MISMATCH
+                                                        : DFCCL_GPU_BROKEN_PEER;
     dfccl_comm_t *comm = gc->comm;
     gpu_conn_status_t st;
     int told = 1;
 
     dfccl_error("rank %d of comm %#llx (size %d, GPU): its collectives fail: %s", comm->rank,
                 (unsigned long long)comm->key, comm->size, why);
-    __atomic_store_n(&gc->peer_failed, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&gc->watch_status, (int)status, __ATOMIC_RELEASE);
     __atomic_store_n(&comm->broken, 1, __ATOMIC_RELEASE);
     if (gc->index >= 0)
         told = gpu_watch_copy(g, (char *)&g->env.comms[gc->index] +
                                      offsetof(dfccl_gpu_comm_dev_t, broken),
-                              &peer_failed, sizeof(peer_failed), cudaMemcpyHostToDevice);
+                              &broken, sizeof(broken), cudaMemcpyHostToDevice);
     if (!told)   /* the watchdog still ends them */
         dfccl_error("comm %#llx: rank %d cannot tell its daemon kernel", (unsigned long long)comm->key,
                     comm->rank);
@@ -202,9 +225,10 @@ void gpu_watch(dfccl_gpu_t *g)
     g->watch.watched_ns = now;
     pthread_mutex_lock(&g->dead.lock);
     for (dfccl_gpu_comm_t *gc = g->watch.live; gc != NULL; gc = gc->watch_next) {
-        if (__atomic_load_n(&gc->peer_failed, __ATOMIC_ACQUIRE)) continue;
+        if (__atomic_load_n(&gc->watch_status, __ATOMIC_ACQUIRE)) continue;
         int previous = gpu_device_enter(g);
-        if (gpu_watch_failed(g, gc, why, sizeof(why))) gpu_watch_fail(g, gc, why);
+        dfccl_status_t status = gpu_watch_failed(g, gc, why, sizeof(why));
+        if (status != DFCCL_OK) gpu_watch_fail(g, gc, status, why);
         gpu_device_leave(g, previous);
     }
     pthread_mutex_unlock(&g->dead.lock);

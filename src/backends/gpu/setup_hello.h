@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cuda_runtime_api.h>
 #include "engine/internal.h"
+#include "transport/shm.h"
 
 typedef struct gpu_hello {
     int32_t            status;
@@ -23,6 +24,7 @@ typedef struct gpu_hello {
     uint64_t           node_label;        /* equal on the ranks of one node (net_side.h) */
     int32_t            pid;               /* its process, watched by the node's peers */
     int32_t            pad;
+    char               board_name[DFCCL_SHM_NAME_MAX];   /* its board's segment */
     char               host[DFCCL_NET_HOST_MAX];   /* its host's name, for messages */
     char               uuid[16];
     cudaIpcMemHandle_t handle;

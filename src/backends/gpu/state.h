@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <cuda_runtime_api.h>
 #include "engine/internal.h"
+#include "transport/shm.h"
 #include "core/exec_cpu.h"
 #include "backends/gpu/gpu_shared.h"
 #include "backends/gpu/conn_plan.h"
@@ -94,7 +95,11 @@ typedef struct dfccl_gpu_comm {
     void              *setup_scratch;   /* begin to connect: room to group the nodes */
     int                one_device; /* every rank on our GPU (the table entry's) */
     struct gpu_net_side *net;      /* NULL: both ring neighbours on this node */
-    int                peer_failed;   /* the watch found a peer failed (atomic) */
+    int                watch_status;  /* the watch failed it: PEER_FAILED or MISMATCH, else
+                                         0 (atomic) */
+    dfccl_shm_t        board_seg;  /* our board (core/board.h): the identity of each
+                                      collective we post, for the node's peers */
+    dfccl_board_t     *board;
     dfccl_comm_t      *comm;       /* while watched (peer_watch.h): from ready to release */
     struct dfccl_gpu_comm *watch_next;   /* g->watch.live, under dead.lock */
     struct gpu_watch  *watch;      /* what the watch looks at on our node */
