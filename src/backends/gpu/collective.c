@@ -310,7 +310,9 @@ static dfccl_status_t gpu_enter(dfccl_comm_t *comm, const dfccl_coll_args_t *arg
         int why = __atomic_load_n(&gc->watch_status, __ATOMIC_ACQUIRE);
         status = why != 0 ? (dfccl_status_t)why : DFCCL_ERR_TIMEOUT;
     } else {
+        __atomic_add_fetch(&gc->in_flight, 1, __ATOMIC_RELAXED);   /* the watch looks */
         status = gpu_submit(coll, args, p, sync_legacy);
+        if (status != DFCCL_OK) __atomic_sub_fetch(&gc->in_flight, 1, __ATOMIC_RELAXED);
     }
     if (status != DFCCL_OK) {
         dfccl_comm_release(comm);

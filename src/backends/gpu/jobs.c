@@ -29,6 +29,7 @@ static void gpu_job_complete(dfccl_gpu_t *g, gpu_job_t *job, dfccl_status_t stat
     dfccl_call_t *coll = job->coll;
 
     g->sq.in_flight--;
+    __atomic_sub_fetch(&gpu_comm_of(coll->comm)->in_flight, 1, __ATOMIC_RELAXED);
     dfccl_stats_add_completed(coll->type, status);
     if (status == DFCCL_OK) {
         uint64_t bytes = coll->total_count * job->desc.esize;

@@ -225,7 +225,11 @@ void gpu_watch(dfccl_gpu_t *g)
     g->watch.watched_ns = now;
     pthread_mutex_lock(&g->dead.lock);
     for (dfccl_gpu_comm_t *gc = g->watch.live; gc != NULL; gc = gc->watch_next) {
-        if (__atomic_load_n(&gc->watch_status, __ATOMIC_ACQUIRE)) continue;
+        /* one with nothing in flight has nothing waiting: its next post
+         * brings it back within a period */
+        if (__atomic_load_n(&gc->watch_status, __ATOMIC_ACQUIRE) ||
+            __atomic_load_n(&gc->in_flight, __ATOMIC_RELAXED) <= 0)
+            continue;
         int previous = gpu_device_enter(g);
         dfccl_status_t status = gpu_watch_failed(g, gc, why, sizeof(why));
         if (status != DFCCL_OK) gpu_watch_fail(g, gc, status, why);

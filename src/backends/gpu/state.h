@@ -97,6 +97,8 @@ typedef struct dfccl_gpu_comm {
     struct gpu_net_side *net;      /* NULL: both ring neighbours on this node */
     int                watch_status;  /* the watch failed it: PEER_FAILED or MISMATCH, else
                                          0 (atomic) */
+    int                in_flight;  /* its collectives posted and not completed (atomic):
+                                      the watch looks at those that have some */
     dfccl_shm_t        board_seg;  /* our board (core/board.h): the identity of each
                                       collective we post, for the node's peers */
     dfccl_board_t     *board;
