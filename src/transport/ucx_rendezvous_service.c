@@ -6,11 +6,13 @@
  * engine's UCP context, which ranks open with their first communicator.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "transport/ucx_rendezvous.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -42,6 +44,34 @@ typedef struct {
     char              *whole;
     size_t             whole_cap;
 } rdv_service_t;
+
+/* The services still running: their threads are detached, and a process
+ * that leaves (the set-up it served failed, or it made the id and is done)
+ * must not tear UCX down under one: a service inside UCX while exit ran the
+ * library's destructors crashed the process. Its exit tells them to end
+ * (each looks within a wait's 100 ms) and waits for them, bounded. */
+#define RDV_EXIT_WAIT_S 3
+static pthread_mutex_t rdv_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t  rdv_ended = PTHREAD_COND_INITIALIZER;
+static int rdv_running, rdv_exit_hooked, rdv_exiting;
+
+static void rdv_at_exit(void)
+{
+    struct timespec until;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += RDV_EXIT_WAIT_S;
+    __atomic_store_n(&rdv_exiting, 1, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&rdv_lock);
+    while (rdv_running > 0)
+        if (pthread_cond_timedwait(&rdv_ended, &rdv_lock, &until) == ETIMEDOUT) break;
+    pthread_mutex_unlock(&rdv_lock);
+}
+
+static int rdv_told_to_end(void)
+{
+    return __atomic_load_n(&rdv_exiting, __ATOMIC_ACQUIRE);
+}
 
 static void rdv_conn_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
@@ -154,6 +184,7 @@ static int rdv_joins(rdv_service_t *s)
 
     while (s->size == 0 || s->joined < s->size) {
         uint64_t now = dfccl_now_ns();
+        if (rdv_told_to_end()) return -1;   /* the process leaves */
         if (now >= deadline) {
             if (s->size == 0)
                 dfccl_error("bootstrap rendezvous at %s: no rank joined within %.0f s; the"
@@ -211,6 +242,7 @@ static int rdv_wait_all(rdv_service_t *s, int is_recv, int quiet_end, const char
         }
         if (done == s->size) return 0;
         if (quiet_end && closed == s->size) return 1;   /* the set-up is over */
+        if (rdv_told_to_end()) return -1;                /* the process leaves */
         if (closed > 0 && (!quiet_end || done > 0)) {
             dfccl_error("bootstrap rendezvous at %s: rank %d left %s; every rank's set-up"
                         " fails", s->where, left, what);
@@ -299,6 +331,10 @@ static void *rdv_service_main(void *arg)
         (void)rdv_exchanges(s);
     }
     rdv_service_free(s);
+    pthread_mutex_lock(&rdv_lock);
+    rdv_running--;
+    pthread_cond_broadcast(&rdv_ended);
+    pthread_mutex_unlock(&rdv_lock);
     return NULL;
 }
 
@@ -353,7 +389,14 @@ dfccl_status_t dfccl_rendezvous_serve(struct sockaddr_storage *where, uint64_t t
         rdv_service_free(s);
         return DFCCL_ERR_SYSTEM;
     }
+    pthread_mutex_lock(&rdv_lock);
+    if (!rdv_exit_hooked) rdv_exit_hooked = atexit(rdv_at_exit) == 0;
+    rdv_running++;
+    pthread_mutex_unlock(&rdv_lock);
     if (pthread_create(&thread, NULL, rdv_service_main, s) != 0) {
+        pthread_mutex_lock(&rdv_lock);
+        rdv_running--;
+        pthread_mutex_unlock(&rdv_lock);
         rdv_service_free(s);
         return DFCCL_ERR_SYSTEM;
     }
