@@ -171,9 +171,7 @@ static dfccl_status_t gpu_comm_publish(dfccl_comm_t *comm, dfccl_gpu_t *g,
         return DFCCL_ERR_NO_MEMORY;
     }
     current = gpu_device_enter(g);
-    e = cudaMemcpyAsync(&g->env.comms[gc->index], dev, sizeof(*dev), cudaMemcpyHostToDevice,
-                        g->fixed.copy_stream);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(g->fixed.copy_stream);
+    e = gpu_copy_now(g, &g->env.comms[gc->index], dev, sizeof(*dev), cudaMemcpyHostToDevice);
     gpu_device_leave(g, current);
     if (e != cudaSuccess) {
         dfccl_error("comm %#llx: rank %d cannot write its GPU communicator table entry: %s",

@@ -17,8 +17,7 @@
  * these per hop, far below the watchdog. */
 #define GPU_WATCH_NS 50000000ull
 
-typedef struct gpu_watched_proc {
-    int         rank;
+typedef struct gpu_watched_proc {   /* rank: the watch's ranks[] at the same index */
     pid_t       pid;
     dfccl_shm_t board_seg;   /* its board, mapped */
 } gpu_watched_proc_t;
@@ -69,7 +68,6 @@ dfccl_status_t gpu_watch_prepare(dfccl_comm_t *comm, const gpu_hello_t *all)
             dfccl_status_t status = dfccl_shm_attach(&p->board_seg, all[r].board_name,
                                                      DFCCL_BOARD_BYTES);
             if (status != DFCCL_OK) return status;
-            p->rank = r;
             p->pid = (pid_t)all[r].pid;
             w->boards[w->nprocs] = p->board_seg.addr;
             w->ranks[w->nprocs++] = r;
@@ -122,14 +120,12 @@ void gpu_watch_remove(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc)
     gc->comm = NULL;
 }
 
-/* Copies n bytes between host and device memory (ours or a peer's, mapped)
- * on the set-up stream, which never waits behind the kernel. */
+/* Copies n bytes between host and device memory (ours or a peer's, mapped);
+ * 1 when it worked. */
 static int gpu_watch_copy(dfccl_gpu_t *g, void *to, const void *from, size_t n,
                           enum cudaMemcpyKind kind)
 {
-    cudaError_t e = cudaMemcpyAsync(to, from, n, kind, g->fixed.copy_stream);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(g->fixed.copy_stream);
-    return e == cudaSuccess;
+    return gpu_copy_now(g, to, from, n, kind) == cudaSuccess;
 }
 
 /* Why gc's communicator must fail (DFCCL_ERR_PEER_FAILED or MISMATCH), or
@@ -144,7 +140,7 @@ static dfccl_status_t gpu_watch_failed(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc, cha
     if (w == NULL) return DFCCL_OK;
     for (int i = 0; i < w->nprocs; i++)
         if (!dfccl_process_alive(w->procs[i].pid)) {
-            snprintf(why, len, "rank %d (pid %d on host %s) is gone", w->procs[i].rank,
+            snprintf(why, len, "rank %d (pid %d on host %s) is gone", w->ranks[i],
                      (int)w->procs[i].pid, w->host);
             return DFCCL_ERR_PEER_FAILED;
         }

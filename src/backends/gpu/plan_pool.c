@@ -91,10 +91,8 @@ dfccl_status_t gpu_plan_upload(dfccl_gpu_t *g, gpu_job_t *job)
     previous = gpu_device_enter(g);
     if (b == NULL) status = gpu_plan_make(g, job->plan_nsteps, &b);
     if (status == DFCCL_OK) {
-        /* on the set-up stream, which never waits behind the kernel */
-        e = cudaMemcpyAsync(b->dev, job->plan_steps, job->plan_nsteps * sizeof(dfccl_step_t),
-                            cudaMemcpyHostToDevice, g->fixed.copy_stream);
-        if (e == cudaSuccess) e = cudaStreamSynchronize(g->fixed.copy_stream);
+        e = gpu_copy_now(g, b->dev, job->plan_steps, job->plan_nsteps * sizeof(dfccl_step_t),
+                         cudaMemcpyHostToDevice);
         if (e != cudaSuccess) {
             dfccl_error("copying a plan of %u steps to the GPU: %s", job->plan_nsteps, gpu_err(e));
             status = DFCCL_ERR_SYSTEM;

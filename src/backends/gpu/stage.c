@@ -143,8 +143,7 @@ dfccl_status_t dfccl_gpu_copy(dfccl_context_t *ctx, void *dst, const void *src, 
     if (g != NULL) {
         /* the backend's copy stream never waits for the daemon kernel */
         int previous = gpu_device_enter(g);
-        e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, g->fixed.copy_stream);
-        if (e == cudaSuccess) e = cudaStreamSynchronize(g->fixed.copy_stream);
+        e = gpu_copy_now(g, dst, src, bytes, cudaMemcpyDefault);
         gpu_device_leave(g, previous);
     } else {
         /* host path, device buffers, no GPU side in this process: on the

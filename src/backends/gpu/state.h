@@ -241,6 +241,16 @@ static inline void gpu_device_leave(const dfccl_gpu_t *g, int previous)
     if (previous >= 0 && previous != g->fixed.device) cudaSetDevice(previous);
 }
 
+/* Copies n bytes (kind: cudaMemcpyDefault where either side may be either)
+ * on the set-up stream, which never waits behind the daemon kernel, and
+ * waits for it; the engine's device current. */
+static inline cudaError_t gpu_copy_now(const struct dfccl_gpu *g, void *to, const void *from,
+                                       size_t n, enum cudaMemcpyKind kind)
+{
+    cudaError_t e = cudaMemcpyAsync(to, from, n, kind, g->fixed.copy_stream);
+    return e == cudaSuccess ? cudaStreamSynchronize(g->fixed.copy_stream) : e;
+}
+
 /* Asks the running kernel to leave (the proxy launches it again at once).
  * On the proxy thread or under lock, where launch_id cannot change. */
 static inline void gpu_kernel_yield(dfccl_gpu_t *g)
