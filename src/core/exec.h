@@ -54,6 +54,9 @@ typedef struct dfccl_exec {
     uint64_t            nrounds;
     uint32_t            part;      /* this executor's part of every step ... */
     uint32_t            nparts;    /* ... of this many (0 or 1: the whole step) */
+    uint64_t            vec_lo;    /* vec_hi > 0: the parts are cut from the whole vector, */
+    uint64_t            vec_hi;    /* not from each block: this part moves the elements of
+                                      every block in [vec_lo, vec_hi) (dfccl_exec_cut_vector) */
     uint64_t            chunk_elems;
     uint64_t            slices;    /* slices moved so far (progress measure) */
     uint64_t            sent_bytes;
@@ -91,24 +94,54 @@ DFCCL_INLINE DFCCL_HD char *dfccl_exec_buf(const dfccl_exec_t *x, uint8_t which,
     return NULL;
 }
 
-/* This executor's part of a block of count elements: returns its length and
- * sets *off, its first element within the block. */
-DFCCL_INLINE DFCCL_HD uint64_t dfccl_exec_part(const dfccl_exec_t *x, uint64_t count, uint64_t *off)
+/* Part p of nparts of count elements, cut at 16-byte units (the tail short
+ * of a whole unit goes to the last): returns its length and sets *off. */
+DFCCL_INLINE DFCCL_HD uint64_t dfccl_exec_cut(uint32_t p, uint32_t nparts, size_t esize,
+                                              uint64_t count, uint64_t *off)
 {
-    uint64_t unit, units, base, rem, p = x->part, len;
+    uint64_t unit = 16 / esize, units = count / unit, base, rem, len;
 
-    if (x->nparts <= 1) {
-        *off = 0;
-        return count;
-    }
-    unit  = 16 / x->esize;
-    units = count / unit;
-    base  = units / x->nparts;
-    rem   = units % x->nparts;
+    base  = units / nparts;
+    rem   = units % nparts;
     *off  = (p * base + (p < rem ? p : rem)) * unit;
     len   = (base + (p < rem)) * unit;
-    if (p == x->nparts - 1) len += count % unit;   /* the tail short of a whole unit */
+    if (p == nparts - 1) len += count % unit;
     return len;
+}
+
+/* This executor's part of step s's block: returns its length and sets *off,
+ * its first element within the block. Each block is cut on its own, which
+ * sender and receiver do alike, as both know its length; or, where a plan's
+ * steps read what other steps wrote in blocks cut otherwise (the
+ * hierarchical allreduce), every part takes the elements of its own range
+ * of the vector (vec_lo, vec_hi), so that an element is always moved by the
+ * same part. The block's place in the vector: its source offset, else its
+ * destination's (alike on both ends of a FIFO in an allreduce). */
+DFCCL_INLINE DFCCL_HD uint64_t dfccl_exec_part(const dfccl_exec_t *x, const dfccl_step_t *s,
+                                               uint64_t *off)
+{
+    if (x->nparts <= 1) {
+        *off = 0;
+        return s->count;
+    }
+    if (x->vec_hi > 0) {
+        uint64_t at = s->src_buf ? s->src_off : s->dst_off;
+        uint64_t lo = at > x->vec_lo ? at : x->vec_lo;
+        uint64_t hi = at + s->count < x->vec_hi ? at + s->count : x->vec_hi;
+        *off = hi > lo ? lo - at : 0;
+        return hi > lo ? hi - lo : 0;
+    }
+    return dfccl_exec_cut(x->part, x->nparts, x->esize, s->count, off);
+}
+
+/* Cuts the parts from a vector of count elements (see dfccl_exec_part);
+ * needs part, nparts and esize set. */
+DFCCL_INLINE DFCCL_HD void dfccl_exec_cut_vector(dfccl_exec_t *x, uint64_t count)
+{
+    uint64_t off, len = dfccl_exec_cut(x->part, x->nparts > 1 ? x->nparts : 1, x->esize, count, &off);
+
+    x->vec_lo = off;
+    x->vec_hi = off + len;
 }
 
 /* The index of the k-th connection step s sends to (k < s->send). */
@@ -141,7 +174,7 @@ DFCCL_INLINE DFCCL_HD uint64_t dfccl_exec_part_rounds(const dfccl_exec_t *x)
 {
     uint64_t rounds = 0;
     for (uint32_t i = 0; i < x->nsteps; i++) {
-        uint64_t off, len = dfccl_exec_part(x, x->steps[i].count, &off);
+        uint64_t off, len = dfccl_exec_part(x, &x->steps[i], &off);
         uint64_t r = (len + x->chunk_elems - 1) / x->chunk_elems;
         if (r > rounds) rounds = r;
     }
@@ -152,7 +185,7 @@ DFCCL_INLINE DFCCL_HD uint64_t dfccl_exec_part_rounds(const dfccl_exec_t *x)
  * first of them, counted from the start of the step's block. */
 DFCCL_INLINE DFCCL_HD uint64_t dfccl_exec_round_len(const dfccl_exec_t *x, uint64_t *lo)
 {
-    uint64_t part_off, count = dfccl_exec_part(x, x->steps[x->step].count, &part_off);
+    uint64_t part_off, count = dfccl_exec_part(x, &x->steps[x->step], &part_off);
     uint64_t first = x->round * x->chunk_elems;
 
     *lo = part_off + first;

@@ -68,7 +68,7 @@ void dfccl_exec_graph_init(dfccl_exec_t *x, dfccl_exec_graph_t *g, void *mem, ui
     x->graph = g;
     x->nrounds = 0;
     for (uint32_t i = 0; i < n; i++) {
-        uint64_t off, len = dfccl_exec_part(x, steps[i].count, &off);
+        uint64_t off, len = dfccl_exec_part(x, &steps[i], &off);
         g->rounds[i] = (len + x->chunk_elems - 1) / x->chunk_elems;
         if (g->rounds[i] > x->nrounds) x->nrounds = g->rounds[i];
         g->left += g->rounds[i] > 0;

@@ -102,7 +102,7 @@ DFCCL_INLINE DFCCL_HD int dfccl_graph_may_move(const dfccl_exec_t *x, uint32_t j
 /* Unit length of step j in its current round; *lo: its first element. */
 DFCCL_INLINE DFCCL_HD uint64_t dfccl_graph_unit_len(const dfccl_exec_t *x, uint32_t j, uint64_t *lo)
 {
-    uint64_t part_off, count = dfccl_exec_part(x, x->steps[j].count, &part_off);
+    uint64_t part_off, count = dfccl_exec_part(x, &x->steps[j], &part_off);
     uint64_t first = x->graph->cur[j].round * x->chunk_elems;
 
     *lo = part_off + first;

@@ -269,11 +269,13 @@ __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_blo
     x->esize = d->esize;
     x->dtype = (dfccl_dtype_t)d->dtype;
     x->op = (dfccl_op_t)d->op;
-    x->recv_fifo = &c->recv_fifo[blockIdx.x];
-    x->send_fifo = &c->send_fifo[blockIdx.x];
+    x->recv_fifo = c->recv_fifo[blockIdx.x];
+    x->send_fifo = c->send_fifo[blockIdx.x];
     x->waiting = DFCCL_WAIT_NONE;
     x->nrounds = 0;
+    x->vec_lo = x->vec_hi = 0;
     if (t->algo == DFCCL_GPU_ALGO_RING) {
+        if (d->vector_parts) dfccl_exec_cut_vector(x, d->count);
         x->nrounds = dfccl_exec_part_rounds(x);
     } else if (t->algo == DFCCL_GPU_ALGO_DIRECT) {
         /* admitted in order on a communicator, alike on every rank */

@@ -43,20 +43,81 @@ static void fail(const char *what, int n, int shape, int rank)
     if (failures++ < 20) fprintf(stderr, "FAIL %s: %d ranks, shape %d, rank %d\n", what, n, shape, rank);
 }
 
+/* The topology of node[] into t (arrays of n each in scratch). */
+static void topo_of(int n, const int *node, int *scratch, dfccl_topo_t *t)
+{
+    int *local = scratch, *order = scratch + n, *pos = scratch + 2 * n;
+
+    *t = (dfccl_topo_t){ n, 1, node, local, order, pos, 1 };
+    dfccl_topo_derive(n, node, local, order, pos, &t->nnodes, &t->uniform);
+}
+
+/* The connections of q seen from both ends: each send of q is a receive of
+ * its peer, the same number of connections on other nodes each way as the
+ * network side counts them, and one FIFO in device memory at most each way. */
+static void check_conns(int n, int shape, const dfccl_topo_t *t, const gpu_conn_plan_t *plan, int q)
+{
+    const gpu_conn_plan_t *p = &plan[q];
+    const int *node = t->node;
+    int local_in = 0, local_out = 0, net_in = 0, net_out = 0;
+
+    if (p->nrecv > GPU_CONN_MAX || p->nsend > GPU_CONN_MAX) fail("connections", n, shape, q);
+    if (n > 1 && (p->recv_peer[0] != p->ring_prev || p->send_peer[0] != p->ring_next))
+        fail("connection 0 is not the ring's", n, shape, q);
+    for (int k = 0; k < p->nsend; k++) {
+        int r = p->send_peer[k];
+        if (gpu_conn_plan_recv_index(&plan[r], q) < 0) fail("a send no one receives", n, shape, q);
+        if (node[r] == node[q]) {
+            local_out++;
+            if (r != p->node_next || !gpu_conn_plan_maps(p, node, q, r))
+                fail("a FIFO on the node not mapped", n, shape, q);
+        } else {
+            net_out++;
+            if (gpu_conn_plan_net_recv_index(&plan[r], t, r, q) < 0)
+                fail("a link the peer does not number", n, shape, q);
+        }
+    }
+    for (int k = 0; k < p->nrecv; k++) {
+        int r = p->recv_peer[k];
+        if (gpu_conn_plan_send_index(&plan[r], q) < 0) fail("a receive no one sends", n, shape, q);
+        if (node[r] == node[q]) local_in += r == p->node_prev ? 1 : 100;
+        else if (gpu_conn_plan_net_send_index(&plan[r], t, r, q) < 0) fail("link ids", n, shape, q);
+        else net_in++;
+    }
+    if (local_in > 1 || local_out > 1) fail("more than one FIFO in device memory", n, shape, q);
+    if (net_in > GPU_CONN_NET_MAX || net_out > GPU_CONN_NET_MAX) fail("links", n, shape, q);
+    if (p->hier != (t->nnodes > 1 && t->uniform && t->nnodes < n)) fail("hier", n, shape, q);
+    if (p->hier && (node[p->cross_next] == node[q] || t->local[p->cross_next] != t->local[q] ||
+                    plan[p->cross_next].cross_prev != q || node[p->node_next] != node[q]))
+        fail("hierarchical neighbours", n, shape, q);
+}
+
 static void check(int n, int shape, const int *node, gpu_conn_plan_t *plan, int *seen)
 {
-    int nnodes = 0, crossings = 0, r = 0;
+    int nnodes = 0, crossings = 0, r = 0, *scratch = malloc(sizeof(int) * 3 * (size_t)n);
+    dfccl_topo_t t;
 
     cases++;
+    if (scratch == NULL) { fail("memory", n, shape, -1); return; }
+    topo_of(n, node, scratch, &t);
     for (int q = 0; q < n; q++) {
+        int prev, next;
         if (node[q] + 1 > nnodes) nnodes = node[q] + 1;
-        gpu_conn_plan_make(n, q, node, &plan[q]);
+        gpu_conn_plan_make(&t, q, 1, &plan[q]);
+        /* the kernel's ring plan runs over the ring the plan names (n small:
+         * this walks every rank) */
+        if (n <= 257) {
+            dfccl_plan_ring_peers(n, node, q, &prev, &next);
+            if (prev != plan[q].ring_prev || next != plan[q].ring_next)
+                fail("ring differs from the plan's", n, shape, q);
+        }
     }
+    for (int q = 0; q < n; q++) check_conns(n, shape, &t, plan, q);
     for (int q = 0; q < n; q++) {
         const gpu_conn_plan_t *p = &plan[q];
         int mapped = 0, local = 0;
 
-        if (p->spans != plan[0].spans || p->all_peers != plan[0].all_peers)
+        if (p->spans != plan[0].spans || p->all_peers != plan[0].all_peers || p->hier != plan[0].hier)
             fail("ranks decide differently", n, shape, q);
         if (p->spans != (nnodes > 1)) fail("spans", n, shape, q);
         if (p->all_peers != (nnodes == 1 && n <= DFCCL_GPU_ALL_PEER_RANKS))
@@ -78,10 +139,14 @@ static void check(int n, int shape, const int *node, gpu_conn_plan_t *plan, int 
          * rank (which maps nothing of it otherwise) */
         if (n > 1 && p->net_prev < 0 && !gpu_conn_plan_waits_on(p, node, q, p->ring_prev))
             fail("the previous rank is not watched", n, shape, q);
-        if (n > 2 && (p->net_next < 0) != gpu_conn_plan_tells(p, node, q, p->ring_next))
+        if (p->node_prev >= 0 && !gpu_conn_plan_waits_on(p, node, q, p->node_prev))
+            fail("the node's previous rank is not watched", n, shape, q);
+        if (n > 2 && p->node_next >= 0 && p->node_next != q &&
+            !gpu_conn_plan_tells(p, node, q, p->node_next))
             fail("the next rank is not told", n, shape, q);
     }
-    /* one cycle through all ranks */
+    free(scratch);
+/* one cycle through all ranks */
     for (int q = 0; q < n; q++) seen[q] = 0;
     for (int k = 0; k < n; k++) {
         if (seen[r]++) { fail("ring cycle shorter than the communicator", n, shape, r); break; }
@@ -102,6 +167,9 @@ static int watch_candidates(const gpu_conn_plan_t *p, int n, int q, int *c)
     } else if (n > 1) {
         c[k++] = p->ring_prev;
         if (p->ring_next != p->ring_prev) c[k++] = p->ring_next;
+        if (p->node_prev >= 0 && p->node_prev != p->ring_prev) c[k++] = p->node_prev;
+        if (p->node_next >= 0 && p->node_next != p->ring_next && p->node_next != p->node_prev)
+            c[k++] = p->node_next;
     }
     return k;
 }
@@ -110,7 +178,7 @@ static int watch_candidates(const gpu_conn_plan_t *p, int n, int q, int *c)
  * failed; -1 if some never does. failed[r]: the round r failed in (0: not). */
 static int propagate(int n, const int *node, const gpu_conn_plan_t *plan, int dead, int *failed)
 {
-    int cand[DFCCL_GPU_ALL_PEER_RANKS + 2], left = n - 1;
+    int cand[DFCCL_GPU_ALL_PEER_RANKS + 4], left = n - 1;
 
     for (int r = 0; r < n; r++) failed[r] = 0;
     for (int round = 1; left > 0; round++) {
@@ -129,9 +197,9 @@ static int propagate(int n, const int *node, const gpu_conn_plan_t *plan, int de
                        (before && gpu_conn_plan_tells(&plan[r], node, r, q));
             }
             /* links across nodes: a failed link, or what the peer tells */
-            for (int side = 0; side < 2 && !fail; side++) {
-                int r = side ? p->net_next : p->net_prev;
-                fail = r >= 0 && (r == dead || (failed[r] && failed[r] < round));
+            for (int i = 0; i < p->nrecv + p->nsend && !fail; i++) {
+                int r = i < p->nrecv ? p->recv_peer[i] : p->send_peer[i - p->nrecv];
+                fail = node[r] != node[q] && (r == dead || (failed[r] && failed[r] < round));
             }
             if (fail) {
                 failed[q] = round;

@@ -67,6 +67,17 @@ static void gpu_legacy_wait_failed(dfccl_gpu_t *g)
     pthread_mutex_unlock(&g->sq.lock);
 }
 
+/* The plan of a collective that runs through the FIFOs: the hierarchical
+ * allreduce where the communicator has its connections (several nodes of as
+ * many ranks, conn_plan.h) and the engine's algorithm knob leaves it the
+ * choice or asks for it, else the ring node by node. Alike on every rank:
+ * it follows from the type and the ranks' nodes alone. */
+static dfccl_algo_t gpu_algo_across(const dfccl_comm_t *comm, dfccl_coll_type_t type)
+{
+    return type == DFCCL_COLL_ALLREDUCE && gpu_comm_of(comm)->conn.hier ? DFCCL_ALGO_HIER
+                                                                         : DFCCL_ALGO_RING;
+}
+
 /* What a call's submission entry holds that follows from its arguments
  * alone: the algorithm, channels and ring plan every rank chooses alike.
  * Not the run's sequence number, priority or (direct) exported buffers. */
@@ -131,6 +142,9 @@ static dfccl_status_t gpu_job_describe(dfccl_comm_t *comm, const dfccl_coll_args
         uint64_t max_block;
         dfccl_step_t *steps = d->steps;
         uint32_t nsteps = 0;
+        dfccl_plan_call_t call = { args->type, args->sendbuf == DFCCL_IN_PLACE, args->count,
+                                   args->type == DFCCL_COLL_REDUCE_SCATTER ? args->counts : NULL };
+        dfccl_algo_t algo = gpu_algo_across(comm, args->type);
         dfccl_status_t planned;
         /* the ring's plan (the direct path falls back to it): in the entry,
          * or for more ranks than it holds, beside it (plan_pool.h) */
@@ -138,9 +152,10 @@ static dfccl_status_t gpu_job_describe(dfccl_comm_t *comm, const dfccl_coll_args
             steps = malloc(sizeof(*steps) * dfccl_plan_max_steps(comm->size));
             if (steps == NULL) return DFCCL_ERR_NO_MEMORY;
         }
-        planned = dfccl_plan_ring(args->type, comm->rank, comm->size, gc->conn.spans ? gc->node : NULL,
-                                  args->sendbuf == DFCCL_IN_PLACE, args->count, args->counts,
-                                  steps, &nsteps, &max_block);
+        planned = gpu_conn_plan_program(&gc->conn, &gc->topo, comm->rank, algo, &call, steps,
+                                        &nsteps, &max_block);
+        /* its steps read what others wrote in blocks cut otherwise */
+        d->vector_parts = algo == DFCCL_ALGO_HIER;
         if (planned != DFCCL_OK) {
             if (steps != d->steps) free(steps);
             return planned;

@@ -71,7 +71,8 @@ static dfccl_status_t gpu_comm_begin(dfccl_comm_t *comm, void *hello_out)
     gc->failed = DFCCL_ERR_UNSUPPORTED;
     /* what every rank is told of the others: O(size) words on the host;
      * device memory and mappings grow with the peers the ring uses */
-    gc->node = calloc((size_t)comm->size, sizeof(*gc->node));
+    /* the ranks' nodes, then the topology derived from them (gpu_net_nodes) */
+    gc->node = calloc(4 * (size_t)comm->size, sizeof(*gc->node));
     gc->peer_base = calloc((size_t)comm->size, sizeof(*gc->peer_base));
     gc->setup_scratch = malloc((size_t)comm->size * (sizeof(uint64_t) + sizeof(int)));
     if (gc->node == NULL || gc->peer_base == NULL || gc->setup_scratch == NULL) {
@@ -184,33 +185,36 @@ static dfccl_status_t gpu_comm_publish(dfccl_comm_t *comm, dfccl_gpu_t *g,
     return DFCCL_OK;
 }
 
-/* Channel c's FIFOs to a ring neighbour on our node: ours receives in our
- * region, and we send into the next rank's, mapped. A neighbour on another
- * node gets its FIFO from the network side instead (gpu_net_connect). */
+/* Channel c's FIFOs to its neighbours on our node (conn_plan.h: node_prev,
+ * node_next): ours receives in our region, and we send into the next one's,
+ * mapped, each at its connection's index. Neighbours on other nodes get
+ * their FIFOs from the network side instead (gpu_net_connect). */
 static void gpu_local_fifos(dfccl_comm_t *comm, dfccl_gpu_comm_dev_t *dev)
 {
     dfccl_gpu_comm_t *gc = gpu_comm_of(comm);
     const dfccl_config_t *cfg = &comm->context->config;
-    int me = comm->rank, n = comm->size, next = gc->conn.ring_next, prev = gc->conn.ring_prev;
-    const int *node = gc->node;
+    int n = comm->size, next = gc->conn.node_next, prev = gc->conn.node_prev;
+    int rk = gpu_conn_plan_recv_index(&gc->conn, prev), sk = gpu_conn_plan_send_index(&gc->conn, next);
     size_t inbox = gpu_conn_inbox_bytes(n, GPU_FIFO_ALIGN), fifo = gpu_fifo_bytes(cfg);
 
     for (unsigned c = 0; c < gc->nchannels; c++) {
         char *mine = gc->region + inbox + c * fifo;
-        char *theirs = (n > 1 ? gc->peer_base[next] : gc->region) + inbox + c * fifo;
-        if (node[prev] == node[me]) {
-            dev->recv_fifo[c].ctrl = (dfccl_fifo_ctrl_t *)mine;
-            dev->recv_fifo[c].slots = mine + sizeof(dfccl_fifo_ctrl_t);
-            dev->recv_fifo[c].slot_bytes = cfg->gpu_slot_bytes;
-            dev->recv_fifo[c].nslots = cfg->gpu_fifo_slots;
-            dev->recv_fifo[c].peer = prev;
+        if (prev >= 0 && rk >= 0) {
+            dfccl_fifo_t *f = &dev->recv_fifo[c][rk];
+            f->ctrl = (dfccl_fifo_ctrl_t *)mine;
+            f->slots = mine + sizeof(dfccl_fifo_ctrl_t);
+            f->slot_bytes = cfg->gpu_slot_bytes;
+            f->nslots = cfg->gpu_fifo_slots;
+            f->peer = prev;
         }
-        if (node[next] == node[me]) {
-            dev->send_fifo[c].ctrl = (dfccl_fifo_ctrl_t *)theirs;
-            dev->send_fifo[c].slots = theirs + sizeof(dfccl_fifo_ctrl_t);
-            dev->send_fifo[c].slot_bytes = cfg->gpu_slot_bytes;
-            dev->send_fifo[c].nslots = cfg->gpu_fifo_slots;
-            dev->send_fifo[c].peer = next;
+        if (next >= 0 && sk >= 0) {
+            char *theirs = gc->peer_base[next] + inbox + c * fifo;
+            dfccl_fifo_t *f = &dev->send_fifo[c][sk];
+            f->ctrl = (dfccl_fifo_ctrl_t *)theirs;
+            f->slots = theirs + sizeof(dfccl_fifo_ctrl_t);
+            f->slot_bytes = cfg->gpu_slot_bytes;
+            f->nslots = cfg->gpu_fifo_slots;
+            f->peer = next;
         }
     }
 }

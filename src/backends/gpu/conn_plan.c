@@ -4,38 +4,142 @@
 #include "backends/gpu/conn_plan.h"
 #include "core/exec_cpu.h"   /* gpu_shared.h's executor, as host code sees it */
 #include "backends/gpu/gpu_shared.h"
+#include <stdlib.h>
 #include "core/plan.h"
 
-void gpu_conn_plan_make(int size, int rank, const int *node, gpu_conn_plan_t *plan)
+/* Appends peer to a connection list once (-1: none). */
+static void gpu_conn_add(int *list, int *n, int peer)
 {
-    int me = node != NULL ? node[rank] : 0;
+    if (peer < 0) return;
+    for (int i = 0; i < *n; i++)
+        if (list[i] == peer) return;
+    list[(*n)++] = peer;
+}
 
-    plan->spans = 0;
-    for (int r = 0; node != NULL && r < size && !plan->spans; r++)
-        plan->spans = node[r] != me;
-    plan->all_peers = !plan->spans && size <= DFCCL_GPU_ALL_PEER_RANKS;
-    dfccl_plan_ring_peers(size, node, rank, &plan->ring_prev, &plan->ring_next);
-    plan->net_prev = node != NULL && node[plan->ring_prev] != me ? plan->ring_prev : -1;
-    plan->net_next = node != NULL && node[plan->ring_next] != me ? plan->ring_next : -1;
+void gpu_conn_plan_make(const dfccl_topo_t *t, int rank, int hier, gpu_conn_plan_t *plan)
+{
+    int n = t->size, me = t->node[rank], v = t->pos[rank];
+
+    plan->spans = t->nnodes > 1;
+    plan->all_peers = !plan->spans && n <= DFCCL_GPU_ALL_PEER_RANKS;
+    /* the flat ring: order[] holds the ranks node by node (as
+     * dfccl_plan_ring_peers walks them) */
+    plan->ring_prev = t->order[(v + n - 1) % n];
+    plan->ring_next = t->order[(v + 1) % n];
+    plan->net_prev = t->node[plan->ring_prev] != me ? plan->ring_prev : -1;
+    plan->net_next = t->node[plan->ring_next] != me ? plan->ring_next : -1;
+    plan->node_prev = plan->net_prev < 0 && n > 1 ? plan->ring_prev : -1;
+    plan->node_next = plan->net_next < 0 && n > 1 ? plan->ring_next : -1;
+    plan->cross_prev = plan->cross_next = -1;
+    plan->hier = hier && plan->spans && t->uniform && t->nnodes < n;
+    if (plan->hier) {
+        /* uniform: node k's ranks sit at order[k * L .. (k + 1) * L) */
+        int L = n / t->nnodes, l = t->local[rank], first = v - l;
+        plan->node_prev = t->order[first + (l + L - 1) % L];
+        plan->node_next = t->order[first + (l + 1) % L];
+        plan->cross_prev = t->order[((me + t->nnodes - 1) % t->nnodes) * L + l];
+        plan->cross_next = t->order[((me + 1) % t->nnodes) * L + l];
+    }
+    plan->nrecv = plan->nsend = 0;
+    if (n > 1) {
+        gpu_conn_add(plan->recv_peer, &plan->nrecv, plan->ring_prev);
+        gpu_conn_add(plan->send_peer, &plan->nsend, plan->ring_next);
+    }
+    gpu_conn_add(plan->recv_peer, &plan->nrecv, plan->node_prev);
+    gpu_conn_add(plan->send_peer, &plan->nsend, plan->node_next);
+    gpu_conn_add(plan->recv_peer, &plan->nrecv, plan->cross_prev);
+    gpu_conn_add(plan->send_peer, &plan->nsend, plan->cross_next);
+}
+
+static int gpu_conn_find(const int *list, int n, int peer)
+{
+    for (int i = 0; i < n; i++)
+        if (list[i] == peer) return i;
+    return -1;
+}
+
+int gpu_conn_plan_recv_index(const gpu_conn_plan_t *plan, int peer)
+{
+    return gpu_conn_find(plan->recv_peer, plan->nrecv, peer);
+}
+
+int gpu_conn_plan_send_index(const gpu_conn_plan_t *plan, int peer)
+{
+    return gpu_conn_find(plan->send_peer, plan->nsend, peer);
+}
+
+/* peer's place among the list's peers on other nodes than rank's. */
+static int gpu_conn_net_index(const int *list, int n, const dfccl_topo_t *t, int rank, int peer)
+{
+    int k = 0;
+
+    for (int i = 0; i < n; i++) {
+        if (t->node[list[i]] == t->node[rank]) continue;
+        if (list[i] == peer) return k;
+        k++;
+    }
+    return -1;
+}
+
+int gpu_conn_plan_net_recv_index(const gpu_conn_plan_t *plan, const dfccl_topo_t *t, int rank,
+                                 int peer)
+{
+    return gpu_conn_net_index(plan->recv_peer, plan->nrecv, t, rank, peer);
+}
+
+int gpu_conn_plan_net_send_index(const gpu_conn_plan_t *plan, const dfccl_topo_t *t, int rank,
+                                 int peer)
+{
+    return gpu_conn_net_index(plan->send_peer, plan->nsend, t, rank, peer);
 }
 
 int gpu_conn_plan_maps(const gpu_conn_plan_t *plan, const int *node, int rank, int r)
 {
-    if (r == rank || (node != NULL && node[r] != node[rank])) return 0;
-    return plan->all_peers || r == plan->ring_next;
+    if (r == rank || node[r] != node[rank]) return 0;
+    return plan->all_peers || r == plan->node_next;
 }
 
 int gpu_conn_plan_waits_on(const gpu_conn_plan_t *plan, const int *node, int rank, int r)
 {
-    if (r == rank || (node != NULL && node[r] != node[rank])) return 0;
-    return plan->all_peers || r == plan->ring_prev || r == plan->ring_next;
+    if (r == rank || node[r] != node[rank]) return 0;
+    return plan->all_peers || r == plan->node_prev || r == plan->node_next;
 }
 
 int gpu_conn_plan_tells(const gpu_conn_plan_t *plan, const int *node, int rank, int r)
 {
-    return r != rank && r == plan->ring_next && (node == NULL || node[r] == node[rank]);
+    return r != rank && r == plan->node_next && node[r] == node[rank];
 }
 
+dfccl_status_t gpu_conn_plan_program(const gpu_conn_plan_t *plan, const dfccl_topo_t *t, int rank,
+                                     dfccl_algo_t algo, const dfccl_plan_call_t *call,
+                                     dfccl_step_t *steps, uint32_t *nsteps, uint64_t *max_block)
+{
+    uint32_t cap = dfccl_plan_max_steps(t->size);
+    dfccl_step_peers_t *peers = malloc(sizeof(*peers) * cap);
+    dfccl_plan_t b = { .steps = steps, .peers = peers, .cap = cap };
+    dfccl_status_t status;
+
+    if (peers == NULL) return DFCCL_ERR_NO_MEMORY;
+    if (algo != DFCCL_ALGO_RING && algo != DFCCL_ALGO_HIER) status = DFCCL_ERR_UNSUPPORTED;
+    else status = dfccl_plan_build(algo, call, t, rank, &b);
+    for (uint32_t i = 0; status == DFCCL_OK && i < b.nsteps; i++) {
+        dfccl_step_t *s = &steps[i];
+        int rc = s->recv ? gpu_conn_plan_recv_index(plan, peers[i].recv) : 0;
+        int sc = s->send ? gpu_conn_plan_send_index(plan, peers[i].send) : 0;
+        /* the kernel runs chains over one connection each way per step */
+        if (rc < 0 || sc < 0 || s->send > 1 || s->ndeps > 0 || (i > 0 && !s->chain))
+            status = DFCCL_ERR_UNSUPPORTED;
+        s->recv_conn = (uint8_t)(rc < 0 ? 0 : rc);
+        s->send_conn = (uint8_t)(sc < 0 ? 0 : sc);
+    }
+    free(peers);
+    if (status != DFCCL_OK) return status;
+    *nsteps = b.nsteps;
+    *max_block = b.max_block;
+    return DFCCL_OK;
+}
+
+_Static_assert(GPU_CONN_MAX == DFCCL_GPU_MAX_CONNS, "a plan's connections fit the table");
 _Static_assert(sizeof(gpu_conn_status_t) <= GPU_CONN_STATUS_BYTES, "the status fits its place");
 
 static size_t gpu_conn_align(size_t bytes, size_t align)

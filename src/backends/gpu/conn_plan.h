@@ -2,8 +2,9 @@
  * conn_plan.h - what one rank of a GPU communicator connects to, decided
  * from where every rank is (node[r]) and nothing else, so that all ranks
  * decide alike: the ring's neighbours node by node, whether the paths that
- * reach every peer (LL, one-shot, direct) may run, which peers' regions it
- * maps through CUDA IPC, which neighbours it reaches over the network, and
+ * reach every peer (LL, one-shot, direct) may run, the connections of the
+ * hierarchical allreduce across nodes and the programs over them, which
+ * peers' regions it maps through CUDA IPC, which neighbours it reaches over the network, and
  * how large its own region is. Free of CUDA, so that make check runs it on
  * simulated communicators of any size (test/engine/test_gpu_conn.c).
  */
@@ -12,26 +13,71 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "core/plan.h"
+
+/* Connections a channel has each way at most: the ring's neighbour, the
+ * neighbour of the ring within the node, the counterpart on the next or
+ * previous node (the hierarchical allreduce). */
+#define GPU_CONN_MAX 3
+/* Of those, the most on other nodes (the ring's and the counterpart's). */
+#define GPU_CONN_NET_MAX 2
 
 typedef struct gpu_conn_plan {
     int spans;         /* some rank is on another node */
     int all_peers;     /* LL, one-shot and direct may run: one node, at most
                           DFCCL_GPU_ALL_PEER_RANKS ranks */
+    int hier;          /* the hierarchical allreduce may run: several nodes of
+                          the same number of ranks, more than one each */
     int ring_prev, ring_next;   /* node by node (dfccl_plan_ring_peers) */
-    int net_prev, net_next;     /* the neighbour's rank where it is on another node
+    int net_prev, net_next;     /* the ring's neighbour where it is on another node
                                    (its FIFO crosses the network), else -1 */
+    int node_prev, node_next;   /* the ends of the one FIFO each way in device memory:
+                                   the ring's neighbours on our node, and where hier,
+                                   the ring of our node's ranks; -1: none */
+    int cross_prev, cross_next; /* hier: our counterparts (same local index) on the
+                                   previous and the next node, else -1 */
+    /* The connections, receive and send, each numbered alike on every
+     * channel: 0 is the ring's; a step names them (plan.h recv_conn and
+     * send_conn). A peer appears once per list. */
+    int nrecv, nsend;
+    int recv_peer[GPU_CONN_MAX], send_peer[GPU_CONN_MAX];
 } gpu_conn_plan_t;
 
-/* The plan of rank among size ranks; node NULL: all on one node. */
-void gpu_conn_plan_make(int size, int rank, const int *node, gpu_conn_plan_t *plan);
+/* The plan of rank on topology t (dfccl_topo_derive of the ranks' nodes);
+ * hier 0: no connections for the hierarchical allreduce (the engine's
+ * algorithm knob rules it out, alike on every rank). */
+void gpu_conn_plan_make(const dfccl_topo_t *t, int rank, int hier, gpu_conn_plan_t *plan);
+
+/* The index of peer's connection in the plan (receiving, or sending), or -1. */
+int gpu_conn_plan_recv_index(const gpu_conn_plan_t *plan, int peer);
+int gpu_conn_plan_send_index(const gpu_conn_plan_t *plan, int peer);
+
+/* Among the connections on other nodes only (the network side's links),
+ * in list order: the index of peer's, or -1. */
+int gpu_conn_plan_net_recv_index(const gpu_conn_plan_t *plan, const dfccl_topo_t *t, int rank,
+                                 int peer);
+int gpu_conn_plan_net_send_index(const gpu_conn_plan_t *plan, const dfccl_topo_t *t, int rank,
+                                 int peer);
+
+/*
+ * Rank's program of algo for call (RING or HIER) with its peers mapped onto
+ * the plan's connections: steps must hold dfccl_plan_max_steps(t->size).
+ * Sets *nsteps and *max_block (the largest block, the same on every rank).
+ * DFCCL_ERR_UNSUPPORTED where the algorithm does not serve the call here,
+ * or a step needs what the kernel does not run (a peer without a
+ * connection, a send to several peers, dependencies beyond the chain).
+ */
+dfccl_status_t gpu_conn_plan_program(const gpu_conn_plan_t *plan, const dfccl_topo_t *t, int rank,
+                                     dfccl_algo_t algo, const dfccl_plan_call_t *call,
+                                     dfccl_step_t *steps, uint32_t *nsteps, uint64_t *max_block);
 
 /* 1 when rank maps peer r's region: every other rank of its node where the
- * all-peer paths run, else the ring's next rank when it is on its node. */
+ * all-peer paths run, else the peer whose FIFO it writes there (node_next). */
 int gpu_conn_plan_maps(const gpu_conn_plan_t *plan, const int *node, int rank, int r);
 
 /* 1 when rank's collectives wait for peer r on its node, so that the watch
  * looks whether r's process is gone: every other rank of the node where
- * the all-peer paths run, else the ring's neighbours there. */
+ * the all-peer paths run, else its neighbours there (ring and node ring). */
 int gpu_conn_plan_waits_on(const gpu_conn_plan_t *plan, const int *node, int rank, int r);
 
 /*
@@ -53,8 +99,8 @@ typedef struct gpu_conn_status {
 
 #define GPU_CONN_STATUS_BYTES 256
 
-/* 1 when rank tells r's region that it failed (prev_broken there): r is its
- * ring's next rank on its node. */
+/* 1 when rank tells r's region that it failed (prev_broken there): r is the
+ * peer whose FIFO it writes on its node (node_next). */
 int gpu_conn_plan_tells(const gpu_conn_plan_t *plan, const int *node, int rank, int r);
 
 /* Bytes of a rank's region on a communicator of size ranks: the inbox

@@ -32,6 +32,9 @@
  * (plan_pool.h) and the entry points at them. */
 #define DFCCL_GPU_INLINE_STEPS (2 * DFCCL_GPU_ALL_PEER_RANKS + 1)
 #define DFCCL_GPU_MAX_CHANNELS 32     /* blocks of the daemon kernel */
+/* Connections per channel each way: the ring's, the node ring's and the
+ * counterpart's on another node (conn_plan.h); a step names one by index. */
+#define DFCCL_GPU_MAX_CONNS    3
 #define DFCCL_GPU_SQ_DEPTH     64     /* collectives in the kernel at once, per process */
 #define DFCCL_GPU_MAX_COMMS    1024   /* communicators with a GPU side, per process */
 /* The one-shot path: every rank writes its contribution into every peer's
@@ -101,7 +104,9 @@ typedef struct __attribute__((aligned(16))) dfccl_gpu_desc {
     const dfccl_step_t *plan;    /* a plan longer than steps[] holds, in device memory;
                                     NULL: steps[0 .. nsteps) */
     uint32_t     plan_nsteps;
-    uint32_t     pad_plan;
+    uint32_t     vector_parts;   /* the channels' parts cut from the vector of count
+                                    elements, not from each step (exec.h
+                                    dfccl_exec_part): the hierarchical allreduce */
     uint64_t     rs_counts[DFCCL_GPU_ALL_PEER_RANKS];   /* REDUCE_SCATTER on the all-peer paths */
     dfccl_gpu_export_t exported;  /* DIRECT: our buffers, for the peers */
     dfccl_step_t steps[DFCCL_GPU_INLINE_STEPS];   /* the ring plan (DIRECT falls back to it),
@@ -235,8 +240,11 @@ typedef struct dfccl_gpu_comm_dev {
     uint64_t       ll_early_k;    /* the one-shot whose lines an early send last sent
                                      (block 0; gpu_ll_early.cuh) */
     uint64_t       direct_count[DFCCL_GPU_MAX_CHANNELS];   /* direct ones, per channel */
-    dfccl_fifo_t   recv_fifo[DFCCL_GPU_MAX_CHANNELS];   /* from rank - 1, in our memory */
-    dfccl_fifo_t   send_fifo[DFCCL_GPU_MAX_CHANNELS];   /* to rank + 1, in its memory */
+    /* channel c's connections (conn_plan.h): receive k from recv_fifo[c][k],
+     * in our memory (or, from another node, in mapped host memory); send k
+     * into send_fifo[c][k], in the peer's (or a host shadow the proxy sends) */
+    dfccl_fifo_t   recv_fifo[DFCCL_GPU_MAX_CHANNELS][DFCCL_GPU_MAX_CONNS];
+    dfccl_fifo_t   send_fifo[DFCCL_GPU_MAX_CHANNELS][DFCCL_GPU_MAX_CONNS];
     char          *inbox[DFCCL_GPU_ALL_PEER_RANKS];          /* every rank's inbox, ours too */
 } dfccl_gpu_comm_dev_t;
 

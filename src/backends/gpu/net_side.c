@@ -22,23 +22,35 @@
  * link's sends run for 2 s (ucx_net.h) before it parks them. */
 #define GPU_NET_FINI_NS 3000000000ull
 
+/* One connection to or from a rank on another node, on every channel. */
+typedef struct gpu_net_conn {
+    int               peer;
+    int               index;        /* the connection's index (conn_plan.h) */
+    int               peer_index;   /* ours among the peer's network connections the
+                                       other way (its link ids) */
+    dfccl_net_link_t *link[DFCCL_GPU_MAX_CHANNELS];
+    /* per channel: 1 once its link uses our memory no more (net.h), 1 too
+     * where no link was opened */
+    int               released[DFCCL_GPU_MAX_CHANNELS];
+    /* per channel: the peer's board as its messages tell it (why its
+     * communicator broke) */
+    dfccl_board_t    *mirror[DFCCL_GPU_MAX_CHANNELS];
+    char              host[DFCCL_NET_HOST_MAX];
+} gpu_net_conn_t;
+
 typedef struct gpu_net_side {
     struct gpu_net_side *retired_next;   /* g->net.retired */
     dfccl_net_t      *net;
     char             *host;           /* pinned, mapped: every FIFO of the side */
     char             *dev;            /* the same memory as the kernel addresses it */
     size_t            bytes;
-    size_t            recv_stride;    /* per channel: receive FIFOs first, */
+    size_t            recv_stride;    /* per connection and channel: receive FIFOs first, */
     size_t            send_stride;    /* then the send FIFOs from send_at */
     size_t            send_at;
     unsigned          nchannels;
-    int               prev, next;     /* the ring neighbours on other nodes, else -1 */
-    uint32_t          link_ids;       /* our block: 2 x nchannels */
-    dfccl_net_link_t *recv_link[DFCCL_GPU_MAX_CHANNELS];
-    dfccl_net_link_t *send_link[DFCCL_GPU_MAX_CHANNELS];
-    /* per link (receive c, then send nchannels + c): 1 once it uses our
-     * memory no more (net.h), 1 too where no link was opened */
-    int               released[2 * DFCCL_GPU_MAX_CHANNELS];
+    int               nrecv, nsend;   /* connections each way on other nodes */
+    gpu_net_conn_t    recv[GPU_CONN_NET_MAX], send[GPU_CONN_NET_MAX];
+    uint32_t          link_ids;       /* our block: 2 x GPU_CONN_NET_MAX x nchannels */
     /* What a link reads to tell its peer why our communicator broke: set
      * by the watch (peer_watch.c) when a link or a peer failed, so the
      * ranks down the ring on other nodes learn it from their links. The
@@ -46,11 +58,6 @@ typedef struct gpu_net_side {
      * watchdog) tells nobody. */
     int               broken;
     dfccl_board_t     board;
-    /* per link as released[]: the peer's board as its messages tell it
-     * (why its communicator broke) */
-    dfccl_board_t    *mirror[2 * DFCCL_GPU_MAX_CHANNELS];
-    char              prev_host[DFCCL_NET_HOST_MAX];
-    char              next_host[DFCCL_NET_HOST_MAX];
 } gpu_net_side_t;
 
 /* A rank's part of the addresses exchange. */
@@ -67,58 +74,92 @@ static size_t gpu_net_round(size_t bytes)
     return (bytes + GPU_NET_ALIGN - 1) / GPU_NET_ALIGN * GPU_NET_ALIGN;
 }
 
+/* Whether the hierarchical allreduce may run: the engine's algorithm knob
+ * (alike on every rank) leaves it a choice. */
+static int gpu_net_hier_wanted(const dfccl_comm_t *comm)
+{
+    unsigned a = comm->context->config.algorithm;
+    return a == DFCCL_ALGO_HIER || a >= DFCCL_ALGO_COUNT;
+}
+
 void gpu_net_nodes(dfccl_comm_t *comm, const gpu_hello_t *all)
 {
     dfccl_gpu_comm_t *gc = gpu_comm_of(comm);
     /* begin made room for the labels and the groups' ranks: this step
      * cannot fail, as every rank must come to the same answer */
     uint64_t *label = gc->setup_scratch;
-    int *k = (int *)(label + comm->size);
+    int n = comm->size, *k = (int *)(label + n);
+    int *local = gc->node + n, *order = local + n, *pos = order + n;
 
-    for (int r = 0; r < comm->size; r++) label[r] = all[r].node_label;
-    dfccl_node_groups(label, comm->size, comm->context->config.node_split, gc->node, k);
+    for (int r = 0; r < n; r++) label[r] = all[r].node_label;
+    dfccl_node_groups(label, n, comm->context->config.node_split, gc->node, k);
     free(gc->setup_scratch);
     gc->setup_scratch = NULL;
-    gpu_conn_plan_make(comm->size, comm->rank, gc->node, &gc->conn);
+    gc->topo = (dfccl_topo_t){ n, 1, gc->node, local, order, pos, 1 };
+    dfccl_topo_derive(n, gc->node, local, order, pos, &gc->topo.nnodes, &gc->topo.uniform);
+    gpu_conn_plan_make(&gc->topo, comm->rank, gpu_net_hier_wanted(comm), &gc->conn);
+}
+
+/* The connections of plan on other nodes, one way: the peers, their
+ * indices, and ours at the peer's end. */
+static int gpu_net_conns(const dfccl_topo_t *t, int me, const gpu_conn_plan_t *plan, int sending,
+                         const gpu_hello_t *all, gpu_net_conn_t *conns)
+{
+    const int *peers = sending ? plan->send_peer : plan->recv_peer;
+    int n = 0, count = sending ? plan->nsend : plan->nrecv;
+
+    for (int i = 0; i < count; i++) {
+        gpu_conn_plan_t theirs;
+        int p = peers[i];
+        if (t->node[p] == t->node[me]) continue;
+        gpu_conn_plan_make(t, p, plan->hier, &theirs);
+        conns[n].peer = p;
+        conns[n].index = i;
+        conns[n].peer_index = sending ? gpu_conn_plan_net_recv_index(&theirs, t, p, me)
+                                      : gpu_conn_plan_net_send_index(&theirs, t, p, me);
+        for (unsigned c = 0; c < DFCCL_GPU_MAX_CHANNELS; c++) conns[n].released[c] = 1;
+        snprintf(conns[n].host, sizeof(conns[n].host), "%.*s", DFCCL_NET_HOST_MAX - 1,
+                 all[p].host);
+        n++;
+    }
+    return n;
 }
 
 dfccl_status_t gpu_net_begin(dfccl_comm_t *comm, dfccl_gpu_t *g, const gpu_hello_t *all)
 {
     const dfccl_config_t *cfg = &comm->context->config;
     dfccl_gpu_comm_t *gc = gpu_comm_of(comm);
-    int me = comm->rank, prev = gc->conn.ring_prev, next = gc->conn.ring_next, previous;
+    int me = comm->rank, previous;
     gpu_net_side_t *side;
     dfccl_status_t status;
     cudaError_t e;
     void *dev = NULL;
     char why[160];
 
-    if (gc->conn.net_prev < 0 && gc->conn.net_next < 0) return DFCCL_OK;
-    if (!dfccl_net_available(why, sizeof(why))) {
-        dfccl_info("comm %#llx: rank %d's ring neighbours include a rank on another node, which"
-                   " the GPU side reaches over the network transport: %s",
-                   (unsigned long long)comm->key, me, why);
-        return DFCCL_ERR_UNSUPPORTED;
-    }
+    if (!gc->conn.spans) return DFCCL_OK;
     side = calloc(1, sizeof(*side));
     if (side == NULL) return DFCCL_ERR_NO_MEMORY;
+    side->nrecv = gpu_net_conns(&gc->topo, me, &gc->conn, 0, all, side->recv);
+    side->nsend = gpu_net_conns(&gc->topo, me, &gc->conn, 1, all, side->send);
+    if (side->nrecv == 0 && side->nsend == 0) {
+        free(side);
+        return DFCCL_OK;
+    }
+    if (!dfccl_net_available(why, sizeof(why))) {
+        dfccl_info("comm %#llx: rank %d's connections include a rank on another node, which"
+                   " the GPU side reaches over the network transport: %s",
+                   (unsigned long long)comm->key, me, why);
+        free(side);
+        return DFCCL_ERR_UNSUPPORTED;
+    }
     side->nchannels = gc->nchannels;
-    side->prev = gc->conn.net_prev;
-    side->next = gc->conn.net_next;
-    if (side->prev >= 0)
-        side->recv_stride =
-            gpu_net_round(dfccl_net_fifo_bytes(cfg->gpu_slot_bytes, cfg->gpu_fifo_slots, 0));
-    if (side->next >= 0)
-        side->send_stride =
-            gpu_net_round(dfccl_net_fifo_bytes(cfg->gpu_slot_bytes, cfg->gpu_fifo_slots, 1));
-    side->send_at = side->nchannels * side->recv_stride;
-    side->bytes = side->send_at + side->nchannels * side->send_stride;
-    for (unsigned i = 0; i < 2 * DFCCL_GPU_MAX_CHANNELS; i++) side->released[i] = 1;
+    side->recv_stride =
+        gpu_net_round(dfccl_net_fifo_bytes(cfg->gpu_slot_bytes, cfg->gpu_fifo_slots, 0));
+    side->send_stride =
+        gpu_net_round(dfccl_net_fifo_bytes(cfg->gpu_slot_bytes, cfg->gpu_fifo_slots, 1));
+    side->send_at = (size_t)side->nrecv * side->nchannels * side->recv_stride;
+    side->bytes = side->send_at + (size_t)side->nsend * side->nchannels * side->send_stride;
     dfccl_board_init(&side->board);
-    snprintf(side->prev_host, sizeof(side->prev_host), "%.*s", DFCCL_NET_HOST_MAX - 1,
-             all[prev].host);
-    snprintf(side->next_host, sizeof(side->next_host), "%.*s", DFCCL_NET_HOST_MAX - 1,
-             all[next].host);
     status = dfccl_context_net(comm->context, &side->net);
     if (status != DFCCL_OK) {
         free(side);
@@ -137,14 +178,12 @@ dfccl_status_t gpu_net_begin(dfccl_comm_t *comm, dfccl_gpu_t *g, const gpu_hello
     }
     memset(side->host, 0, side->bytes);
     side->dev = dev;
-    side->link_ids = dfccl_net_link_ids(side->net, 2 * side->nchannels);
+    side->link_ids = dfccl_net_link_ids(side->net, 2 * GPU_CONN_NET_MAX * side->nchannels);
     __atomic_add_fetch(&g->net.sides, 1, __ATOMIC_ACQ_REL);
     gc->net = side;
-    dfccl_debug("comm %#llx: rank %d reaches %s%s%s over the network, %u channels, %zu bytes of"
-                " mapped host memory", (unsigned long long)comm->key, me,
-                side->prev >= 0 ? "its previous rank" : "",
-                side->prev >= 0 && side->next >= 0 ? " and " : "",
-                side->next >= 0 ? "its next rank" : "", side->nchannels, side->bytes);
+    dfccl_debug("comm %#llx: rank %d reaches %d rank(s) and is reached by %d over the network,"
+                " %u channels, %zu bytes of mapped host memory", (unsigned long long)comm->key,
+                me, side->nsend, side->nrecv, side->nchannels, side->bytes);
     return DFCCL_OK;
 }
 
@@ -180,54 +219,60 @@ static void gpu_net_device_view(const gpu_net_side_t *side, const dfccl_fifo_t *
         dev->lens = (uint32_t *)(side->dev + ((char *)host->lens - side->host));
 }
 
-/* Channel c's link to the next rank (sending) or from the previous one. */
-static dfccl_status_t gpu_net_link(dfccl_comm_t *comm, gpu_net_side_t *side, unsigned c,
-                                   int sending, const gpu_address_t *peer,
+/* Channel c's link of connection x (sending, or receiving). Link ids
+ * (net_side.h): the receiving side's block + its network index of the
+ * connection x nchannels + c for the data; the sending side's block +
+ * (GPU_CONN_NET_MAX + its index) x nchannels + c for the control. */
+static dfccl_status_t gpu_net_link(dfccl_comm_t *comm, gpu_net_side_t *side, int sending, int k,
+                                   unsigned c, const gpu_address_t *peer,
                                    dfccl_gpu_comm_dev_t *dev)
 {
     const dfccl_config_t *cfg = &comm->context->config;
-    int rank = sending ? side->next : side->prev;
-    int *released = &side->released[sending ? side->nchannels + c : c];
-    char *mem = sending ? side->host + side->send_at + c * side->send_stride
-                        : side->host + c * side->recv_stride;
+    gpu_net_conn_t *x = sending ? &side->send[k] : &side->recv[k];
+    unsigned nch = side->nchannels;
+    char *mem = sending ? side->host + side->send_at + ((size_t)k * nch + c) * side->send_stride
+                        : side->host + ((size_t)k * nch + c) * side->recv_stride;
     dfccl_net_link_params_t p;
     dfccl_fifo_t view;
     dfccl_board_t *mirror;   /* the peer's board as it tells it: the kernel reads none */
     dfccl_status_t status;
 
-    if (peer->addr_len == 0) {
+    if (peer->addr_len == 0 || x->peer_index < 0) {
         dfccl_error("comm %#llx: rank %d has no network address for rank %d on host %s",
-                    (unsigned long long)comm->key, comm->rank, rank,
-                    sending ? side->next_host : side->prev_host);
+                    (unsigned long long)comm->key, comm->rank, x->peer, x->host);
         return DFCCL_ERR_SYSTEM;
     }
     memset(&p, 0, sizeof(p));
     memset(&view, 0, sizeof(view));
     p.addr = peer->addr;
     p.addr_len = peer->addr_len;
-    p.host = sending ? side->next_host : side->prev_host;
-    p.peer = rank;
-    /* the receiving side's block: data at + c, control to the sender at
-     * + nchannels + c (net_side.h) */
-    p.id_in = side->link_ids + (sending ? side->nchannels : 0) + c;
-    p.id_out = peer->link_ids + (sending ? 0 : side->nchannels) + c;
+    p.host = x->host;
+    p.peer = x->peer;
+    if (sending) {
+        p.id_in = side->link_ids + (GPU_CONN_NET_MAX + k) * nch + c;
+        p.id_out = peer->link_ids + (uint32_t)x->peer_index * nch + c;
+    } else {
+        p.id_in = side->link_ids + k * nch + c;
+        p.id_out = peer->link_ids + (GPU_CONN_NET_MAX + (uint32_t)x->peer_index) * nch + c;
+    }
     p.slot_bytes = cfg->gpu_slot_bytes;
     p.nslots = cfg->gpu_fifo_slots;
     p.sends = sending;
     p.receives = !sending;
     p.broken = &side->broken;
     p.board = &side->board;
-    p.released = released;
-    *released = 0;
+    p.released = &x->released[c];
+    x->released[c] = 0;
     status = dfccl_net_link_open_at(side->net, &p, sending ? mem : NULL, sending ? NULL : mem,
                                     sending ? &view : NULL, sending ? NULL : &view, &mirror,
-                                    sending ? &side->send_link[c] : &side->recv_link[c]);
+                                    &x->link[c]);
     if (status != DFCCL_OK) {
-        *released = 1;
+        x->released[c] = 1;
         return status;
     }
-    side->mirror[sending ? side->nchannels + c : c] = mirror;
-    gpu_net_device_view(side, &view, sending ? &dev->send_fifo[c] : &dev->recv_fifo[c]);
+    x->mirror[c] = mirror;
+    gpu_net_device_view(side, &view, sending ? &dev->send_fifo[c][x->index]
+                                             : &dev->recv_fifo[c][x->index]);
     return DFCCL_OK;
 }
 
@@ -242,9 +287,10 @@ dfccl_status_t gpu_net_connect(dfccl_comm_t *comm, const void *addresses,
         if (all[r].status != DFCCL_OK) return (dfccl_status_t)all[r].status;
     if (side == NULL) return DFCCL_OK;
     for (unsigned c = 0; c < side->nchannels && status == DFCCL_OK; c++) {
-        if (side->prev >= 0) status = gpu_net_link(comm, side, c, 0, &all[side->prev], dev);
-        if (status == DFCCL_OK && side->next >= 0)
-            status = gpu_net_link(comm, side, c, 1, &all[side->next], dev);
+        for (int k = 0; k < side->nrecv && status == DFCCL_OK; k++)
+            status = gpu_net_link(comm, side, 0, k, c, &all[side->recv[k].peer], dev);
+        for (int k = 0; k < side->nsend && status == DFCCL_OK; k++)
+            status = gpu_net_link(comm, side, 1, k, c, &all[side->send[k].peer], dev);
     }
     return status;
 }
@@ -253,17 +299,16 @@ int gpu_net_side_failed(const gpu_net_side_t *side, char *why, size_t len)
 {
     char told[DFCCL_BOARD_WHY];
 
-    for (unsigned i = 0; i < 2 * side->nchannels; i++) {
-        int sending = i >= side->nchannels;
-        const dfccl_net_link_t *link = sending ? side->send_link[i - side->nchannels]
-                                               : side->recv_link[i];
-        if (link == NULL) continue;
-        if (dfccl_net_link_failed(link, why, len)) return 1;
-        if (side->mirror[i] != NULL &&
-            dfccl_board_broken(side->mirror[i], NULL, told, sizeof(told)) != 0) {
-            snprintf(why, len, "rank %d on host %s failed: %s", sending ? side->next : side->prev,
-                     sending ? side->next_host : side->prev_host, told);
-            return 1;
+    for (int i = 0; i < side->nrecv + side->nsend; i++) {
+        const gpu_net_conn_t *x = i < side->nrecv ? &side->recv[i] : &side->send[i - side->nrecv];
+        for (unsigned c = 0; c < side->nchannels; c++) {
+            if (x->link[c] == NULL) continue;
+            if (dfccl_net_link_failed(x->link[c], why, len)) return 1;
+            if (x->mirror[c] != NULL &&
+                dfccl_board_broken(x->mirror[c], NULL, told, sizeof(told)) != 0) {
+                snprintf(why, len, "rank %d on host %s failed: %s", x->peer, x->host, told);
+                return 1;
+            }
         }
     }
     return 0;
@@ -284,9 +329,10 @@ void gpu_net_close(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc)
 
     if (side == NULL) return;
     gc->net = NULL;
-    for (unsigned c = 0; c < side->nchannels; c++) {
-        if (side->recv_link[c] != NULL) dfccl_net_link_close(side->net, side->recv_link[c]);
-        if (side->send_link[c] != NULL) dfccl_net_link_close(side->net, side->send_link[c]);
+    for (int i = 0; i < side->nrecv + side->nsend; i++) {
+        gpu_net_conn_t *x = i < side->nrecv ? &side->recv[i] : &side->send[i - side->nrecv];
+        for (unsigned c = 0; c < side->nchannels; c++)
+            if (x->link[c] != NULL) dfccl_net_link_close(side->net, x->link[c]);
     }
     pthread_mutex_lock(&g->dead.lock);
     side->retired_next = g->net.retired;
@@ -312,8 +358,11 @@ int gpu_net_pump(dfccl_gpu_t *g)
 
 static int gpu_net_released(const gpu_net_side_t *side)
 {
-    for (unsigned i = 0; i < 2 * side->nchannels; i++)
-        if (!__atomic_load_n(&side->released[i], __ATOMIC_ACQUIRE)) return 0;
+    for (int i = 0; i < side->nrecv + side->nsend; i++) {
+        const gpu_net_conn_t *x = i < side->nrecv ? &side->recv[i] : &side->send[i - side->nrecv];
+        for (unsigned c = 0; c < DFCCL_GPU_MAX_CHANNELS; c++)
+            if (!__atomic_load_n(&x->released[c], __ATOMIC_ACQUIRE)) return 0;
+    }
     return 1;
 }
 

@@ -91,7 +91,9 @@ typedef struct dfccl_gpu_comm {
      * neighbours on other nodes, whose FIFOs live in pinned, mapped host
      * memory that the proxy thread moves over the network (net_side.c). */
     gpu_conn_plan_t    conn;
-    int               *node;       /* each rank's node, from 0 (size entries) */
+    int               *node;       /* each rank's node, from 0 (size entries), then
+                                      topo's local, order and pos (size each) */
+    dfccl_topo_t       topo;       /* where the ranks are (core/plan.h), for the plans */
     void              *setup_scratch;   /* begin to connect: room to group the nodes */
     int                one_device; /* every rank on our GPU (the table entry's) */
     struct gpu_net_side *net;      /* NULL: both ring neighbours on this node */
