@@ -98,6 +98,12 @@ void gpu_net_nodes(dfccl_comm_t *comm, const gpu_hello_t *all)
     gc->topo = (dfccl_topo_t){ n, 1, gc->node, local, order, pos, 1 };
     dfccl_topo_derive(n, gc->node, local, order, pos, &gc->topo.nnodes, &gc->topo.uniform);
     gpu_conn_plan_make(&gc->topo, comm->rank, gpu_net_hier_wanted(comm), &gc->conn);
+    if (comm->rank == 0 && gc->conn.spans)
+        dfccl_info("comm %#llx: GPU side on %d nodes%s: allreduce runs %s",
+                   (unsigned long long)comm->key, gc->topo.nnodes,
+                   gc->topo.uniform ? " of as many ranks" : "",
+                   gc->conn.hier ? "hierarchically (the node's ring, the counterparts across"
+                                   " nodes, the node's ring)" : "the ring node by node");
 }
 
 /* The connections of plan on other nodes, one way: the peers, their
