@@ -329,6 +329,38 @@ void gpu_net_side_break(gpu_net_side_t *side, int rank, const char *why)
     __atomic_store_n(&side->broken, 1, __ATOMIC_RELEASE);
 }
 
+void gpu_net_side_post_idents(gpu_net_side_t *side, const dfccl_board_t *board, uint64_t *posted)
+{
+    uint64_t end = __atomic_load_n(&board->posted, __ATOMIC_ACQUIRE);
+    dfccl_ident_t id;
+
+    /* what the board no longer holds, the peers skip (ident_check.c) */
+    if (end > *posted + DFCCL_BOARD_IDENTS) *posted = end - DFCCL_BOARD_IDENTS;
+    for (; *posted < end; ++*posted) {
+        if (dfccl_board_ident(board, *posted, &id) != 1) continue;
+        for (int i = 0; i < side->nrecv + side->nsend; i++) {
+            gpu_net_conn_t *x = i < side->nrecv ? &side->recv[i] : &side->send[i - side->nrecv];
+            if (x->link[0] != NULL) dfccl_net_link_post_ident(side->net, x->link[0], *posted, &id);
+        }
+    }
+}
+
+int gpu_net_side_boards(const gpu_net_side_t *side, const dfccl_board_t **boards, int *ranks,
+                        int max)
+{
+    int n = 0;
+
+    for (int i = 0; i < side->nrecv + side->nsend; i++) {
+        const gpu_net_conn_t *x = i < side->nrecv ? &side->recv[i] : &side->send[i - side->nrecv];
+        int seen = 0;
+        for (int k = 0; k < n; k++) seen |= ranks[k] == x->peer;
+        if (seen || x->mirror[0] == NULL || n == max) continue;
+        boards[n] = x->mirror[0];
+        ranks[n++] = x->peer;
+    }
+    return n;
+}
+
 void gpu_net_close(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc)
 {
     gpu_net_side_t *side = gc->net;

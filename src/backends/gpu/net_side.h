@@ -57,6 +57,15 @@ int  gpu_net_pump(dfccl_gpu_t *g);
  * nodes through our links. */
 int  gpu_net_side_failed(const struct gpu_net_side *side, char *why, size_t len);
 void gpu_net_side_break(struct gpu_net_side *side, int rank, const char *why);
+/* For the watch's comparison of calls across nodes (ident_check.h): tells
+ * the peers on other nodes, over channel 0's link of every connection, the
+ * identity of each collective our board holds from *posted on (advancing
+ * it); and gives their boards as those links tell them, one per peer
+ * (returns how many, at most max). */
+void gpu_net_side_post_idents(struct gpu_net_side *side, const dfccl_board_t *board,
+                              uint64_t *posted);
+int  gpu_net_side_boards(const struct gpu_net_side *side, const dfccl_board_t **boards,
+                         int *ranks, int max);
 /* Proxy thread, the kernel out: frees closed sides whose links are done. */
 void gpu_net_reap(dfccl_gpu_t *g);
 /* Proxy thread, at its end: waits a bounded time for closed links to let

@@ -33,6 +33,8 @@ struct gpu_watch {
     const dfccl_board_t **boards;     /* the procs' boards and ranks, for ident_check.h */
     int                  *ranks;
     uint64_t              checked;    /* our collectives compared with theirs so far */
+    uint64_t              net_posted; /* ... told to the peers on other nodes so far */
+    uint64_t              net_checked;/* ... compared with theirs so far */
     gpu_watched_region_t *regions;
     char                 *own;        /* our status */
     char                 *tell;       /* the next rank's status on our node, or NULL */
@@ -130,7 +132,8 @@ static int gpu_watch_copy(dfccl_gpu_t *g, void *to, const void *from, size_t n,
 
 /* Why gc's communicator must fail (DFCCL_ERR_PEER_FAILED or MISMATCH), or
  * DFCCL_OK: a link across nodes, a watched process gone, calls that do not
- * match the node's peers', a status that says a peer failed. */
+ * match the node's peers' or (told over the links) those of the peers on
+ * other nodes, a status that says a peer failed. */
 static dfccl_status_t gpu_watch_failed(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc, char *why, size_t len)
 {
     gpu_watch_t *w = gc->watch;
@@ -148,6 +151,14 @@ static dfccl_status_t gpu_watch_failed(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc, cha
         gpu_ident_check(gc->board, gc->comm->rank, w->boards, w->ranks, w->nprocs, &w->checked,
                         why, len))
         return DFCCL_ERR_MISMATCH;
+    if (gc->board != NULL && gc->net != NULL) {   /* the peers on other nodes: over the links */
+        const dfccl_board_t *boards[2 * GPU_CONN_NET_MAX];
+        int ranks[2 * GPU_CONN_NET_MAX], nb;
+        nb = gpu_net_side_boards(gc->net, boards, ranks, 2 * GPU_CONN_NET_MAX);
+        if (nb > 0 && gpu_ident_check(gc->board, gc->comm->rank, boards, ranks, nb,
+                                      &w->net_checked, why, len))
+            return DFCCL_ERR_MISMATCH;
+    }
     for (int i = 0; i < w->nregions; i++) {
         if (!gpu_watch_copy(g, &st, w->regions[i].status, sizeof(st), cudaMemcpyDeviceToHost) ||
             !st.broken)
@@ -221,6 +232,10 @@ void gpu_watch(dfccl_gpu_t *g)
     g->watch.watched_ns = now;
     pthread_mutex_lock(&g->dead.lock);
     for (dfccl_gpu_comm_t *gc = g->watch.live; gc != NULL; gc = gc->watch_next) {
+        /* what it posted, for the peers on other nodes to compare: also
+         * when nothing is in flight here, as a peer's may wait */
+        if (gc->net != NULL && gc->board != NULL && gc->watch != NULL)
+            gpu_net_side_post_idents(gc->net, gc->board, &gc->watch->net_posted);
         /* one with nothing in flight has nothing waiting: its next post
          * brings it back within a period */
         if (__atomic_load_n(&gc->watch_status, __ATOMIC_ACQUIRE) ||
