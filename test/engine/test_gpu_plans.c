@@ -255,7 +255,8 @@ int main(void)
     static const size_t counts[] = { 1, 7, 100, 1000 };
     static const dfccl_coll_type_t types[] = { DFCCL_COLL_ALLREDUCE, DFCCL_COLL_ALLGATHER,
                                                DFCCL_COLL_REDUCE_SCATTER };
-    static const dfccl_dtype_t dtypes[] = { DFCCL_DOUBLE, DFCCL_INT32, DFCCL_INT64 };
+    static const dfccl_dtype_t dtypes[] = { DFCCL_DOUBLE, DFCCL_INT32, DFCCL_INT64, DFCCL_INT8,
+                                            DFCCL_UINT16 };
     static const dfccl_op_t ops[] = { DFCCL_OP_SUM, DFCCL_OP_MAX, DFCCL_OP_SUM };
     sim_t *s = calloc(1, sizeof(*s));
     unsigned seed = 1;
@@ -270,7 +271,7 @@ int main(void)
                     for (int in_place = 0; in_place < 2; in_place++) {
                         s->n = sizes[si];
                         s->type = types[t];
-                        s->dtype = dtypes[(t + ci) % 3];
+                        s->dtype = dtypes[(t + ci + (size_t)in_place * 3) % 5];
                         s->op = ops[t];
                         s->count = counts[ci];
                         s->in_place = in_place;

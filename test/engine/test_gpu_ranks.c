@@ -51,6 +51,7 @@ static unsigned test_node_split = 0;
  * other), given as the caller's node labels; the ring then runs node by
  * node (0, 2, 4, .., 1, 3, ..), not in rank order. */
 static int test_node_interleave = 0;
+static int test_hier = 0;   /* the hierarchical allreduce across nodes (algorithm 1) */
 
 static dfccl_comm_params_t test_params(sim_world_t *world, int rank, uint64_t key)
 {
@@ -64,6 +65,12 @@ static dfccl_comm_params_t test_params(sim_world_t *world, int rank, uint64_t ke
  * only those ranks send bytes over the network. */
 static int test_sends_across(int rank, int size)
 {
+    /* hierarchical, on nodes of as many ranks, more than one each, and
+     * several nodes: every rank sends to its counterpart on the next node */
+    if (test_hier && (test_node_interleave ? size % 2 == 0
+                      : test_node_split > 1 && size % (int)test_node_split == 0 &&
+                        size > (int)test_node_split))
+        return 1;
     if (test_node_interleave) return rank >= size - 2;   /* the last of each node */
     if (test_node_split == 0) return 0;
     return rank / (int)test_node_split != (rank + 1) % size / (int)test_node_split;
@@ -85,6 +92,7 @@ static int gpu_setup(int rank, dfccl_context_t **ctx, double timeout_sec)
     if (getenv("DFCCL_TEST_GPU_SYNC_LEGACY")) cfg.gpu_sync_legacy_stream = atoi(getenv("DFCCL_TEST_GPU_SYNC_LEGACY"));
     if (test_direct_bytes != SIZE_MAX) cfg.gpu_direct_bytes = test_direct_bytes;
     cfg.node_split = test_node_split;
+    if (test_hier) cfg.algorithm = 1;   /* hierarchical */
     if (getenv("DFCCL_TEST_GPU_DIRECT_BYTES")) cfg.gpu_direct_bytes = (size_t)atol(getenv("DFCCL_TEST_GPU_DIRECT_BYTES"));
     if (getenv("DFCCL_TEST_GPU_POLL_MAX_NS")) cfg.gpu_poll_max_ns = (uint32_t)atol(getenv("DFCCL_TEST_GPU_POLL_MAX_NS"));
     if (getenv("DFCCL_TEST_GPU_TRACE")) cfg.gpu_trace = atoi(getenv("DFCCL_TEST_GPU_TRACE"));
@@ -485,6 +493,12 @@ int main(int argc, char **argv)
             printf("collectives on %d ranks, 2 nodes interleaved (ring node by node): %s\n", n,
                    f ? "FAIL" : "ok");
             failed += f != 0;
+            test_hier = 1;
+            f = sim_run(n, 300, body_collectives, NULL);
+            printf("collectives on %d ranks, 2 nodes interleaved, allreduce hierarchical: %s\n",
+                   n, f ? "FAIL" : "ok");
+            failed += f != 0;
+            test_hier = 0;
             f = sim_run(n, 300, body_disorder, (void *)1);
             printf("disorder + sync/cudaFree on %d ranks, 2 nodes interleaved: %s\n", n,
                    f ? "FAIL" : "ok");

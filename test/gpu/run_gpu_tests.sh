@@ -276,14 +276,16 @@ if [ "${split_np:-0}" -ge 2 ]; then
         test/mpi/disorder_check --memory device "${disorder_args[@]}"
 fi
 if [ "${split_np:-0}" -ge 8 ]; then
-    # nodes of 4: allreduce runs hierarchically (the node's ring over CUDA
-    # IPC, each rank's counterparts across nodes), the others the ring,
-    # which crosses between nodes twice; split4_ring forces the flat ring
-    # for allreduce too. Persistent requests and threads across nodes (as
-    # split2 and split4 have nodes of as many ranks, hierarchical as well).
+    # nodes of 4: the ring crosses between nodes twice, each node's ranks
+    # in a row over CUDA IPC; persistent requests and threads across
+    # nodes. split*_hier: the hierarchical allreduce (coll_dfccl_algorithm
+    # 1: the node's ring over CUDA IPC, each rank's counterparts across
+    # nodes).
     run_item "split4_coll_np$split_np" "$split_np" "$split_mca 4" \
         test/mpi/coll_check --memory device --expect engine --quick
-    run_item "split4_ring_np$split_np" "$split_np" "$split_mca 4 --mca coll_dfccl_algorithm 0" \
+    run_item "split4_hier_np$split_np" "$split_np" "$split_mca 4 --mca coll_dfccl_algorithm 1" \
+        test/mpi/coll_check --memory device --expect engine --quick
+    run_item "split2_hier_np$split_np" "$split_np" "$split_mca 2 --mca coll_dfccl_algorithm 1" \
         test/mpi/coll_check --memory device --expect engine --quick
     run_item "split4_disorder_np$split_np" "$split_np" "$split_mca 4 $disorder_mca" \
         test/mpi/disorder_check --memory device "${disorder_args[@]}"

@@ -69,8 +69,8 @@ static void gpu_legacy_wait_failed(dfccl_gpu_t *g)
 
 /* The plan of a collective that runs through the FIFOs: the hierarchical
  * allreduce where the communicator has its connections (several nodes of as
- * many ranks, conn_plan.h) and the engine's algorithm knob leaves it the
- * choice or asks for it, else the ring node by node. Alike on every rank:
+ * many ranks, conn_plan.h, where the engine's algorithm knob asks for it),
+ * else the ring node by node. Alike on every rank:
  * it follows from the type and the ranks' nodes alone. */
 static dfccl_algo_t gpu_algo_across(const dfccl_comm_t *comm, dfccl_coll_type_t type)
 {

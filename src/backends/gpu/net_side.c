@@ -74,12 +74,13 @@ static size_t gpu_net_round(size_t bytes)
     return (bytes + GPU_NET_ALIGN - 1) / GPU_NET_ALIGN * GPU_NET_ALIGN;
 }
 
-/* Whether the hierarchical allreduce may run: the engine's algorithm knob
- * (alike on every rank) leaves it a choice. */
+/* Whether the hierarchical allreduce runs: only where the engine's
+ * algorithm knob (alike on every rank) asks for it. Under auto the GPU side
+ * keeps the ring across nodes: a job of 8 ranks in nodes of 2 once stopped
+ * for good on one rank with it (docs/gpu-backend.md, limits). */
 static int gpu_net_hier_wanted(const dfccl_comm_t *comm)
 {
-    unsigned a = comm->context->config.algorithm;
-    return a == DFCCL_ALGO_HIER || a >= DFCCL_ALGO_COUNT;
+    return comm->context->config.algorithm == DFCCL_ALGO_HIER;
 }
 
 void gpu_net_nodes(dfccl_comm_t *comm, const gpu_hello_t *all)
