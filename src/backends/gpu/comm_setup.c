@@ -185,6 +185,16 @@ static dfccl_status_t gpu_comm_publish(dfccl_comm_t *comm, dfccl_gpu_t *g,
     return DFCCL_OK;
 }
 
+/* A FIFO whose control block and slots lie at mem, to or from peer. */
+static void gpu_fifo_at(dfccl_fifo_t *f, char *mem, const dfccl_config_t *cfg, int peer)
+{
+    f->ctrl = (dfccl_fifo_ctrl_t *)mem;
+    f->slots = mem + sizeof(dfccl_fifo_ctrl_t);
+    f->slot_bytes = cfg->gpu_slot_bytes;
+    f->nslots = cfg->gpu_fifo_slots;
+    f->peer = peer;
+}
+
 /* Channel c's FIFOs to its neighbours on our node (conn_plan.h: node_prev,
  * node_next): ours receives in our region, and we send into the next one's,
  * mapped, each at its connection's index. Neighbours on other nodes get
@@ -198,24 +208,10 @@ static void gpu_local_fifos(dfccl_comm_t *comm, dfccl_gpu_comm_dev_t *dev)
     size_t inbox = gpu_conn_inbox_bytes(n, GPU_FIFO_ALIGN), fifo = gpu_fifo_bytes(cfg);
 
     for (unsigned c = 0; c < gc->nchannels; c++) {
-        char *mine = gc->region + inbox + c * fifo;
-        if (prev >= 0 && rk >= 0) {
-            dfccl_fifo_t *f = &dev->recv_fifo[c][rk];
-            f->ctrl = (dfccl_fifo_ctrl_t *)mine;
-            f->slots = mine + sizeof(dfccl_fifo_ctrl_t);
-            f->slot_bytes = cfg->gpu_slot_bytes;
-            f->nslots = cfg->gpu_fifo_slots;
-            f->peer = prev;
-        }
-        if (next >= 0 && sk >= 0) {
-            char *theirs = gc->peer_base[next] + inbox + c * fifo;
-            dfccl_fifo_t *f = &dev->send_fifo[c][sk];
-            f->ctrl = (dfccl_fifo_ctrl_t *)theirs;
-            f->slots = theirs + sizeof(dfccl_fifo_ctrl_t);
-            f->slot_bytes = cfg->gpu_slot_bytes;
-            f->nslots = cfg->gpu_fifo_slots;
-            f->peer = next;
-        }
+        if (prev >= 0 && rk >= 0)
+            gpu_fifo_at(&dev->recv_fifo[c][rk], gc->region + inbox + c * fifo, cfg, prev);
+        if (next >= 0 && sk >= 0)
+            gpu_fifo_at(&dev->send_fifo[c][sk], gc->peer_base[next] + inbox + c * fifo, cfg, next);
     }
 }
 
