@@ -7,13 +7,17 @@
 #include <stdlib.h>
 #include "core/plan.h"
 
+static int gpu_conn_find(const int *list, int n, int peer)
+{
+    for (int i = 0; i < n; i++)
+        if (list[i] == peer) return i;
+    return -1;
+}
+
 /* Appends peer to a connection list once (-1: none). */
 static void gpu_conn_add(int *list, int *n, int peer)
 {
-    if (peer < 0) return;
-    for (int i = 0; i < *n; i++)
-        if (list[i] == peer) return;
-    list[(*n)++] = peer;
+    if (peer >= 0 && gpu_conn_find(list, *n, peer) < 0) list[(*n)++] = peer;
 }
 
 void gpu_conn_plan_make(const dfccl_topo_t *t, int rank, int hier, gpu_conn_plan_t *plan)
@@ -49,13 +53,6 @@ void gpu_conn_plan_make(const dfccl_topo_t *t, int rank, int hier, gpu_conn_plan
     gpu_conn_add(plan->send_peer, &plan->nsend, plan->node_next);
     gpu_conn_add(plan->recv_peer, &plan->nrecv, plan->cross_prev);
     gpu_conn_add(plan->send_peer, &plan->nsend, plan->cross_next);
-}
-
-static int gpu_conn_find(const int *list, int n, int peer)
-{
-    for (int i = 0; i < n; i++)
-        if (list[i] == peer) return i;
-    return -1;
 }
 
 int gpu_conn_plan_recv_index(const gpu_conn_plan_t *plan, int peer)

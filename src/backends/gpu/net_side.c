@@ -60,6 +60,12 @@ typedef struct gpu_net_side {
     dfccl_board_t     board;
 } gpu_net_side_t;
 
+/* Connection i of the side's nrecv + nsend: the receiving ones first. */
+static gpu_net_conn_t *gpu_net_conn_at(const gpu_net_side_t *side, int i)
+{
+    return (gpu_net_conn_t *)(i < side->nrecv ? &side->recv[i] : &side->send[i - side->nrecv]);
+}
+
 /* A rank's part of the addresses exchange. */
 typedef struct gpu_address {
     int32_t  status;
@@ -307,7 +313,7 @@ int gpu_net_side_failed(const gpu_net_side_t *side, char *why, size_t len)
     char told[DFCCL_BOARD_WHY];
 
     for (int i = 0; i < side->nrecv + side->nsend; i++) {
-        const gpu_net_conn_t *x = i < side->nrecv ? &side->recv[i] : &side->send[i - side->nrecv];
+        const gpu_net_conn_t *x = gpu_net_conn_at(side, i);
         for (unsigned c = 0; c < side->nchannels; c++) {
             if (x->link[c] == NULL) continue;
             if (dfccl_net_link_failed(x->link[c], why, len)) return 1;
@@ -340,7 +346,7 @@ void gpu_net_side_post_idents(gpu_net_side_t *side, const dfccl_board_t *board, 
     for (; *posted < end; ++*posted) {
         if (dfccl_board_ident(board, *posted, &id) != 1) continue;
         for (int i = 0; i < side->nrecv + side->nsend; i++) {
-            gpu_net_conn_t *x = i < side->nrecv ? &side->recv[i] : &side->send[i - side->nrecv];
+            gpu_net_conn_t *x = gpu_net_conn_at(side, i);
             if (x->link[0] != NULL) dfccl_net_link_post_ident(side->net, x->link[0], *posted, &id);
         }
     }
@@ -352,7 +358,7 @@ int gpu_net_side_boards(const gpu_net_side_t *side, const dfccl_board_t **boards
     int n = 0;
 
     for (int i = 0; i < side->nrecv + side->nsend; i++) {
-        const gpu_net_conn_t *x = i < side->nrecv ? &side->recv[i] : &side->send[i - side->nrecv];
+        const gpu_net_conn_t *x = gpu_net_conn_at(side, i);
         int seen = 0;
         for (int k = 0; k < n; k++) seen |= ranks[k] == x->peer;
         if (seen || x->mirror[0] == NULL || n == max) continue;
@@ -369,7 +375,7 @@ void gpu_net_close(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc)
     if (side == NULL) return;
     gc->net = NULL;
     for (int i = 0; i < side->nrecv + side->nsend; i++) {
-        gpu_net_conn_t *x = i < side->nrecv ? &side->recv[i] : &side->send[i - side->nrecv];
+        gpu_net_conn_t *x = gpu_net_conn_at(side, i);
         for (unsigned c = 0; c < side->nchannels; c++)
             if (x->link[c] != NULL) dfccl_net_link_close(side->net, x->link[c]);
     }
@@ -398,7 +404,7 @@ int gpu_net_pump(dfccl_gpu_t *g)
 static int gpu_net_released(const gpu_net_side_t *side)
 {
     for (int i = 0; i < side->nrecv + side->nsend; i++) {
-        const gpu_net_conn_t *x = i < side->nrecv ? &side->recv[i] : &side->send[i - side->nrecv];
+        const gpu_net_conn_t *x = gpu_net_conn_at(side, i);
         for (unsigned c = 0; c < DFCCL_GPU_MAX_CHANNELS; c++)
             if (!__atomic_load_n(&x->released[c], __ATOMIC_ACQUIRE)) return 0;
     }
