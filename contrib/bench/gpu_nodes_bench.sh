@@ -1,18 +1,21 @@
 #!/bin/bash
 # gpu_nodes_bench.sh OUTDIR - device allreduce across "nodes" on one GPU machine:
-# the hierarchical allreduce against the flat ring, and both against the
-# stock path on staged buffers, side by side in one run.
+# the hierarchical allreduce and the latency algorithm against the flat
+# ring, and all against the stock path on staged buffers, side by side in
+# one run.
 #
 #   NP ranks (8) split into nodes of SPLIT (4) by coll_dfccl_node_split, the
 #   links between them over UCX's TCP transport (UCX_TLS=tcp,self), so that
 #   the network is the bottleneck as between real nodes. For each size:
-#     hier    dfccl, algorithm auto (hierarchical where nodes hold as many ranks)
-#     ring    dfccl, algorithm ring (one ring node by node)
+#     hier    dfccl, algorithm 1 (hierarchical: nodes hold as many ranks)
+#     rd      dfccl, algorithm 2 (recursive doubling among the nodes), small sizes
+#     ring    dfccl, algorithm 0 (one ring node by node)
 #     staged  Open MPI's own path (--mca coll ^dfccl, ob1 over TCP) on device
 #             buffers copied through page-locked host memory each call
 #   large sizes 1 MiB to 1 GiB, small ones 8 B to 64 KiB; every dfccl run
 #   checks its results (-c 1). Writes NAME.txt and NAME.json per run and
-#   summary.txt (times in microseconds and the ratios ring/hier, staged/hier).
+#   summary.txt (times in microseconds and the ratios ring/hier, ring/rd,
+#   staged/hier).
 #
 #   Run from the build directory after `make install`, with the MPS control
 #   daemon started (all ranks share one GPU).
@@ -67,8 +70,11 @@ for range in large small; do
     sizes=${large}
     [ "$range" = small ] && sizes=${small}
     # shellcheck disable=SC2086  # sizes, calls and the MCA arguments split on purpose
-    run "hier_$range" $split_mca --mca coll_dfccl_algorithm 3 --mca coll_dfccl_verbose 1 \
+    run "hier_$range" $split_mca --mca coll_dfccl_algorithm 1 --mca coll_dfccl_verbose 1 \
         "$perf" --memory device $sizes $calls -c 1 -x allreduce --no-progress --json "$out/hier_$range.json"
+    # shellcheck disable=SC2086
+    [ "$range" = small ] && run "rd_$range" $split_mca --mca coll_dfccl_algorithm 2 --mca coll_dfccl_verbose 1 \
+        "$perf" --memory device $sizes $calls -c 1 -x allreduce --no-progress --json "$out/rd_$range.json"
     # shellcheck disable=SC2086
     run "ring_$range" $split_mca --mca coll_dfccl_algorithm 0 \
         "$perf" --memory device $sizes $calls -c 1 -x allreduce --no-progress --json "$out/ring_$range.json"
@@ -81,9 +87,12 @@ python3 - "$out" > "$out/summary.txt" <<'PY'
 import json, os, sys
 out = sys.argv[1]
 rows = {}
-for kind in ("hier", "ring", "staged"):
+kinds = ("hier", "rd", "ring", "staged")
+for kind in kinds:
     for rng in ("small", "large"):
         path = os.path.join(out, "%s_%s.json" % (kind, rng))
+        if kind == "rd" and rng == "large":
+            continue
         try:
             d = json.load(open(path))
         except (OSError, ValueError) as e:
@@ -91,18 +100,19 @@ for kind in ("hier", "ring", "staged"):
             continue
         for r in d["rows"]:
             rows.setdefault(r["size"], {})[kind] = r
-print("# allreduce on device buffers, times in us (medians of dfccl_perf); ratio > 1 favours hier")
-print("%12s %12s %12s %12s %9s %9s %6s" % ("size(B)", "hier", "ring", "staged", "ring/h",
-                                          "staged/h", "wrong"))
+print("# allreduce on device buffers, times in us (medians of dfccl_perf); ratio > 1 favours"
+      " hier (ring/h, staged/h) or rd (ring/rd)")
+print("%12s %12s %12s %12s %12s %9s %9s %9s %6s" % ("size(B)", "hier", "rd", "ring", "staged",
+                                                   "ring/h", "ring/rd", "staged/h", "wrong"))
 for size in sorted(rows):
     r = rows[size]
-    t = {k: r[k]["time_us"] if k in r else 0.0 for k in ("hier", "ring", "staged")}
+    t = {k: r[k]["time_us"] if k in r else 0.0 for k in kinds}
     wrong = sum((r[k]["wrong"] or 0) + (1 if r[k]["errors"] else 0) for k in r)
-    ratio = lambda k: "%9.2f" % (t[k] / t["hier"]) if t["hier"] > 0 and t[k] > 0 else "%9s" % "-"
-    print("%12d %12.1f %12.1f %12.1f %s %s %6d" % (size, t["hier"], t["ring"], t["staged"],
-                                                  ratio("ring"), ratio("staged"), wrong))
+    ratio = lambda a, b: "%9.2f" % (t[a] / t[b]) if t[a] > 0 and t[b] > 0 else "%9s" % "-"
+    print("%12d %12.1f %12.1f %12.1f %12.1f %s %s %s %6d" % (size, t["hier"], t["rd"], t["ring"],
+          t["staged"], ratio("ring", "hier"), ratio("ring", "rd"), ratio("staged", "hier"), wrong))
 PY
 cat "$out/summary.txt"
-grep -h "GPU side on" "$out/hier_large.txt" 2>/dev/null | sort | uniq -c | head -5
+grep -h "GPU side on" "$out/hier_large.txt" "$out/rd_small.txt" 2>/dev/null | sort | uniq -c | head -5
 echo "# $failures failed run(s); outputs in $out"
 [ "$failures" -eq 0 ]

@@ -147,6 +147,20 @@ dfccl_status_t dfccl_plan_ring(dfccl_coll_type_t type, int rank, int size, const
                                dfccl_step_t *steps, uint32_t *nsteps, uint64_t *max_block);
 
 /*
+ * Rank's program of the latency algorithm across nodes (allreduce): the
+ * node's ring reduces into the node's last rank, the leaders of the nodes
+ * run recursive doubling, and the result goes round each node's ring (see
+ * plan_algos.c). Chains only; peers: the node's ring neighbours and, on a
+ * leader, dfccl_plan_node_rd_peers. Steps must hold
+ * dfccl_plan_max_steps(size). DFCCL_ERR_UNSUPPORTED for other collectives.
+ */
+dfccl_status_t dfccl_plan_node_rd(const dfccl_plan_call_t *call, const dfccl_topo_t *topo,
+                                  int rank, dfccl_plan_t *plan);
+/* The leaders rank exchanges with in that algorithm (none where rank leads
+ * no node); returns how many (at most max). */
+int dfccl_plan_node_rd_peers(const dfccl_topo_t *topo, int rank, int *peers, int max);
+
+/*
  * The ranks rank may send to under any algorithm the topology allows,
  * sorted, without duplicates or rank itself: the connections a
  * communicator sets up. Returns how many (at most max).

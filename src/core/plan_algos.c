@@ -151,6 +151,112 @@ dfccl_status_t plan_recursive_doubling(const dfccl_plan_call_t *call, const dfcc
     return DFCCL_OK;
 }
 
+static void peers_add(int *peers, int *n, int max, int peer, int rank);
+
+/* The last rank of node j in the node-ordered ring (order[] holds each
+ * node's ranks in rank order): where its chain of the latency algorithm
+ * across nodes ends. */
+static int node_leader(const dfccl_topo_t *t, int j)
+{
+    int last = -1;
+
+    if (t->uniform) {
+        int L = t->size / t->nnodes;
+        return t->order[j * L + L - 1];
+    }
+    for (int v = 0; v < t->size; v++)
+        if (t->node[t->order[v]] == j) last = t->order[v];
+    return last;
+}
+
+/* Recursive doubling among the nodes' leaders (rd_shape over node indices),
+ * the leader's buffer in src first, its result in the receive buffer. */
+static void node_rd_exchanges(dfccl_plan_t *b, const dfccl_topo_t *t, int rank, dfccl_buf_t src,
+                              uint64_t n)
+{
+    rd_shape_t s;
+
+    rd_shape(t->nnodes, t->node[rank], &s);
+    if (s.vr < 0) {
+        int partner = node_leader(t, s.v + 1);
+        plan_push(b, -1, partner, 0, src, 0, DFCCL_BUF_NONE, 0, n);
+        plan_push(b, partner, -1, 0, DFCCL_BUF_NONE, 0, DFCCL_BUF_RECV, 0, n);
+        return;
+    }
+    if (s.v < 2 * s.extra) {
+        plan_push(b, node_leader(t, s.v - 1), -1, 1, src, 0, DFCCL_BUF_RECV, 0, n);
+        src = DFCCL_BUF_RECV;
+    }
+    for (int mask = 1; mask < s.p; mask <<= 1) {
+        int partner = node_leader(t, rd_real(&s, s.vr ^ mask));
+        plan_push(b, -1, partner, 0, src, 0, DFCCL_BUF_NONE, 0, n);
+        plan_push(b, partner, -1, 1, src, 0, DFCCL_BUF_RECV, 0, n);
+        src = DFCCL_BUF_RECV;
+    }
+    if (src != DFCCL_BUF_RECV) plan_push(b, -1, -1, 0, src, 0, DFCCL_BUF_RECV, 0, n);
+    if (s.v < 2 * s.extra)
+        plan_push(b, -1, node_leader(t, s.v - 1), 0, DFCCL_BUF_RECV, 0, DFCCL_BUF_NONE, 0, n);
+}
+
+/* Allreduce of small buffers across nodes: a node's ranks reduce along the
+ * node's ring (rank order) into its last rank, the leader; the leaders run
+ * recursive doubling among the nodes; each leader hands the result on
+ * along its node's ring, back round to the first rank and up to the one
+ * before it. 2 (L - 1) hand-offs on a node of L ranks and log2(nodes)
+ * exchanges across nodes, where the ring waits 2 (ranks - 1) times; every
+ * step moves the whole buffer, so it pays only while buffers are small.
+ * Peers: the node's ring neighbours, and for leaders other leaders
+ * (dfccl_plan_node_rd_peers). */
+dfccl_status_t dfccl_plan_node_rd(const dfccl_plan_call_t *call, const dfccl_topo_t *t, int rank,
+                                  dfccl_plan_t *b)
+{
+    dfccl_buf_t src = call->in_place ? DFCCL_BUF_RECV : DFCCL_BUF_SEND;
+    uint64_t n = call->count;
+    int *ranks, L, l, prev, next;
+    plan_group_t g;
+
+    if (t->size < 1 || rank < 0 || rank >= t->size) return DFCCL_ERR_INVALID_PARAM;
+    if (call->type != DFCCL_COLL_ALLREDUCE) return DFCCL_ERR_UNSUPPORTED;
+    ranks = malloc(sizeof(int) * (size_t)t->size);
+    if (ranks == NULL) return DFCCL_ERR_NO_MEMORY;
+    b->nsteps = 0;
+    b->max_block = 0;
+    L = group_of(t, rank, 1, ranks, &g);
+    l = g.i;
+    prev = ranks[(l + L - 1) % L];
+    next = ranks[(l + 1) % L];
+    free(ranks);
+    if (L > 1) {
+        if (l == 0) plan_push(b, -1, next, 0, src, 0, DFCCL_BUF_NONE, 0, n);
+        else plan_push(b, prev, l < L - 1 ? next : -1, 1, src, 0,
+                       l < L - 1 ? DFCCL_BUF_NONE : DFCCL_BUF_RECV, 0, n);
+    }
+    if (l == L - 1) {
+        node_rd_exchanges(b, t, rank, L > 1 ? DFCCL_BUF_RECV : src, n);
+        if (L > 1) plan_push(b, -1, next, 0, DFCCL_BUF_RECV, 0, DFCCL_BUF_NONE, 0, n);
+    } else {
+        plan_push(b, prev, l < L - 2 ? next : -1, 0, DFCCL_BUF_NONE, 0, DFCCL_BUF_RECV, 0, n);
+    }
+    return b->cap == 0 ? DFCCL_ERR_INVALID_PARAM : DFCCL_OK;
+}
+
+int dfccl_plan_node_rd_peers(const dfccl_topo_t *t, int rank, int *peers, int max)
+{
+    int n = 0;
+    rd_shape_t s;
+
+    if (rank != node_leader(t, t->node[rank])) return 0;
+    rd_shape(t->nnodes, t->node[rank], &s);
+    if (s.vr < 0) {
+        peers_add(peers, &n, max, node_leader(t, s.v + 1), rank);
+        return n;
+    }
+    if (s.v < 2 * s.extra) peers_add(peers, &n, max, node_leader(t, s.v - 1), rank);
+    for (int mask = 1; mask < s.p; mask <<= 1)
+        peers_add(peers, &n, max, node_leader(t, rd_real(&s, s.vr ^ mask)), rank);
+    return n;
+}
+
 static int cmp_int(const void *a, const void *b)
 {
     int x = *(const int *)a, y = *(const int *)b;

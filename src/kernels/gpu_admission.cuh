@@ -269,8 +269,8 @@ __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_blo
     x->esize = d->esize;
     x->dtype = (dfccl_dtype_t)d->dtype;
     x->op = (dfccl_op_t)d->op;
-    x->recv_fifo = c->recv_fifo[blockIdx.x];
-    x->send_fifo = c->send_fifo[blockIdx.x];
+    x->recv_fifo = gpu_comm_conns(c, 0, blockIdx.x);
+    x->send_fifo = gpu_comm_conns(c, 1, blockIdx.x);
     x->waiting = DFCCL_WAIT_NONE;
     x->nrounds = 0;
     x->vec_lo = x->vec_hi = 0;

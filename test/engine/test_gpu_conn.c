@@ -7,7 +7,9 @@
  *   - the ring's neighbours agree (r's next has r as its previous) and form
  *     one cycle through every rank, entering each node once;
  *   - exactly the neighbours on other nodes go over the network, each link
- *     seen alike from both ends;
+ *     seen alike from both ends, as are the connections of the
+ *     hierarchical allreduce and of the latency algorithm (its partners on
+ *     channel 0 alone at both ends, within the table's room);
  *   - a rank maps (CUDA IPC) every rank of its node where the all-peer
  *     paths run, else at most its next rank, and always the next rank whose
  *     FIFO it writes on its node;
@@ -55,18 +57,24 @@ static void topo_of(int n, const int *node, int *scratch, dfccl_topo_t *t)
 /* The connections of q seen from both ends: each send of q is a receive of
  * its peer, the same number of connections on other nodes each way as the
  * network side counts them, and one FIFO in device memory at most each way. */
-static void check_conns(int n, int shape, const dfccl_topo_t *t, const gpu_conn_plan_t *plan, int q)
+static void check_conns(int n, int shape, const dfccl_topo_t *t, const gpu_conn_plan_t *plan, int q,
+                        unsigned wants)
 {
     const gpu_conn_plan_t *p = &plan[q];
     const int *node = t->node;
-    int local_in = 0, local_out = 0, net_in = 0, net_out = 0;
+    int local_in = 0, local_out = 0, net_in = 0, net_out = 0, partners[GPU_CONN0_MAX], np;
 
-    if (p->nrecv > GPU_CONN_MAX || p->nsend > GPU_CONN_MAX) fail("connections", n, shape, q);
+    if (p->nrecv > GPU_CONN0_MAX || p->nsend > GPU_CONN0_MAX || p->nrecv_all > GPU_CONN_MAX ||
+        p->nsend_all > GPU_CONN_MAX || p->nrecv_all > p->nrecv || p->nsend_all > p->nsend)
+        fail("connections", n, shape, q);
     if (n > 1 && (p->recv_peer[0] != p->ring_prev || p->send_peer[0] != p->ring_next))
         fail("connection 0 is not the ring's", n, shape, q);
     for (int k = 0; k < p->nsend; k++) {
         int r = p->send_peer[k];
-        if (gpu_conn_plan_recv_index(&plan[r], q) < 0) fail("a send no one receives", n, shape, q);
+        int kr = gpu_conn_plan_recv_index(&plan[r], q);
+        if (kr < 0) fail("a send no one receives", n, shape, q);
+        else if ((k < p->nsend_all) != (kr < plan[r].nrecv_all))
+            fail("a connection on every channel at one end only", n, shape, q);
         if (node[r] == node[q]) {
             local_out++;
             if (r != p->node_next || !gpu_conn_plan_maps(p, node, q, r))
@@ -86,13 +94,22 @@ static void check_conns(int n, int shape, const dfccl_topo_t *t, const gpu_conn_
     }
     if (local_in > 1 || local_out > 1) fail("more than one FIFO in device memory", n, shape, q);
     if (net_in > GPU_CONN_NET_MAX || net_out > GPU_CONN_NET_MAX) fail("links", n, shape, q);
-    if (p->hier != (t->nnodes > 1 && t->uniform && t->nnodes < n)) fail("hier", n, shape, q);
+    if (p->hier != ((wants & GPU_CONN_WANT_HIER) && t->nnodes > 1 && t->uniform && t->nnodes < n))
+        fail("hier", n, shape, q);
+    if (p->rd != ((wants & GPU_CONN_WANT_RD) && t->nnodes > 1)) fail("rd", n, shape, q);
+    /* the latency algorithm's partners: both ways, on other nodes */
+    np = p->rd ? dfccl_plan_node_rd_peers(t, q, partners, GPU_CONN0_MAX) : 0;
+    for (int i = 0; i < np; i++)
+        if (node[partners[i]] == node[q] || gpu_conn_plan_send_index(p, partners[i]) < 0 ||
+            gpu_conn_plan_recv_index(p, partners[i]) < 0)
+            fail("a partner of the latency algorithm without its connections", n, shape, q);
     if (p->hier && (node[p->cross_next] == node[q] || t->local[p->cross_next] != t->local[q] ||
                     plan[p->cross_next].cross_prev != q || node[p->node_next] != node[q]))
         fail("hierarchical neighbours", n, shape, q);
 }
 
-static void check(int n, int shape, const int *node, gpu_conn_plan_t *plan, int *seen)
+static void check(int n, int shape, const int *node, gpu_conn_plan_t *plan, int *seen,
+                  unsigned wants)
 {
     int nnodes = 0, crossings = 0, r = 0, *scratch = malloc(sizeof(int) * 3 * (size_t)n);
     dfccl_topo_t t;
@@ -103,7 +120,7 @@ static void check(int n, int shape, const int *node, gpu_conn_plan_t *plan, int 
     for (int q = 0; q < n; q++) {
         int prev, next;
         if (node[q] + 1 > nnodes) nnodes = node[q] + 1;
-        gpu_conn_plan_make(&t, q, 1, &plan[q]);
+        gpu_conn_plan_make(&t, q, wants, &plan[q]);
         /* the kernel's ring plan runs over the ring the plan names (n small:
          * this walks every rank) */
         if (n <= 257) {
@@ -112,12 +129,13 @@ static void check(int n, int shape, const int *node, gpu_conn_plan_t *plan, int 
                 fail("ring differs from the plan's", n, shape, q);
         }
     }
-    for (int q = 0; q < n; q++) check_conns(n, shape, &t, plan, q);
+    for (int q = 0; q < n; q++) check_conns(n, shape, &t, plan, q, wants);
     for (int q = 0; q < n; q++) {
         const gpu_conn_plan_t *p = &plan[q];
         int mapped = 0, local = 0;
 
-        if (p->spans != plan[0].spans || p->all_peers != plan[0].all_peers || p->hier != plan[0].hier)
+        if (p->spans != plan[0].spans || p->all_peers != plan[0].all_peers ||
+            p->hier != plan[0].hier || p->rd != plan[0].rd)
             fail("ranks decide differently", n, shape, q);
         if (p->spans != (nnodes > 1)) fail("spans", n, shape, q);
         if (p->all_peers != (nnodes == 1 && n <= DFCCL_GPU_ALL_PEER_RANKS))
@@ -290,7 +308,10 @@ int main(void)
         }
         for (int shape = 0; shape < NODE_SHAPES; shape++) {
             node_shape(shape, n, node);
-            check(n, shape, node, plan, seen);
+            /* the knob allows one algorithm across nodes besides the ring */
+            check(n, shape, node, plan, seen, GPU_CONN_WANT_HIER);
+            check_failures(n, shape, node, plan, seen);
+            check(n, shape, node, plan, seen, GPU_CONN_WANT_RD);
             check_failures(n, shape, node, plan, seen);
         }
         cases++;

@@ -6,7 +6,9 @@
  * the kernel's ring path) moves its part of every step, over that channel's
  * FIFOs, one per connection each way as the ranks' connection plans number
  * them (the sender's send index and the receiver's receive index of one
- * FIFO must meet). Ranks and channels are stepped a slice at a time in a
+ * FIFO must meet; the latency algorithm's partners on channel 0 alone).
+ * Allreduce runs both with the hierarchical algorithm's connections and
+ * with the latency algorithm's (recursive doubling among the nodes). Ranks and channels are stepped a slice at a time in a
  * random interleaving; a sweep in which nothing moves is a deadlock. Every
  * output element is checked, in many node shapes, sizes, element types,
  * in place and not, with 1 to 3 channels and 2 or 4 slots per FIFO.
@@ -23,10 +25,11 @@
 #define MAX_PARTS 3
 #define SLOT_BYTES 64   /* tiny slots: many slices and rounds */
 
-static int failures, cases, hier_cases;
+static int failures, cases, hier_cases, rd_cases;
 
 typedef struct sim {
     int               n, nparts;
+    unsigned          wants;          /* GPU_CONN_WANT_* */
     dfccl_coll_type_t type;
     int               in_place;
     int               vector_parts;   /* the parts cut from the vector (as collective.c) */
@@ -41,9 +44,9 @@ typedef struct sim {
     uint32_t          nsteps[MAX_RANKS];
     unsigned char    *send[MAX_RANKS], *recv[MAX_RANKS];
     /* [rank][channel][connection], as the kernel's table holds them */
-    dfccl_fifo_t      recv_fifo[MAX_RANKS][MAX_PARTS][GPU_CONN_MAX];
-    dfccl_fifo_t      send_fifo[MAX_RANKS][MAX_PARTS][GPU_CONN_MAX];
-    dfccl_fifo_ctrl_t ctrl[MAX_RANKS][MAX_PARTS][GPU_CONN_MAX];   /* at the sender */
+    dfccl_fifo_t      recv_fifo[MAX_RANKS][MAX_PARTS][GPU_CONN0_MAX];
+    dfccl_fifo_t      send_fifo[MAX_RANKS][MAX_PARTS][GPU_CONN0_MAX];
+    dfccl_fifo_ctrl_t ctrl[MAX_RANKS][MAX_PARTS][GPU_CONN0_MAX];   /* at the sender */
     unsigned char    *slots;
     dfccl_exec_t      exec[MAX_RANKS][MAX_PARTS];
 } sim_t;
@@ -52,18 +55,19 @@ static void say(const sim_t *s, const char *shape, int rank, const char *what)
 {
     if (failures++ < 25)
         fprintf(stderr, "FAIL %s: %s n=%d shape %s count=%zu in_place=%d %s nparts=%d nslots=%u"
-                        " hier=%d rank %d\n", what, dfccl_coll_type_name(s->type), s->n, shape,
-                s->count, s->in_place, dfccl_dtype_name(s->dtype), s->nparts, s->nslots,
-                s->plan[0].hier, rank);
+                        " hier=%d rd=%d rank %d\n", what, dfccl_coll_type_name(s->type), s->n,
+                shape, s->count, s->in_place, dfccl_dtype_name(s->dtype), s->nparts, s->nslots,
+                s->plan[0].hier, s->plan[0].rd, rank);
 }
 
 /* FIFO (q, channel c, send connection k) lives at q's peer, which receives
- * it at its own index for q. */
+ * it at its own index for q; a connection on every channel at one end is
+ * one at the other. */
 static int connect(sim_t *s)
 {
     size_t fifo = (size_t)s->nslots * SLOT_BYTES, at = 0;
 
-    s->slots = calloc((size_t)s->n * MAX_PARTS * GPU_CONN_MAX, fifo);
+    s->slots = calloc((size_t)s->n * MAX_PARTS * GPU_CONN0_MAX, fifo);
     if (s->slots == NULL) return -1;
     memset(s->recv_fifo, 0, sizeof(s->recv_fifo));
     memset(s->send_fifo, 0, sizeof(s->send_fifo));
@@ -71,8 +75,9 @@ static int connect(sim_t *s)
     for (int q = 0; q < s->n; q++)
         for (int k = 0; k < s->plan[q].nsend; k++) {
             int p = s->plan[q].send_peer[k], kr = gpu_conn_plan_recv_index(&s->plan[p], q);
-            if (kr < 0) return -1;
-            for (int c = 0; c < s->nparts; c++, at++) {
+            int every = k < s->plan[q].nsend_all;
+            if (kr < 0 || every != (kr < s->plan[p].nrecv_all)) return -1;
+            for (int c = 0; c < (every ? s->nparts : 1); c++, at++) {
                 dfccl_fifo_t f = { &s->ctrl[q][c][k], (char *)s->slots + at * fifo, SLOT_BYTES,
                                    s->nslots, p, 0, NULL };
                 s->send_fifo[q][c][k] = f;
@@ -194,12 +199,15 @@ static void one(sim_t *s, const int *node, const char *shape, unsigned seed)
                  : s->type == DFCCL_COLL_ALLGATHER ? s->count * (size_t)s->n : s->displ[s->n];
     s->topo = (dfccl_topo_t){ s->n, 1, node, s->local, s->order, s->pos, 1 };
     dfccl_topo_derive(s->n, node, s->local, s->order, s->pos, &s->topo.nnodes, &s->topo.uniform);
-    for (int r = 0; r < s->n; r++) gpu_conn_plan_make(&s->topo, r, 1, &s->plan[r]);
+    for (int r = 0; r < s->n; r++) gpu_conn_plan_make(&s->topo, r, s->wants, &s->plan[r]);
     /* as collective.c chooses */
-    algo = s->type == DFCCL_COLL_ALLREDUCE && s->plan[0].hier ? DFCCL_ALGO_HIER : DFCCL_ALGO_RING;
+    algo = s->type != DFCCL_COLL_ALLREDUCE ? DFCCL_ALGO_RING
+         : s->plan[0].hier ? DFCCL_ALGO_HIER : s->plan[0].rd ? DFCCL_ALGO_RD : DFCCL_ALGO_RING;
     hier_cases += algo == DFCCL_ALGO_HIER;
+    rd_cases += algo == DFCCL_ALGO_RD;
     s->vector_parts = algo == DFCCL_ALGO_HIER;
-    if (!dfccl_plan_parts_allowed(s->type, s->in_place, s->counts, s->n)) s->nparts = 1;
+    if (!dfccl_plan_parts_allowed(s->type, s->in_place, s->counts, s->n) || algo == DFCCL_ALGO_RD)
+        s->nparts = 1;
     for (int r = 0; r < s->n && ok; r++) {
         uint64_t max_block;
         s->steps[r] = calloc(dfccl_plan_max_steps(s->n), sizeof(dfccl_step_t));
@@ -266,9 +274,12 @@ int main(void)
         for (int shape = 0; shape < 6; shape++) {
             int node[MAX_RANKS];
             const char *name = shape_of(shape, sizes[si], node);
-            for (int t = 0; t < 3; t++)
+            for (int tt = 0; tt < 4; tt++)
                 for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++)
                     for (int in_place = 0; in_place < 2; in_place++) {
+                        /* 3: allreduce again, with the latency algorithm */
+                        int t = tt % 3;
+                        s->wants = tt < 3 ? GPU_CONN_WANT_HIER : GPU_CONN_WANT_RD;
                         s->n = sizes[si];
                         s->type = types[t];
                         s->dtype = dtypes[(t + ci + (size_t)in_place * 3) % 5];
@@ -281,11 +292,12 @@ int main(void)
                     }
         }
     free(s);
-    if (hier_cases == 0) {
-        fprintf(stderr, "FAIL no case ran the hierarchical allreduce\n");
+    if (hier_cases == 0 || rd_cases == 0) {
+        fprintf(stderr, "FAIL no case ran the hierarchical allreduce or the latency algorithm\n");
         failures++;
     }
-    printf("test_gpu_plans: %d passed, %d failed (%d hierarchical)\n",
-           cases - (failures > cases ? cases : failures), failures, hier_cases);
+    printf("test_gpu_plans: %d passed, %d failed (%d hierarchical, %d recursive doubling among"
+           " nodes)\n", cases - (failures > cases ? cases : failures), failures, hier_cases,
+           rd_cases);
     return failures ? 1 : 0;
 }

@@ -52,6 +52,9 @@ static unsigned test_node_split = 0;
  * node (0, 2, 4, .., 1, 3, ..), not in rank order. */
 static int test_node_interleave = 0;
 static int test_hier = 0;   /* the hierarchical allreduce across nodes (algorithm 1) */
+static int test_rd = 0;     /* recursive doubling among the nodes (algorithm 2): two
+                               interleaved nodes' last ranks are the ring's crossing ones,
+                               so the same ranks send across nodes */
 
 static dfccl_comm_params_t test_params(sim_world_t *world, int rank, uint64_t key)
 {
@@ -93,6 +96,7 @@ static int gpu_setup(int rank, dfccl_context_t **ctx, double timeout_sec)
     if (test_direct_bytes != SIZE_MAX) cfg.gpu_direct_bytes = test_direct_bytes;
     cfg.node_split = test_node_split;
     if (test_hier) cfg.algorithm = 1;   /* hierarchical */
+    if (test_rd) cfg.algorithm = 2;     /* recursive doubling among the nodes */
     if (getenv("DFCCL_TEST_GPU_DIRECT_BYTES")) cfg.gpu_direct_bytes = (size_t)atol(getenv("DFCCL_TEST_GPU_DIRECT_BYTES"));
     if (getenv("DFCCL_TEST_GPU_POLL_MAX_NS")) cfg.gpu_poll_max_ns = (uint32_t)atol(getenv("DFCCL_TEST_GPU_POLL_MAX_NS"));
     if (getenv("DFCCL_TEST_GPU_TRACE")) cfg.gpu_trace = atoi(getenv("DFCCL_TEST_GPU_TRACE"));
@@ -499,6 +503,12 @@ int main(int argc, char **argv)
                    n, f ? "FAIL" : "ok");
             failed += f != 0;
             test_hier = 0;
+            test_rd = 1;
+            f = sim_run(n, 300, body_collectives, NULL);
+            printf("collectives on %d ranks, 2 nodes interleaved, allreduce by recursive doubling"
+                   " among the nodes: %s\n", n, f ? "FAIL" : "ok");
+            failed += f != 0;
+            test_rd = 0;
             f = sim_run(n, 300, body_disorder, (void *)1);
             printf("disorder + sync/cudaFree on %d ranks, 2 nodes interleaved: %s\n", n,
                    f ? "FAIL" : "ok");

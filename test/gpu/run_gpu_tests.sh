@@ -287,6 +287,13 @@ if [ "${split_np:-0}" -ge 8 ]; then
         test/mpi/coll_check --memory device --expect engine --quick
     run_item "split2_hier_np$split_np" "$split_np" "$split_mca 2 --mca coll_dfccl_algorithm 1" \
         test/mpi/coll_check --memory device --expect engine --quick
+    # split*_rd: the latency algorithm (coll_dfccl_algorithm 2: the node's
+    # ring into its last rank, recursive doubling among those, the node's
+    # ring back), every allreduce size
+    run_item "split4_rd_np$split_np" "$split_np" "$split_mca 4 --mca coll_dfccl_algorithm 2" \
+        test/mpi/coll_check --memory device --expect engine --quick --coll allreduce
+    run_item "split2_rd_np$split_np" "$split_np" "$split_mca 2 --mca coll_dfccl_algorithm 2" \
+        test/mpi/coll_check --memory device --expect engine --quick --coll allreduce
     run_item "split4_disorder_np$split_np" "$split_np" "$split_mca 4 $disorder_mca" \
         test/mpi/disorder_check --memory device "${disorder_args[@]}"
     run_item "split2_persist_np$split_np" "$split_np" "$split_mca 2 $disorder_mca" \

@@ -67,15 +67,17 @@ static void gpu_legacy_wait_failed(dfccl_gpu_t *g)
     pthread_mutex_unlock(&g->sq.lock);
 }
 
-/* The plan of a collective that runs through the FIFOs: the hierarchical
- * allreduce where the communicator has its connections (several nodes of as
- * many ranks, conn_plan.h, where the engine's algorithm knob asks for it),
- * else the ring node by node. Alike on every rank:
- * it follows from the type and the ranks' nodes alone. */
+/* The plan of a collective that runs through the FIFOs: for allreduce the
+ * hierarchical algorithm or the latency algorithm across nodes where the
+ * communicator has their connections (conn_plan.h; the engine's algorithm
+ * knob asks for one), else the ring node by node. Alike on every rank: it
+ * follows from the type and the ranks' nodes alone. */
 static dfccl_algo_t gpu_algo_across(const dfccl_comm_t *comm, dfccl_coll_type_t type)
 {
-    return type == DFCCL_COLL_ALLREDUCE && gpu_comm_of(comm)->conn.hier ? DFCCL_ALGO_HIER
-                                                                         : DFCCL_ALGO_RING;
+    const gpu_conn_plan_t *conn = &gpu_comm_of(comm)->conn;
+
+    if (type != DFCCL_COLL_ALLREDUCE) return DFCCL_ALGO_RING;
+    return conn->hier ? DFCCL_ALGO_HIER : conn->rd ? DFCCL_ALGO_RD : DFCCL_ALGO_RING;
 }
 
 /* What a call's submission entry holds that follows from its arguments
@@ -170,7 +172,8 @@ static dfccl_status_t gpu_job_describe(dfccl_comm_t *comm, const dfccl_coll_args
         d->algo = DFCCL_GPU_ALGO_RING;
         parts = (unsigned)(total_bytes / GPU_BYTES_PER_CHANNEL);
         d->nparts = parts < 1 ? 1 : parts > gc->nchannels ? gc->nchannels : parts;
-        if (!parts_allowed) {
+        if (!parts_allowed || algo == DFCCL_ALGO_RD) {
+            /* RD's partners are connections of channel 0 alone */
             d->nparts = 1;
         } else if (gc->conn.all_peers &&
                    gpu_direct_wanted(cfg->gpu_direct_bytes, total_bytes, comm->size)) {

@@ -209,9 +209,10 @@ static void gpu_local_fifos(dfccl_comm_t *comm, dfccl_gpu_comm_dev_t *dev)
 
     for (unsigned c = 0; c < gc->nchannels; c++) {
         if (prev >= 0 && rk >= 0)
-            gpu_fifo_at(&dev->recv_fifo[c][rk], gc->region + inbox + c * fifo, cfg, prev);
+            gpu_fifo_at(&gpu_comm_conns(dev, 0, c)[rk], gc->region + inbox + c * fifo, cfg, prev);
         if (next >= 0 && sk >= 0)
-            gpu_fifo_at(&dev->send_fifo[c][sk], gc->peer_base[next] + inbox + c * fifo, cfg, next);
+            gpu_fifo_at(&gpu_comm_conns(dev, 1, c)[sk], gc->peer_base[next] + inbox + c * fifo,
+                        cfg, next);
     }
 }
 

@@ -20,9 +20,10 @@ static void gpu_conn_add(int *list, int *n, int peer)
     if (peer >= 0 && gpu_conn_find(list, *n, peer) < 0) list[(*n)++] = peer;
 }
 
-void gpu_conn_plan_make(const dfccl_topo_t *t, int rank, int hier, gpu_conn_plan_t *plan)
+void gpu_conn_plan_make(const dfccl_topo_t *t, int rank, unsigned wants, gpu_conn_plan_t *plan)
 {
     int n = t->size, me = t->node[rank], v = t->pos[rank];
+    int partners[GPU_CONN0_MAX], npartners = 0;
 
     plan->spans = t->nnodes > 1;
     plan->all_peers = !plan->spans && n <= DFCCL_GPU_ALL_PEER_RANKS;
@@ -35,12 +36,18 @@ void gpu_conn_plan_make(const dfccl_topo_t *t, int rank, int hier, gpu_conn_plan
     plan->node_prev = plan->net_prev < 0 && n > 1 ? plan->ring_prev : -1;
     plan->node_next = plan->net_next < 0 && n > 1 ? plan->ring_next : -1;
     plan->cross_prev = plan->cross_next = -1;
-    plan->hier = hier && plan->spans && t->uniform && t->nnodes < n;
+    plan->hier = (wants & GPU_CONN_WANT_HIER) && plan->spans && t->uniform && t->nnodes < n;
+    plan->rd = (wants & GPU_CONN_WANT_RD) && plan->spans;
+    if (plan->hier || plan->rd) {
+        /* the ring of our node's ranks, closed: order[] holds them in a row */
+        int l = t->local[rank], first = v - l, L = 0;
+        while (first + L < n && t->node[t->order[first + L]] == me) L++;
+        plan->node_prev = L > 1 ? t->order[first + (l + L - 1) % L] : -1;
+        plan->node_next = L > 1 ? t->order[first + (l + 1) % L] : -1;
+    }
     if (plan->hier) {
         /* uniform: node k's ranks sit at order[k * L .. (k + 1) * L) */
-        int L = n / t->nnodes, l = t->local[rank], first = v - l;
-        plan->node_prev = t->order[first + (l + L - 1) % L];
-        plan->node_next = t->order[first + (l + 1) % L];
+        int L = n / t->nnodes, l = t->local[rank];
         plan->cross_prev = t->order[((me + t->nnodes - 1) % t->nnodes) * L + l];
         plan->cross_next = t->order[((me + 1) % t->nnodes) * L + l];
     }
@@ -53,6 +60,15 @@ void gpu_conn_plan_make(const dfccl_topo_t *t, int rank, int hier, gpu_conn_plan
     gpu_conn_add(plan->send_peer, &plan->nsend, plan->node_next);
     gpu_conn_add(plan->recv_peer, &plan->nrecv, plan->cross_prev);
     gpu_conn_add(plan->send_peer, &plan->nsend, plan->cross_next);
+    plan->nrecv_all = plan->nrecv;
+    plan->nsend_all = plan->nsend;
+    /* a partner is met both ways: it sends to us as we send to it */
+    if (plan->rd)
+        npartners = dfccl_plan_node_rd_peers(t, rank, partners, GPU_CONN0_MAX - GPU_CONN_MAX);
+    for (int i = 0; i < npartners; i++) {
+        gpu_conn_add(plan->recv_peer, &plan->nrecv, partners[i]);
+        gpu_conn_add(plan->send_peer, &plan->nsend, partners[i]);
+    }
 }
 
 int gpu_conn_plan_recv_index(const gpu_conn_plan_t *plan, int peer)
@@ -117,14 +133,19 @@ dfccl_status_t gpu_conn_plan_program(const gpu_conn_plan_t *plan, const dfccl_to
     dfccl_status_t status;
 
     if (peers == NULL) return DFCCL_ERR_NO_MEMORY;
-    if (algo != DFCCL_ALGO_RING && algo != DFCCL_ALGO_HIER) status = DFCCL_ERR_UNSUPPORTED;
+    if (algo == DFCCL_ALGO_RD) status = plan->rd ? dfccl_plan_node_rd(call, t, rank, &b)
+                                                 : DFCCL_ERR_UNSUPPORTED;
+    else if (algo != DFCCL_ALGO_RING && algo != DFCCL_ALGO_HIER) status = DFCCL_ERR_UNSUPPORTED;
     else status = dfccl_plan_build(algo, call, t, rank, &b);
     for (uint32_t i = 0; status == DFCCL_OK && i < b.nsteps; i++) {
         dfccl_step_t *s = &steps[i];
         int rc = s->recv ? gpu_conn_plan_recv_index(plan, peers[i].recv) : 0;
         int sc = s->send ? gpu_conn_plan_send_index(plan, peers[i].send) : 0;
-        /* the kernel runs chains over one connection each way per step */
-        if (rc < 0 || sc < 0 || s->send > 1 || s->ndeps > 0 || (i > 0 && !s->chain))
+        /* the kernel runs chains over one connection each way per step;
+         * only RD's programs, on channel 0 alone, reach its partners */
+        if (rc < 0 || sc < 0 || s->send > 1 || s->ndeps > 0 || (i > 0 && !s->chain) ||
+            (algo != DFCCL_ALGO_RD &&
+             ((s->recv && rc >= plan->nrecv_all) || (s->send && sc >= plan->nsend_all))))
             status = DFCCL_ERR_UNSUPPORTED;
         s->recv_conn = (uint8_t)(rc < 0 ? 0 : rc);
         s->send_conn = (uint8_t)(sc < 0 ? 0 : sc);
@@ -136,7 +157,8 @@ dfccl_status_t gpu_conn_plan_program(const gpu_conn_plan_t *plan, const dfccl_to
     return DFCCL_OK;
 }
 
-_Static_assert(GPU_CONN_MAX == DFCCL_GPU_MAX_CONNS, "a plan's connections fit the table");
+_Static_assert(GPU_CONN_MAX == DFCCL_GPU_MAX_CONNS && GPU_CONN0_MAX == DFCCL_GPU_MAX_CONNS0,
+               "a plan's connections fit the table");
 _Static_assert(sizeof(gpu_conn_status_t) <= GPU_CONN_STATUS_BYTES, "the status fits its place");
 
 static size_t gpu_conn_align(size_t bytes, size_t align)

@@ -15,12 +15,23 @@
 #include <stdint.h>
 #include "core/plan.h"
 
-/* Connections a channel has each way at most: the ring's neighbour, the
- * neighbour of the ring within the node, the counterpart on the next or
+/* Connections every channel has each way at most: the ring's neighbour,
+ * the neighbour of the ring within the node, the counterpart on the next or
  * previous node (the hierarchical allreduce). */
 #define GPU_CONN_MAX 3
-/* Of those, the most on other nodes (the ring's and the counterpart's). */
-#define GPU_CONN_NET_MAX 2
+/* Channel 0 has these and, on a node's last rank, the other nodes' last
+ * ranks that the latency algorithm exchanges with (recursive doubling over
+ * up to 4096 nodes, and its fold): the latency algorithm runs on channel 0
+ * alone, so that its connections cost one FIFO each way, not one per
+ * channel. */
+#define GPU_CONN0_MAX 16
+/* Of those, the most on other nodes (all but the node's ring). */
+#define GPU_CONN_NET_MAX (GPU_CONN0_MAX - 1)
+
+/* What a communicator's connections serve beyond the ring (alike on every
+ * rank: the engine's algorithm knob and its rd_max_bytes). */
+#define GPU_CONN_WANT_HIER 1u   /* the hierarchical allreduce */
+#define GPU_CONN_WANT_RD   2u   /* the latency algorithm across nodes */
 
 typedef struct gpu_conn_plan {
     int spans;         /* some rank is on another node */
@@ -28,25 +39,29 @@ typedef struct gpu_conn_plan {
                           DFCCL_GPU_ALL_PEER_RANKS ranks */
     int hier;          /* the hierarchical allreduce may run: several nodes of
                           the same number of ranks, more than one each */
+    int rd;            /* the latency algorithm may run (dfccl_plan_node_rd):
+                          several nodes */
     int ring_prev, ring_next;   /* node by node (dfccl_plan_ring_peers) */
     int net_prev, net_next;     /* the ring's neighbour where it is on another node
                                    (its FIFO crosses the network), else -1 */
     int node_prev, node_next;   /* the ends of the one FIFO each way in device memory:
-                                   the ring's neighbours on our node, and where hier,
-                                   the ring of our node's ranks; -1: none */
+                                   the ring's neighbours on our node, and where hier
+                                   or rd, the ring of our node's ranks; -1: none */
     int cross_prev, cross_next; /* hier: our counterparts (same local index) on the
                                    previous and the next node, else -1 */
     /* The connections, receive and send, each numbered alike on every
      * channel: 0 is the ring's; a step names them (plan.h recv_conn and
-     * send_conn). A peer appears once per list. */
-    int nrecv, nsend;
-    int recv_peer[GPU_CONN_MAX], send_peer[GPU_CONN_MAX];
+     * send_conn). A peer appears once per list. The first nrecv_all and
+     * nsend_all are on every channel, the others (the latency algorithm's
+     * partners) on channel 0 alone. */
+    int nrecv, nsend, nrecv_all, nsend_all;
+    int recv_peer[GPU_CONN0_MAX], send_peer[GPU_CONN0_MAX];
 } gpu_conn_plan_t;
 
 /* The plan of rank on topology t (dfccl_topo_derive of the ranks' nodes);
- * hier 0: no connections for the hierarchical allreduce (the engine's
- * algorithm knob rules it out, alike on every rank). */
-void gpu_conn_plan_make(const dfccl_topo_t *t, int rank, int hier, gpu_conn_plan_t *plan);
+ * wants: GPU_CONN_WANT_* bits, what the algorithms across nodes may use
+ * (the engine's knobs allow them alike on every rank). */
+void gpu_conn_plan_make(const dfccl_topo_t *t, int rank, unsigned wants, gpu_conn_plan_t *plan);
 
 /* The index of peer's connection in the plan (receiving, or sending), or -1. */
 int gpu_conn_plan_recv_index(const gpu_conn_plan_t *plan, int peer);
@@ -60,12 +75,14 @@ int gpu_conn_plan_net_send_index(const gpu_conn_plan_t *plan, const dfccl_topo_t
                                  int peer);
 
 /*
- * Rank's program of algo for call (RING or HIER) with its peers mapped onto
+ * Rank's program of algo for call (RING, HIER, or RD: the latency
+ * algorithm across nodes, dfccl_plan_node_rd) with its peers mapped onto
  * the plan's connections: steps must hold dfccl_plan_max_steps(t->size).
  * Sets *nsteps and *max_block (the largest block, the same on every rank).
  * DFCCL_ERR_UNSUPPORTED where the algorithm does not serve the call here,
  * or a step needs what the kernel does not run (a peer without a
  * connection, a send to several peers, dependencies beyond the chain).
+ * An RD program runs on channel 0 alone.
  */
 dfccl_status_t gpu_conn_plan_program(const gpu_conn_plan_t *plan, const dfccl_topo_t *t, int rank,
                                      dfccl_algo_t algo, const dfccl_plan_call_t *call,

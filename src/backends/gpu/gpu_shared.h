@@ -35,6 +35,7 @@
 /* Connections per channel each way: the ring's, the node ring's and the
  * counterpart's on another node (conn_plan.h); a step names one by index. */
 #define DFCCL_GPU_MAX_CONNS    3
+#define DFCCL_GPU_MAX_CONNS0   16     /* channel 0's: also the latency algorithm's */
 #define DFCCL_GPU_SQ_DEPTH     64     /* collectives in the kernel at once, per process */
 #define DFCCL_GPU_MAX_COMMS    1024   /* communicators with a GPU side, per process */
 /* The one-shot path: every rank writes its contribution into every peer's
@@ -240,13 +241,25 @@ typedef struct dfccl_gpu_comm_dev {
     uint64_t       ll_early_k;    /* the one-shot whose lines an early send last sent
                                      (block 0; gpu_ll_early.cuh) */
     uint64_t       direct_count[DFCCL_GPU_MAX_CHANNELS];   /* direct ones, per channel */
-    /* channel c's connections (conn_plan.h): receive k from recv_fifo[c][k],
-     * in our memory (or, from another node, in mapped host memory); send k
-     * into send_fifo[c][k], in the peer's (or a host shadow the proxy sends) */
-    dfccl_fifo_t   recv_fifo[DFCCL_GPU_MAX_CHANNELS][DFCCL_GPU_MAX_CONNS];
-    dfccl_fifo_t   send_fifo[DFCCL_GPU_MAX_CHANNELS][DFCCL_GPU_MAX_CONNS];
+    /* channel c's connections (conn_plan.h; gpu_comm_conns): receive k from
+     * its k-th receive FIFO, in our memory (or, from another node, in
+     * mapped host memory); send k into its k-th send FIFO, in the peer's
+     * (or a host shadow the proxy sends). Channel 0 has more: the latency
+     * algorithm's partners, which run on it alone. */
+    dfccl_fifo_t   recv_fifo0[DFCCL_GPU_MAX_CONNS0];
+    dfccl_fifo_t   send_fifo0[DFCCL_GPU_MAX_CONNS0];
+    dfccl_fifo_t   recv_fifo[DFCCL_GPU_MAX_CHANNELS - 1][DFCCL_GPU_MAX_CONNS];   /* from 1 */
+    dfccl_fifo_t   send_fifo[DFCCL_GPU_MAX_CHANNELS - 1][DFCCL_GPU_MAX_CONNS];
     char          *inbox[DFCCL_GPU_ALL_PEER_RANKS];          /* every rank's inbox, ours too */
 } dfccl_gpu_comm_dev_t;
+
+/* Channel c's connections of comm table t, receiving or sending (sending 1):
+ * DFCCL_GPU_MAX_CONNS0 of them on channel 0, DFCCL_GPU_MAX_CONNS on others. */
+DFCCL_INLINE DFCCL_HD dfccl_fifo_t *gpu_comm_conns(dfccl_gpu_comm_dev_t *t, int sending, unsigned c)
+{
+    if (c == 0) return sending ? t->send_fifo0 : t->recv_fifo0;
+    return sending ? t->send_fifo[c - 1] : t->recv_fifo[c - 1];
+}
 
 /* Inbox of one rank for one communicator: counters, then two sets of one
  * data slot per peer, then two sets of one LL slot per peer. arrived[p]:

@@ -28,6 +28,9 @@ typedef struct gpu_net_conn {
     int               index;        /* the connection's index (conn_plan.h) */
     int               peer_index;   /* ours among the peer's network connections the
                                        other way (its link ids) */
+    unsigned          nchannels;    /* the side's, or 1: the latency algorithm's partner
+                                       alone, on channel 0 (conn_plan.h) */
+    size_t            at;           /* its channel 0 FIFO in the side's memory */
     dfccl_net_link_t *link[DFCCL_GPU_MAX_CHANNELS];
     /* per channel: 1 once its link uses our memory no more (net.h), 1 too
      * where no link was opened */
@@ -45,8 +48,7 @@ typedef struct gpu_net_side {
     char             *dev;            /* the same memory as the kernel addresses it */
     size_t            bytes;
     size_t            recv_stride;    /* per connection and channel: receive FIFOs first, */
-    size_t            send_stride;    /* then the send FIFOs from send_at */
-    size_t            send_at;
+    size_t            send_stride;    /* then the send FIFOs (each connection's at) */
     unsigned          nchannels;
     int               nrecv, nsend;   /* connections each way on other nodes */
     gpu_net_conn_t    recv[GPU_CONN_NET_MAX], send[GPU_CONN_NET_MAX];
@@ -80,13 +82,19 @@ static size_t gpu_net_round(size_t bytes)
     return (bytes + GPU_NET_ALIGN - 1) / GPU_NET_ALIGN * GPU_NET_ALIGN;
 }
 
-/* Whether the hierarchical allreduce runs: only where the engine's
- * algorithm knob (alike on every rank) asks for it. Under auto the GPU side
- * keeps the ring across nodes: a job of 8 ranks in nodes of 2 once stopped
- * for good on one rank with it (docs/gpu-backend.md, limits). */
-static int gpu_net_hier_wanted(const dfccl_comm_t *comm)
+/* Which algorithms across nodes allreduce may take besides the ring: only
+ * those the engine's algorithm knob (alike on every rank) names, the
+ * hierarchical one (1) or the latency algorithm (2). Under auto the GPU
+ * side keeps the ring across nodes: a job of 8 ranks in nodes of 2 once
+ * stopped for good on one rank with the hierarchical one
+ * (docs/gpu-backend.md, limits). */
+static unsigned gpu_net_wanted(const dfccl_comm_t *comm)
 {
-    return comm->context->config.algorithm == DFCCL_ALGO_HIER;
+    switch (comm->context->config.algorithm) {
+    case DFCCL_ALGO_HIER: return GPU_CONN_WANT_HIER;
+    case DFCCL_ALGO_RD:   return GPU_CONN_WANT_RD;
+    default:              return 0;
+    }
 }
 
 void gpu_net_nodes(dfccl_comm_t *comm, const gpu_hello_t *all)
@@ -104,28 +112,40 @@ void gpu_net_nodes(dfccl_comm_t *comm, const gpu_hello_t *all)
     gc->setup_scratch = NULL;
     gc->topo = (dfccl_topo_t){ n, 1, gc->node, local, order, pos, 1 };
     dfccl_topo_derive(n, gc->node, local, order, pos, &gc->topo.nnodes, &gc->topo.uniform);
-    gpu_conn_plan_make(&gc->topo, comm->rank, gpu_net_hier_wanted(comm), &gc->conn);
+    gpu_conn_plan_make(&gc->topo, comm->rank, gpu_net_wanted(comm), &gc->conn);
     if (comm->rank == 0 && gc->conn.spans)
         dfccl_info("comm %#llx: GPU side on %d nodes%s: allreduce runs %s",
                    (unsigned long long)comm->key, gc->topo.nnodes,
                    gc->topo.uniform ? " of as many ranks" : "",
                    gc->conn.hier ? "hierarchically (the node's ring, the counterparts across"
-                                   " nodes, the node's ring)" : "the ring node by node");
+                                   " nodes, the node's ring)"
+                   : gc->conn.rd ? "by recursive doubling among the nodes (the node's ring into"
+                                   " its last rank, recursive doubling among those, the node's"
+                                   " ring)"
+                                 : "the ring node by node");
+}
+
+/* What the connections serve: alike on every rank (conn_plan.h). */
+static unsigned gpu_net_wants(const gpu_conn_plan_t *plan)
+{
+    return (plan->hier ? GPU_CONN_WANT_HIER : 0) | (plan->rd ? GPU_CONN_WANT_RD : 0);
 }
 
 /* The connections of plan on other nodes, one way: the peers, their
- * indices, and ours at the peer's end. */
+ * indices, how many channels use them, and ours at the peer's end. */
 static int gpu_net_conns(const dfccl_topo_t *t, int me, const gpu_conn_plan_t *plan, int sending,
-                         const gpu_hello_t *all, gpu_net_conn_t *conns)
+                         unsigned nchannels, const gpu_hello_t *all, gpu_net_conn_t *conns)
 {
     const int *peers = sending ? plan->send_peer : plan->recv_peer;
     int n = 0, count = sending ? plan->nsend : plan->nrecv;
+    int every = sending ? plan->nsend_all : plan->nrecv_all;
 
     for (int i = 0; i < count; i++) {
         gpu_conn_plan_t theirs;
         int p = peers[i];
         if (t->node[p] == t->node[me]) continue;
-        gpu_conn_plan_make(t, p, plan->hier, &theirs);
+        gpu_conn_plan_make(t, p, gpu_net_wants(plan), &theirs);
+        conns[n].nchannels = i < every ? nchannels : 1;
         conns[n].peer = p;
         conns[n].index = i;
         conns[n].peer_index = sending ? gpu_conn_plan_net_recv_index(&theirs, t, p, me)
@@ -152,8 +172,8 @@ dfccl_status_t gpu_net_begin(dfccl_comm_t *comm, dfccl_gpu_t *g, const gpu_hello
     if (!gc->conn.spans) return DFCCL_OK;
     side = calloc(1, sizeof(*side));
     if (side == NULL) return DFCCL_ERR_NO_MEMORY;
-    side->nrecv = gpu_net_conns(&gc->topo, me, &gc->conn, 0, all, side->recv);
-    side->nsend = gpu_net_conns(&gc->topo, me, &gc->conn, 1, all, side->send);
+    side->nrecv = gpu_net_conns(&gc->topo, me, &gc->conn, 0, gc->nchannels, all, side->recv);
+    side->nsend = gpu_net_conns(&gc->topo, me, &gc->conn, 1, gc->nchannels, all, side->send);
     if (side->nrecv == 0 && side->nsend == 0) {
         free(side);
         return DFCCL_OK;
@@ -170,8 +190,11 @@ dfccl_status_t gpu_net_begin(dfccl_comm_t *comm, dfccl_gpu_t *g, const gpu_hello
         gpu_net_round(dfccl_net_fifo_bytes(cfg->gpu_slot_bytes, cfg->gpu_fifo_slots, 0));
     side->send_stride =
         gpu_net_round(dfccl_net_fifo_bytes(cfg->gpu_slot_bytes, cfg->gpu_fifo_slots, 1));
-    side->send_at = (size_t)side->nrecv * side->nchannels * side->recv_stride;
-    side->bytes = side->send_at + (size_t)side->nsend * side->nchannels * side->send_stride;
+    for (int i = 0; i < side->nrecv + side->nsend; i++) {
+        gpu_net_conn_t *x = gpu_net_conn_at(side, i);
+        x->at = side->bytes;
+        side->bytes += x->nchannels * (i < side->nrecv ? side->recv_stride : side->send_stride);
+    }
     dfccl_board_init(&side->board);
     status = dfccl_context_net(comm->context, &side->net);
     if (status != DFCCL_OK) {
@@ -243,8 +266,7 @@ static dfccl_status_t gpu_net_link(dfccl_comm_t *comm, gpu_net_side_t *side, int
     const dfccl_config_t *cfg = &comm->context->config;
     gpu_net_conn_t *x = sending ? &side->send[k] : &side->recv[k];
     unsigned nch = side->nchannels;
-    char *mem = sending ? side->host + side->send_at + ((size_t)k * nch + c) * side->send_stride
-                        : side->host + ((size_t)k * nch + c) * side->recv_stride;
+    char *mem = side->host + x->at + c * (sending ? side->send_stride : side->recv_stride);
     dfccl_net_link_params_t p;
     dfccl_fifo_t view;
     dfccl_board_t *mirror;   /* the peer's board as it tells it: the kernel reads none */
@@ -284,8 +306,7 @@ static dfccl_status_t gpu_net_link(dfccl_comm_t *comm, gpu_net_side_t *side, int
         return status;
     }
     x->mirror[c] = mirror;
-    gpu_net_device_view(side, &view, sending ? &dev->send_fifo[c][x->index]
-                                             : &dev->recv_fifo[c][x->index]);
+    gpu_net_device_view(side, &view, &gpu_comm_conns(dev, sending, c)[x->index]);
     return DFCCL_OK;
 }
 
@@ -301,9 +322,11 @@ dfccl_status_t gpu_net_connect(dfccl_comm_t *comm, const void *addresses,
     if (side == NULL) return DFCCL_OK;
     for (unsigned c = 0; c < side->nchannels && status == DFCCL_OK; c++) {
         for (int k = 0; k < side->nrecv && status == DFCCL_OK; k++)
-            status = gpu_net_link(comm, side, 0, k, c, &all[side->recv[k].peer], dev);
+            if (c < side->recv[k].nchannels)
+                status = gpu_net_link(comm, side, 0, k, c, &all[side->recv[k].peer], dev);
         for (int k = 0; k < side->nsend && status == DFCCL_OK; k++)
-            status = gpu_net_link(comm, side, 1, k, c, &all[side->send[k].peer], dev);
+            if (c < side->send[k].nchannels)
+                status = gpu_net_link(comm, side, 1, k, c, &all[side->send[k].peer], dev);
     }
     return status;
 }

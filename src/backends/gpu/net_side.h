@@ -14,10 +14,9 @@
  * Set-up (comm_setup.c calls these): the hellos carry every rank's node
  * label; connect learns the nodes, allocates the host FIFOs and our block
  * of link ids; a second exchange carries the worker addresses and link
- * ids; then one link per channel and ring direction that crosses nodes.
- * Channel c's link ids: the receiving side's block + c for the data from
- * its previous rank, + nchannels + c for the control messages from its
- * next rank.
+ * ids; then one link per channel and connection that crosses nodes (on
+ * channel 0 alone for the latency algorithm's partners). Link ids, which
+ * both ends compute from the ranks' nodes: gpu_net_link in net_side.c.
  */
 #ifndef DFCCL_GPU_NET_SIDE_H
 #define DFCCL_GPU_NET_SIDE_H
