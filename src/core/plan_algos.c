@@ -115,42 +115,6 @@ static int rd_real(const rd_shape_t *s, int vr)
     return vr < s->extra ? vr * 2 + 1 : vr + s->extra;
 }
 
-dfccl_status_t plan_recursive_doubling(const dfccl_plan_call_t *call, const dfccl_topo_t *t,
-                                       int rank, dfccl_plan_t *b)
-{
-    dfccl_buf_t src = call->in_place ? DFCCL_BUF_RECV : DFCCL_BUF_SEND;
-    uint64_t n = call->count;
-    rd_shape_t s;
-
-    if (call->type != DFCCL_COLL_ALLREDUCE) return DFCCL_ERR_UNSUPPORTED;
-    if (t->size == 1) {
-        if (src != DFCCL_BUF_RECV) plan_push(b, -1, -1, 0, src, 0, DFCCL_BUF_RECV, 0, n);
-        return DFCCL_OK;
-    }
-    rd_shape(t->size, rd_position(t, rank), &s);
-    if (s.vr < 0) {   /* folded: hand the input over, get the result back */
-        int partner = rd_rank_at(t, s.v + 1);
-        plan_push(b, -1, partner, 0, src, 0, DFCCL_BUF_NONE, 0, n);
-        plan_push(b, partner, -1, 0, DFCCL_BUF_NONE, 0, DFCCL_BUF_RECV, 0, n);
-        return DFCCL_OK;
-    }
-    if (s.v < 2 * s.extra) {   /* takes part for its even neighbour too */
-        plan_push(b, rd_rank_at(t, s.v - 1), -1, 1, src, 0, DFCCL_BUF_RECV, 0, n);
-        src = DFCCL_BUF_RECV;
-    }
-    for (int mask = 1; mask < s.p; mask <<= 1) {
-        int partner = rd_rank_at(t, rd_real(&s, s.vr ^ mask));
-        /* both partners send before they receive: one chunk each way fits the
-         * FIFO, so neither waits on the other's receive */
-        plan_push(b, -1, partner, 0, src, 0, DFCCL_BUF_NONE, 0, n);
-        plan_push(b, partner, -1, 1, src, 0, DFCCL_BUF_RECV, 0, n);
-        src = DFCCL_BUF_RECV;
-    }
-    if (s.v < 2 * s.extra)
-        plan_push(b, -1, rd_rank_at(t, s.v - 1), 0, DFCCL_BUF_RECV, 0, DFCCL_BUF_NONE, 0, n);
-    return DFCCL_OK;
-}
-
 static void peers_add(int *peers, int *n, int max, int peer, int rank);
 
 /* The last rank of node j in the node-ordered ring (order[] holds each
@@ -169,33 +133,64 @@ static int node_leader(const dfccl_topo_t *t, int j)
     return last;
 }
 
-/* Recursive doubling among the nodes' leaders (rd_shape over node indices),
- * the leader's buffer in src first, its result in the receive buffer. */
-static void node_rd_exchanges(dfccl_plan_t *b, const dfccl_topo_t *t, int rank, dfccl_buf_t src,
-                              uint64_t n)
+/* The rank at place v of a recursive doubling: of the node-ordered ring
+ * (rd_rank_at), or node v's leader (node_leader). */
+typedef int (*rd_member_t)(const dfccl_topo_t *t, int v);
+
+/* Recursive doubling over places members, this rank at place v, its
+ * buffer in src first and its result in the receive buffer. */
+static void rd_exchanges(dfccl_plan_t *b, const dfccl_topo_t *t, int places, int v,
+                         rd_member_t member, dfccl_buf_t src, uint64_t n)
 {
     rd_shape_t s;
 
-    rd_shape(t->nnodes, t->node[rank], &s);
-    if (s.vr < 0) {
-        int partner = node_leader(t, s.v + 1);
+    rd_shape(places, v, &s);
+    if (s.vr < 0) {   /* folded: hand the input over, get the result back */
+        int partner = member(t, s.v + 1);
         plan_push(b, -1, partner, 0, src, 0, DFCCL_BUF_NONE, 0, n);
         plan_push(b, partner, -1, 0, DFCCL_BUF_NONE, 0, DFCCL_BUF_RECV, 0, n);
         return;
     }
-    if (s.v < 2 * s.extra) {
-        plan_push(b, node_leader(t, s.v - 1), -1, 1, src, 0, DFCCL_BUF_RECV, 0, n);
+    if (s.v < 2 * s.extra) {   /* takes part for its even neighbour too */
+        plan_push(b, member(t, s.v - 1), -1, 1, src, 0, DFCCL_BUF_RECV, 0, n);
         src = DFCCL_BUF_RECV;
     }
     for (int mask = 1; mask < s.p; mask <<= 1) {
-        int partner = node_leader(t, rd_real(&s, s.vr ^ mask));
+        int partner = member(t, rd_real(&s, s.vr ^ mask));
+        /* both partners send before they receive: one chunk each way fits the
+         * FIFO, so neither waits on the other's receive */
         plan_push(b, -1, partner, 0, src, 0, DFCCL_BUF_NONE, 0, n);
         plan_push(b, partner, -1, 1, src, 0, DFCCL_BUF_RECV, 0, n);
         src = DFCCL_BUF_RECV;
     }
     if (src != DFCCL_BUF_RECV) plan_push(b, -1, -1, 0, src, 0, DFCCL_BUF_RECV, 0, n);
     if (s.v < 2 * s.extra)
-        plan_push(b, -1, node_leader(t, s.v - 1), 0, DFCCL_BUF_RECV, 0, DFCCL_BUF_NONE, 0, n);
+        plan_push(b, -1, member(t, s.v - 1), 0, DFCCL_BUF_RECV, 0, DFCCL_BUF_NONE, 0, n);
+}
+
+/* The partners of place v in that exchange, added to peers. */
+static void rd_partners(const dfccl_topo_t *t, int places, int v, rd_member_t member, int rank,
+                        int *peers, int *n, int max)
+{
+    rd_shape_t s;
+
+    rd_shape(places, v, &s);
+    if (s.vr < 0) {
+        peers_add(peers, n, max, member(t, s.v + 1), rank);
+        return;
+    }
+    if (s.v < 2 * s.extra) peers_add(peers, n, max, member(t, s.v - 1), rank);
+    for (int mask = 1; mask < s.p; mask <<= 1)
+        peers_add(peers, n, max, member(t, rd_real(&s, s.vr ^ mask)), rank);
+}
+
+dfccl_status_t plan_recursive_doubling(const dfccl_plan_call_t *call, const dfccl_topo_t *t,
+                                       int rank, dfccl_plan_t *b)
+{
+    if (call->type != DFCCL_COLL_ALLREDUCE) return DFCCL_ERR_UNSUPPORTED;
+    rd_exchanges(b, t, t->size, rd_position(t, rank), rd_rank_at,
+                 call->in_place ? DFCCL_BUF_RECV : DFCCL_BUF_SEND, call->count);
+    return DFCCL_OK;
 }
 
 /* Allreduce of small buffers across nodes: a node's ranks reduce along the
@@ -232,7 +227,7 @@ dfccl_status_t dfccl_plan_node_rd(const dfccl_plan_call_t *call, const dfccl_top
                        l < L - 1 ? DFCCL_BUF_NONE : DFCCL_BUF_RECV, 0, n);
     }
     if (l == L - 1) {
-        node_rd_exchanges(b, t, rank, L > 1 ? DFCCL_BUF_RECV : src, n);
+        rd_exchanges(b, t, t->nnodes, t->node[rank], node_leader, L > 1 ? DFCCL_BUF_RECV : src, n);
         if (L > 1) plan_push(b, -1, next, 0, DFCCL_BUF_RECV, 0, DFCCL_BUF_NONE, 0, n);
     } else {
         plan_push(b, prev, l < L - 2 ? next : -1, 0, DFCCL_BUF_NONE, 0, DFCCL_BUF_RECV, 0, n);
@@ -243,17 +238,9 @@ dfccl_status_t dfccl_plan_node_rd(const dfccl_plan_call_t *call, const dfccl_top
 int dfccl_plan_node_rd_peers(const dfccl_topo_t *t, int rank, int *peers, int max)
 {
     int n = 0;
-    rd_shape_t s;
 
-    if (rank != node_leader(t, t->node[rank])) return 0;
-    rd_shape(t->nnodes, t->node[rank], &s);
-    if (s.vr < 0) {
-        peers_add(peers, &n, max, node_leader(t, s.v + 1), rank);
-        return n;
-    }
-    if (s.v < 2 * s.extra) peers_add(peers, &n, max, node_leader(t, s.v - 1), rank);
-    for (int mask = 1; mask < s.p; mask <<= 1)
-        peers_add(peers, &n, max, node_leader(t, rd_real(&s, s.vr ^ mask)), rank);
+    if (rank == node_leader(t, t->node[rank]))
+        rd_partners(t, t->nnodes, t->node[rank], node_leader, rank, peers, &n, max);
     return n;
 }
 
@@ -273,7 +260,6 @@ int dfccl_plan_send_peers(const dfccl_topo_t *t, int rank, int *peers, int max)
 {
     int *ranks = malloc(sizeof(int) * (size_t)t->size), n = 0, k = 0;
     plan_group_t g;
-    rd_shape_t s;
 
     if (ranks == NULL) return -1;
     /* the flat ring: the next position in node order */
@@ -285,14 +271,7 @@ int dfccl_plan_send_peers(const dfccl_topo_t *t, int rank, int *peers, int max)
         peers_add(peers, &n, max, g.ranks[(g.i + 1) % g.m], rank);
     }
     /* recursive doubling, on one node too */
-    rd_shape(t->size, rd_position(t, rank), &s);
-    if (s.vr < 0) {
-        peers_add(peers, &n, max, rd_rank_at(t, s.v + 1), rank);
-    } else {
-        if (s.v < 2 * s.extra) peers_add(peers, &n, max, rd_rank_at(t, s.v - 1), rank);
-        for (int mask = 1; mask < s.p; mask <<= 1)
-            peers_add(peers, &n, max, rd_rank_at(t, rd_real(&s, s.vr ^ mask)), rank);
-    }
+    rd_partners(t, t->size, rd_position(t, rank), rd_rank_at, rank, peers, &n, max);
     free(ranks);
     qsort(peers, (size_t)n, sizeof(int), cmp_int);
     for (int i = 0; i < n; i++)
