@@ -119,11 +119,15 @@ void dfccl_board_post(dfccl_board_t *board, uint64_t seq, const dfccl_ident_t *i
     if (LOAD(&board->posted) < seq + 1) STORE(&board->posted, seq + 1);
 }
 
+/* Reads of an entry that the posted counter says is there before it is
+ * taken as skipped. */
+#define DFCCL_BOARD_IDENT_TRIES 8
+
 int dfccl_board_ident(const dfccl_board_t *board, uint64_t seq, dfccl_ident_t *id)
 {
     const dfccl_ident_t *e = &board->ident[seq % DFCCL_BOARD_IDENTS];
 
-    for (;;) {
+    for (int tries = 0;; tries++) {
         uint64_t s = LOAD(&e->seq1);
 
         if (s == seq + 1) {
@@ -143,7 +147,12 @@ int dfccl_board_ident(const dfccl_board_t *board, uint64_t seq, dfccl_ident_t *i
         if (s > seq + 1) return -1;                  /* reused by a later collective */
         if (LOAD(&board->posted) <= seq) return 0;   /* not posted yet */
         /* posted, but the entry was read before its owner finished writing
-         * it (its posted counter is stored after the entry): read it again */
+         * it (its posted counter is stored after the entry): read it again.
+         * A few times only: a mirror of another node's board (ucx_link.c)
+         * counts what it heard of, and an entry its owner's messages
+         * skipped never comes; waiting for it would stop the caller (the
+         * GPU proxy's watch) for good. */
+        if (tries == DFCCL_BOARD_IDENT_TRIES) return -1;
     }
 }
 

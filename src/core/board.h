@@ -83,7 +83,9 @@ int dfccl_ident_differs(const dfccl_ident_t *mine, const dfccl_ident_t *theirs, 
 /* Owner: publishes collective seq's identity (after which its data may flow). */
 void dfccl_board_post(dfccl_board_t *board, uint64_t seq, const dfccl_ident_t *id);
 /* Peer's view of collective seq: 1 and *id when posted; 0 not posted yet;
- * -1 when the entry was reused already (cannot be checked). */
+ * -1 when the entry was reused already, or is one a mirror (a board that a
+ * peer's messages fill) never heard of while it heard of later ones: it
+ * cannot be checked. Returns at once either way. */
 int dfccl_board_ident(const dfccl_board_t *board, uint64_t seq, dfccl_ident_t *id);
 
 /* Owner: records the first failure that broke the communicator. */

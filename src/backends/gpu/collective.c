@@ -69,15 +69,21 @@ static void gpu_legacy_wait_failed(dfccl_gpu_t *g)
 
 /* The plan of a collective that runs through the FIFOs: for allreduce the
  * hierarchical algorithm or the latency algorithm across nodes where the
- * communicator has their connections (conn_plan.h; the engine's algorithm
- * knob asks for one), else the ring node by node. Alike on every rank: it
- * follows from the type and the ranks' nodes alone. */
-static dfccl_algo_t gpu_algo_across(const dfccl_comm_t *comm, dfccl_coll_type_t type)
+ * communicator has their connections (conn_plan.h, as the engine's
+ * algorithm knob asks), the latency one under auto up to rd_max_bytes;
+ * else the ring node by node. Alike on every rank: it follows from the
+ * call and the ranks' nodes alone. */
+static dfccl_algo_t gpu_algo_across(const dfccl_comm_t *comm, dfccl_coll_type_t type,
+                                    uint64_t bytes)
 {
     const gpu_conn_plan_t *conn = &gpu_comm_of(comm)->conn;
+    const dfccl_config_t *cfg = &comm->context->config;
 
     if (type != DFCCL_COLL_ALLREDUCE) return DFCCL_ALGO_RING;
-    return conn->hier ? DFCCL_ALGO_HIER : conn->rd ? DFCCL_ALGO_RD : DFCCL_ALGO_RING;
+    if (conn->hier) return DFCCL_ALGO_HIER;
+    if (conn->rd && (cfg->algorithm == DFCCL_ALGO_RD || bytes <= cfg->rd_max_bytes))
+        return DFCCL_ALGO_RD;
+    return DFCCL_ALGO_RING;
 }
 
 /* What a call's submission entry holds that follows from its arguments
@@ -146,7 +152,7 @@ static dfccl_status_t gpu_job_describe(dfccl_comm_t *comm, const dfccl_coll_args
         uint32_t nsteps = 0;
         dfccl_plan_call_t call = { args->type, args->sendbuf == DFCCL_IN_PLACE, args->count,
                                    args->type == DFCCL_COLL_REDUCE_SCATTER ? args->counts : NULL };
-        dfccl_algo_t algo = gpu_algo_across(comm, args->type);
+        dfccl_algo_t algo = gpu_algo_across(comm, args->type, total_bytes);
         dfccl_status_t planned;
         /* the ring's plan (the direct path falls back to it): in the entry,
          * or for more ranks than it holds, beside it (plan_pool.h) */

@@ -82,18 +82,20 @@ static size_t gpu_net_round(size_t bytes)
     return (bytes + GPU_NET_ALIGN - 1) / GPU_NET_ALIGN * GPU_NET_ALIGN;
 }
 
-/* Which algorithms across nodes allreduce may take besides the ring: only
- * those the engine's algorithm knob (alike on every rank) names, the
- * hierarchical one (1) or the latency algorithm (2). Under auto the GPU
- * side keeps the ring across nodes: a job of 8 ranks in nodes of 2 once
- * stopped for good on one rank with the hierarchical one
- * (docs/gpu-backend.md, limits). */
+/* Which algorithms across nodes allreduce may take besides the ring, as
+ * the engine's knobs (alike on every rank) say: the hierarchical one (1),
+ * the latency algorithm (2, and auto for allreduces up to rd_max_bytes).
+ * auto does not take the hierarchical one yet (docs/gpu-backend.md,
+ * limits). */
 static unsigned gpu_net_wanted(const dfccl_comm_t *comm)
 {
-    switch (comm->context->config.algorithm) {
+    const dfccl_config_t *cfg = &comm->context->config;
+
+    switch (cfg->algorithm) {
     case DFCCL_ALGO_HIER: return GPU_CONN_WANT_HIER;
     case DFCCL_ALGO_RD:   return GPU_CONN_WANT_RD;
-    default:              return 0;
+    case DFCCL_ALGO_RING: return 0;
+    default:              return cfg->rd_max_bytes > 0 ? GPU_CONN_WANT_RD : 0;
     }
 }
 
@@ -121,7 +123,7 @@ void gpu_net_nodes(dfccl_comm_t *comm, const gpu_hello_t *all)
                                    " nodes, the node's ring)"
                    : gc->conn.rd ? "by recursive doubling among the nodes (the node's ring into"
                                    " its last rank, recursive doubling among those, the node's"
-                                   " ring)"
+                                   " ring), under auto up to rd_max_bytes, then the ring"
                                  : "the ring node by node");
 }
 
