@@ -325,10 +325,13 @@ int main(void)
         }
         for (int shape = 0; shape < NODE_SHAPES; shape++) {
             node_shape(shape, n, node);
-            /* the knob allows one algorithm across nodes besides the ring */
+            /* the algorithm knob forces one algorithm across nodes besides the ring */
             check(n, shape, node, plan, seen, GPU_CONN_WANT_HIER);
             check_failures(n, shape, node, plan, seen);
             check(n, shape, node, plan, seen, GPU_CONN_WANT_RD);
+            check_failures(n, shape, node, plan, seen);
+            /* auto: both, each for its sizes */
+            check(n, shape, node, plan, seen, GPU_CONN_WANT_HIER | GPU_CONN_WANT_RD);
             check_failures(n, shape, node, plan, seen);
         }
         cases++;

@@ -7,8 +7,9 @@
  * FIFOs, one per connection each way as the ranks' connection plans number
  * them (the sender's send index and the receiver's receive index of one
  * FIFO must meet; the latency algorithm's partners on channel 0 alone).
- * Allreduce runs both with the hierarchical algorithm's connections and
- * with the latency algorithm's (recursive doubling among the nodes). Ranks and channels are stepped a slice at a time in a
+ * Allreduce runs with the hierarchical algorithm's connections, with the
+ * latency algorithm's (recursive doubling among the nodes), and with both
+ * (auto: the latency algorithm for the small counts). Ranks and channels are stepped a slice at a time in a
  * random interleaving; a sweep in which nothing moves is a deadlock. Every
  * output element is checked, in many node shapes, sizes, element types,
  * in place and not, with 1 to 3 channels and 2 or 4 slots per FIFO.
@@ -201,8 +202,10 @@ static void one(sim_t *s, const int *node, const char *shape, unsigned seed)
     dfccl_topo_derive(s->n, node, s->local, s->order, s->pos, &s->topo.nnodes, &s->topo.uniform);
     for (int r = 0; r < s->n; r++) gpu_conn_plan_make(&s->topo, r, s->wants, &s->plan[r]);
     /* as collective.c chooses */
+    /* with both (auto): the latency algorithm for the small counts */
     algo = s->type != DFCCL_COLL_ALLREDUCE ? DFCCL_ALGO_RING
-         : s->plan[0].hier ? DFCCL_ALGO_HIER : s->plan[0].rd ? DFCCL_ALGO_RD : DFCCL_ALGO_RING;
+         : s->plan[0].hier && !(s->plan[0].rd && s->count <= 7) ? DFCCL_ALGO_HIER
+         : s->plan[0].rd ? DFCCL_ALGO_RD : DFCCL_ALGO_RING;
     hier_cases += algo == DFCCL_ALGO_HIER;
     rd_cases += algo == DFCCL_ALGO_RD;
     s->vector_parts = algo == DFCCL_ALGO_HIER;
@@ -274,12 +277,14 @@ int main(void)
         for (int shape = 0; shape < 6; shape++) {
             int node[MAX_RANKS];
             const char *name = shape_of(shape, sizes[si], node);
-            for (int tt = 0; tt < 4; tt++)
+            for (int tt = 0; tt < 5; tt++)
                 for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++)
                     for (int in_place = 0; in_place < 2; in_place++) {
-                        /* 3: allreduce again, with the latency algorithm */
+                        /* 3: allreduce again, with the latency algorithm;
+                         * 4: with both algorithms' connections (auto) */
                         int t = tt % 3;
-                        s->wants = tt < 3 ? GPU_CONN_WANT_HIER : GPU_CONN_WANT_RD;
+                        s->wants = tt < 3 ? GPU_CONN_WANT_HIER : tt == 3 ? GPU_CONN_WANT_RD
+                                 : GPU_CONN_WANT_HIER | GPU_CONN_WANT_RD;
                         s->n = sizes[si];
                         s->type = types[t];
                         s->dtype = dtypes[(t + ci + (size_t)in_place * 3) % 5];

@@ -68,9 +68,10 @@ static dfccl_comm_params_t test_params(sim_world_t *world, int rank, uint64_t ke
  * only those ranks send bytes over the network. */
 static int test_sends_across(int rank, int size)
 {
-    /* hierarchical, on nodes of as many ranks, more than one each, and
-     * several nodes: every rank sends to its counterpart on the next node */
-    if (test_hier && (test_node_interleave ? size % 2 == 0
+    /* hierarchical (algorithm 1, or auto for the largest allreduces), on
+     * nodes of as many ranks, more than one each, and several nodes: every
+     * rank sends to its counterpart on the next node */
+    if (!test_rd && (test_node_interleave ? size % 2 == 0
                       : test_node_split > 1 && size % (int)test_node_split == 0 &&
                         size > (int)test_node_split))
         return 1;

@@ -70,9 +70,10 @@ static void gpu_legacy_wait_failed(dfccl_gpu_t *g)
 /* The plan of a collective that runs through the FIFOs: for allreduce the
  * hierarchical algorithm or the latency algorithm across nodes where the
  * communicator has their connections (conn_plan.h, as the engine's
- * algorithm knob asks), the latency one under auto up to rd_max_bytes;
- * else the ring node by node. Alike on every rank: it follows from the
- * call and the ranks' nodes alone. */
+ * algorithm knob asks), under auto the hierarchical one from
+ * gpu_hier_min_bytes and the latency one up to rd_max_bytes; else the ring
+ * node by node. Alike on every rank: it follows from the call and the
+ * ranks' nodes alone. */
 static dfccl_algo_t gpu_algo_across(const dfccl_comm_t *comm, dfccl_coll_type_t type,
                                     uint64_t bytes)
 {
@@ -80,7 +81,8 @@ static dfccl_algo_t gpu_algo_across(const dfccl_comm_t *comm, dfccl_coll_type_t 
     const dfccl_config_t *cfg = &comm->context->config;
 
     if (type != DFCCL_COLL_ALLREDUCE) return DFCCL_ALGO_RING;
-    if (conn->hier) return DFCCL_ALGO_HIER;
+    if (conn->hier && (cfg->algorithm == DFCCL_ALGO_HIER || bytes >= cfg->gpu_hier_min_bytes))
+        return DFCCL_ALGO_HIER;
     if (conn->rd && (cfg->algorithm == DFCCL_ALGO_RD || bytes <= cfg->rd_max_bytes))
         return DFCCL_ALGO_RD;
     return DFCCL_ALGO_RING;

@@ -83,10 +83,9 @@ static size_t gpu_net_round(size_t bytes)
 }
 
 /* Which algorithms across nodes allreduce may take besides the ring, as
- * the engine's knobs (alike on every rank) say: the hierarchical one (1),
- * the latency algorithm (2, and auto for allreduces up to rd_max_bytes).
- * auto does not take the hierarchical one yet (docs/gpu-backend.md,
- * limits). */
+ * the engine's knobs (alike on every rank) say: the hierarchical one (1;
+ * auto from gpu_hier_min_bytes), the latency algorithm (2; auto up to
+ * rd_max_bytes). */
 static unsigned gpu_net_wanted(const dfccl_comm_t *comm)
 {
     const dfccl_config_t *cfg = &comm->context->config;
@@ -95,7 +94,9 @@ static unsigned gpu_net_wanted(const dfccl_comm_t *comm)
     case DFCCL_ALGO_HIER: return GPU_CONN_WANT_HIER;
     case DFCCL_ALGO_RD:   return GPU_CONN_WANT_RD;
     case DFCCL_ALGO_RING: return 0;
-    default:              return cfg->rd_max_bytes > 0 ? GPU_CONN_WANT_RD : 0;
+    default:
+        return (cfg->rd_max_bytes > 0 ? GPU_CONN_WANT_RD : 0) |
+               (cfg->gpu_hier_min_bytes < UINT64_MAX ? GPU_CONN_WANT_HIER : 0);
     }
 }
 
@@ -116,15 +117,16 @@ void gpu_net_nodes(dfccl_comm_t *comm, const gpu_hello_t *all)
     dfccl_topo_derive(n, gc->node, local, order, pos, &gc->topo.nnodes, &gc->topo.uniform);
     gpu_conn_plan_make(&gc->topo, comm->rank, gpu_net_wanted(comm), &gc->conn);
     if (comm->rank == 0 && gc->conn.spans)
-        dfccl_info("comm %#llx: GPU side on %d nodes%s: allreduce runs %s",
+        dfccl_info("comm %#llx: GPU side on %d nodes%s: allreduce runs%s%s%s",
                    (unsigned long long)comm->key, gc->topo.nnodes,
                    gc->topo.uniform ? " of as many ranks" : "",
-                   gc->conn.hier ? "hierarchically (the node's ring, the counterparts across"
+                   gc->conn.rd ? " by recursive doubling among the nodes (the node's ring into its"
+                                 " last rank, recursive doubling among those, the node's ring)"
+                               : "",
+                   gc->conn.rd && gc->conn.hier ? " up to rd_max_bytes," : "",
+                   gc->conn.hier ? " hierarchically (the node's ring, the counterparts across"
                                    " nodes, the node's ring)"
-                   : gc->conn.rd ? "by recursive doubling among the nodes (the node's ring into"
-                                   " its last rank, recursive doubling among those, the node's"
-                                   " ring), under auto up to rd_max_bytes, then the ring"
-                                 : "the ring node by node");
+                   : gc->conn.rd ? "" : " the ring node by node");
 }
 
 /* What the connections serve: alike on every rank (conn_plan.h). */
