@@ -106,7 +106,7 @@ print("%12s %12s %12s %12s %12s %9s %9s %9s %6s" % ("size(B)", "hier", "rd", "ri
                                                    "ring/h", "ring/rd", "staged/h", "wrong"))
 for size in sorted(rows):
     r = rows[size]
-    t = {k: r[k]["time_us"] if k in r else 0.0 for k in kinds}
+    t = {k: r[k]["median_us"] if k in r else 0.0 for k in kinds}
     wrong = sum((r[k]["wrong"] or 0) + (1 if r[k]["errors"] else 0) for k in r)
     ratio = lambda a, b: "%9.2f" % (t[a] / t[b]) if t[a] > 0 and t[b] > 0 else "%9s" % "-"
     print("%12d %12.1f %12.1f %12.1f %12.1f %s %s %s %6d" % (size, t["hier"], t["rd"], t["ring"],
