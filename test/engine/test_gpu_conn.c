@@ -96,7 +96,9 @@ static void check_conns(int n, int shape, const dfccl_topo_t *t, const gpu_conn_
     if (net_in > GPU_CONN_NET_MAX || net_out > GPU_CONN_NET_MAX) fail("links", n, shape, q);
     if (p->hier != ((wants & GPU_CONN_WANT_HIER) && t->nnodes > 1 && t->uniform && t->nnodes < n))
         fail("hier", n, shape, q);
-    if (p->rd != ((wants & GPU_CONN_WANT_RD) && t->nnodes > 1)) fail("rd", n, shape, q);
+    if (p->rd != ((wants & GPU_CONN_WANT_RD) && t->nnodes > 1 &&
+                  t->nnodes <= GPU_CONN_RD_MAX_NODES))
+        fail("rd", n, shape, q);
     /* the latency algorithm's partners: both ways, on other nodes */
     np = p->rd ? dfccl_plan_node_rd_peers(t, q, partners, GPU_CONN0_MAX) : 0;
     for (int i = 0; i < np; i++)

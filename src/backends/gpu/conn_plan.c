@@ -37,7 +37,7 @@ void gpu_conn_plan_make(const dfccl_topo_t *t, int rank, unsigned wants, gpu_con
     plan->node_next = plan->net_next < 0 && n > 1 ? plan->ring_next : -1;
     plan->cross_prev = plan->cross_next = -1;
     plan->hier = (wants & GPU_CONN_WANT_HIER) && plan->spans && t->uniform && t->nnodes < n;
-    plan->rd = (wants & GPU_CONN_WANT_RD) && plan->spans;
+    plan->rd = (wants & GPU_CONN_WANT_RD) && plan->spans && t->nnodes <= GPU_CONN_RD_MAX_NODES;
     if (plan->hier || plan->rd) {
         /* the ring of our node's ranks, closed: order[] holds them in a row */
         int l = t->local[rank], first = v - l, L = 0;
@@ -159,6 +159,8 @@ dfccl_status_t gpu_conn_plan_program(const gpu_conn_plan_t *plan, const dfccl_to
 
 _Static_assert(GPU_CONN_MAX == DFCCL_GPU_MAX_CONNS && GPU_CONN0_MAX == DFCCL_GPU_MAX_CONNS0,
                "a plan's connections fit the table");
+_Static_assert(GPU_CONN_RD_MAX_NODES < 8192 && GPU_CONN0_MAX - GPU_CONN_MAX >= 13,
+               "a leader's partners fit channel 0's connections");
 _Static_assert(sizeof(gpu_conn_status_t) <= GPU_CONN_STATUS_BYTES, "the status fits its place");
 
 static size_t gpu_conn_align(size_t bytes, size_t align)

@@ -25,6 +25,11 @@
  * alone, so that its connections cost one FIFO each way, not one per
  * channel. */
 #define GPU_CONN0_MAX 16
+/* Nodes the latency algorithm serves: below 8192, a leader has at most 13
+ * partners (12 doublings and the fold), which channel 0's room holds
+ * beside the 3 of every channel. Alike on every rank: on more nodes no rank
+ * sets it up. */
+#define GPU_CONN_RD_MAX_NODES 8191
 /* Of those, the most on other nodes (all but the node's ring). */
 #define GPU_CONN_NET_MAX (GPU_CONN0_MAX - 1)
 
