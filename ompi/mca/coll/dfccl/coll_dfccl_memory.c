@@ -24,10 +24,12 @@ typedef int (*dfccl_cu_pointer_get_attribute_fn)(void *data, int attribute,
 typedef int (*dfccl_cu_ctx_push_fn)(void *context);
 typedef int (*dfccl_cu_ctx_pop_fn)(void **context);
 typedef int (*dfccl_cu_memcpy_fn)(unsigned long long dst, unsigned long long src, size_t bytes);
+typedef int (*dfccl_cu_stream_sync_fn)(void *stream);
 #define DFCCL_CU_SUCCESS                       0
 #define DFCCL_CU_POINTER_ATTRIBUTE_CONTEXT     1
 #define DFCCL_CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
 #define DFCCL_CU_MEMORYTYPE_DEVICE             2
+#define DFCCL_CU_STREAM_LEGACY                 ((void *)0x1)
 
 static dfccl_cu_pointer_get_attributes_fn cu_pointer_get_attributes;
 /* for copies: looked up with the query */
@@ -36,6 +38,7 @@ static struct {
     dfccl_cu_ctx_push_fn              ctx_push;
     dfccl_cu_ctx_pop_fn               ctx_pop;
     dfccl_cu_memcpy_fn                memcpy;
+    dfccl_cu_stream_sync_fn           stream_sync;
 } cu_copy;
 /* The process's count of shared-object loads when the driver was last
  * looked for and not found (0: never looked, or the count is unknown). */
@@ -77,6 +80,7 @@ static dfccl_cu_pointer_get_attributes_fn driver_query(void)
         cu_copy.ctx_push = (dfccl_cu_ctx_push_fn)dlsym(driver, "cuCtxPushCurrent_v2");
         cu_copy.ctx_pop = (dfccl_cu_ctx_pop_fn)dlsym(driver, "cuCtxPopCurrent_v2");
         cu_copy.memcpy = (dfccl_cu_memcpy_fn)dlsym(driver, "cuMemcpy");
+        cu_copy.stream_sync = (dfccl_cu_stream_sync_fn)dlsym(driver, "cuStreamSynchronize");
         cu_pointer_get_attributes =
             (dfccl_cu_pointer_get_attributes_fn)dlsym(driver, "cuPointerGetAttributes");
         if (cu_pointer_get_attributes == NULL) return NULL;
@@ -113,17 +117,25 @@ int mca_coll_dfccl_memory_copy(void *dst, const void *src, size_t bytes, bool ds
     int rc;
 
     if (driver_query() == NULL || cu_copy.pointer_get_attribute == NULL ||
-        cu_copy.ctx_push == NULL || cu_copy.ctx_pop == NULL || cu_copy.memcpy == NULL)
+        cu_copy.ctx_push == NULL || cu_copy.ctx_pop == NULL || cu_copy.memcpy == NULL ||
+        cu_copy.stream_sync == NULL)
         return OMPI_ERR_NOT_AVAILABLE;
     /* the calling thread need not have the buffer's context current:
      * push it for the copy. cuMemcpy (unified addressing) takes both
-     * directions and has the data in place on return. */
+     * directions. Into device memory from pageable memory it returns once
+     * the bytes are staged, before they land, on the legacy default stream:
+     * a caller reading the result on a stream of its own that does not wait
+     * for that one would read what was there before (at 40 ranks a
+     * 1-element result read back unwritten), so the copy waits for that
+     * stream after it. The daemon kernel runs on a stream that stream does
+     * not wait for. */
     if (cu_copy.pointer_get_attribute(&context, DFCCL_CU_POINTER_ATTRIBUTE_CONTEXT, device_ptr) !=
             DFCCL_CU_SUCCESS ||
         cu_copy.ctx_push(context) != DFCCL_CU_SUCCESS)
         return OMPI_ERROR;
     rc = cu_copy.memcpy((unsigned long long)(uintptr_t)dst, (unsigned long long)(uintptr_t)src,
                         bytes);
+    if (rc == DFCCL_CU_SUCCESS && dst_dev) rc = cu_copy.stream_sync(DFCCL_CU_STREAM_LEGACY);
     cu_copy.ctx_pop(&popped);
     return rc == DFCCL_CU_SUCCESS ? OMPI_SUCCESS : OMPI_ERROR;
 }
