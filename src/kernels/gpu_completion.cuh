@@ -94,8 +94,7 @@ __device__ static void gpu_diag_fill(const dfccl_gpu_task_t *t, const dfccl_gpu_
     /* the connection it waited on: the one to or from the peer it named */
     if (t->algo == DFCCL_GPU_ALGO_RING && x->waiting != DFCCL_WAIT_NONE) {
         const dfccl_fifo_t *conns = x->waiting == DFCCL_WAIT_SEND ? x->send_fifo : x->recv_fifo;
-        int nconns = blockIdx.x == 0 ? DFCCL_GPU_MAX_CONNS0 : DFCCL_GPU_MAX_CONNS;
-        for (int k = 0; k < nconns && f == NULL; k++)
+        for (int k = 0; k < gpu_comm_nconns(blockIdx.x) && f == NULL; k++)
             if (conns[k].ctrl != NULL && conns[k].peer == x->wait_peer) f = &conns[k];
     }
     if (t->algo == DFCCL_GPU_ALGO_RING && f == NULL && x->recv_fifo[0].ctrl != NULL)

@@ -22,7 +22,7 @@ static void gpu_conn_add(int *list, int *n, int peer)
 
 void gpu_conn_plan_make(const dfccl_topo_t *t, int rank, unsigned wants, gpu_conn_plan_t *plan)
 {
-    int n = t->size, me = t->node[rank], v = t->pos[rank];
+    int n = t->size, me = t->node[rank], v = t->pos[rank], l = t->local[rank], L = 0;
     int partners[GPU_CONN0_MAX], npartners = 0;
 
     plan->spans = t->nnodes > 1;
@@ -40,14 +40,14 @@ void gpu_conn_plan_make(const dfccl_topo_t *t, int rank, unsigned wants, gpu_con
     plan->rd = (wants & GPU_CONN_WANT_RD) && plan->spans && t->nnodes <= GPU_CONN_RD_MAX_NODES;
     if (plan->hier || plan->rd) {
         /* the ring of our node's ranks, closed: order[] holds them in a row */
-        int l = t->local[rank], first = v - l, L = 0;
+        int first = v - l;
         while (first + L < n && t->node[t->order[first + L]] == me) L++;
         plan->node_prev = L > 1 ? t->order[first + (l + L - 1) % L] : -1;
         plan->node_next = L > 1 ? t->order[first + (l + 1) % L] : -1;
     }
     if (plan->hier) {
-        /* uniform: node k's ranks sit at order[k * L .. (k + 1) * L) */
-        int L = n / t->nnodes, l = t->local[rank];
+        /* uniform: node k's ranks sit at order[k * L .. (k + 1) * L) (L as
+         * counted above) */
         plan->cross_prev = t->order[((me + t->nnodes - 1) % t->nnodes) * L + l];
         plan->cross_next = t->order[((me + 1) % t->nnodes) * L + l];
     }

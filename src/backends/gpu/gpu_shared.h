@@ -261,6 +261,12 @@ DFCCL_INLINE DFCCL_HD dfccl_fifo_t *gpu_comm_conns(dfccl_gpu_comm_dev_t *t, int 
     return sending ? t->send_fifo[c - 1] : t->recv_fifo[c - 1];
 }
 
+/* How many connections channel c's table rows hold. */
+DFCCL_INLINE DFCCL_HD int gpu_comm_nconns(unsigned c)
+{
+    return c == 0 ? DFCCL_GPU_MAX_CONNS0 : DFCCL_GPU_MAX_CONNS;
+}
+
 /* Inbox of one rank for one communicator: counters, then two sets of one
  * data slot per peer, then two sets of one LL slot per peer. arrived[p]:
  * one-shots whose data p has written into slot p.
