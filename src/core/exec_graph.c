@@ -4,12 +4,6 @@
 #include "core/exec_cpu.h"
 #include "core/exec_graph.h"
 
-/* The arrays in the order they lie in memory, each on 8 bytes. */
-static size_t round8(size_t n)
-{
-    return (n + 7) & ~(size_t)7;
-}
-
 static uint32_t count_users(const dfccl_step_t *steps, uint32_t nsteps, uint32_t *nloose)
 {
     uint32_t n = 0, loose = 0;
@@ -22,23 +16,6 @@ static uint32_t count_users(const dfccl_step_t *steps, uint32_t nsteps, uint32_t
     return n;
 }
 
-static size_t graph_layout(dfccl_exec_graph_t *g, char *mem, uint32_t nsteps)
-{
-    size_t at = 0;
-
-    g->cur = (dfccl_exec_cursor_t *)(mem ? mem + at : NULL);
-    at += round8(sizeof(dfccl_exec_cursor_t) * nsteps);
-    g->rounds = (uint64_t *)(mem ? mem + at : NULL);
-    at += round8(sizeof(uint64_t) * nsteps);
-    g->lines = (dfccl_exec_line_t *)(mem ? mem + at : NULL);
-    at += round8(sizeof(dfccl_exec_line_t) * g->nlines);
-    g->users = (uint32_t *)(mem ? mem + at : NULL);
-    at += round8(sizeof(uint32_t) * g->nusers);
-    g->loose = (uint32_t *)(mem ? mem + at : NULL);
-    at += round8(sizeof(uint32_t) * g->nloose);
-    return at;
-}
-
 size_t dfccl_exec_graph_bytes(const dfccl_step_t *steps, uint32_t nsteps, uint32_t nrecv,
                               uint32_t nsend)
 {
@@ -46,12 +23,12 @@ size_t dfccl_exec_graph_bytes(const dfccl_step_t *steps, uint32_t nsteps, uint32
 
     g.nlines = nrecv + nsend;
     g.nusers = count_users(steps, nsteps, &g.nloose);
-    return graph_layout(&g, NULL, nsteps);
+    return dfccl_exec_graph_layout(&g, NULL, nsteps);
 }
 
 void dfccl_exec_graph_rebase(dfccl_exec_graph_t *g, void *mem, uint32_t nsteps)
 {
-    graph_layout(g, mem, nsteps);
+    dfccl_exec_graph_layout(g, mem, nsteps);
 }
 
 void dfccl_exec_graph_init(dfccl_exec_t *x, dfccl_exec_graph_t *g, void *mem, uint32_t nrecv,
@@ -64,7 +41,7 @@ void dfccl_exec_graph_init(dfccl_exec_t *x, dfccl_exec_graph_t *g, void *mem, ui
     g->nrecv = nrecv;
     g->nlines = nrecv + nsend;
     g->nusers = count_users(steps, n, &g->nloose);
-    memset(mem, 0, graph_layout(g, mem, n));
+    memset(mem, 0, dfccl_exec_graph_layout(g, mem, n));
     x->graph = g;
     x->nrounds = 0;
     for (uint32_t i = 0; i < n; i++) {

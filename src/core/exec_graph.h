@@ -63,6 +63,26 @@ typedef struct dfccl_exec_graph {
     uint32_t             scan;    /* the line the next search for a ready step starts at */
 } dfccl_exec_graph_t;
 
+/* Lays the graph's arrays out from mem (NULL: only sizes them), each on 8
+ * bytes, for nsteps steps and g's nlines, nusers and nloose; returns the
+ * bytes they take. Position-free: a byte copy of the arrays is pointed at
+ * anew by laying them out at the copy (the GPU does so after its upload). */
+DFCCL_INLINE DFCCL_HD size_t dfccl_exec_graph_layout(dfccl_exec_graph_t *g, char *mem, uint32_t nsteps)
+{
+    size_t at = 0;
+
+#define DFCCL_GRAPH_ARRAY(field, type, n)                   \
+    g->field = (type *)(mem ? mem + at : NULL);             \
+    at += (sizeof(type) * (size_t)(n) + 7) & ~(size_t)7
+    DFCCL_GRAPH_ARRAY(cur, dfccl_exec_cursor_t, nsteps);
+    DFCCL_GRAPH_ARRAY(rounds, uint64_t, nsteps);
+    DFCCL_GRAPH_ARRAY(lines, dfccl_exec_line_t, g->nlines);
+    DFCCL_GRAPH_ARRAY(users, uint32_t, g->nusers);
+    DFCCL_GRAPH_ARRAY(loose, uint32_t, g->nloose);
+#undef DFCCL_GRAPH_ARRAY
+    return at;
+}
+
 /* 1 when step i has moved its unit t (or has no units left). */
 DFCCL_INLINE DFCCL_HD int dfccl_graph_moved(const dfccl_exec_graph_t *g, uint32_t i, uint64_t t)
 {

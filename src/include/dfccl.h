@@ -415,8 +415,8 @@ typedef struct dfccl_stats {
     uint64_t net_collectives;  /* completed collectives whose plan used a link to another node */
     uint64_t net_bytes_sent;   /* payload bytes sent to other nodes (UCX) */
     uint64_t by_algorithm[5];  /* host collectives planned: ring, hierarchical, recursive
-                                  doubling, plan file (DFCCL_STATS_PLAN_FILE), one-shot
-                                  (DFCCL_STATS_ONESHOT) */
+                                  doubling, plan file (DFCCL_STATS_PLAN_FILE, GPU ones
+                                  too), one-shot (DFCCL_STATS_ONESHOT) */
 } dfccl_stats_t;
 
 void dfccl_stats_get(dfccl_stats_t *stats);

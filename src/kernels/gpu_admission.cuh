@@ -274,7 +274,15 @@ __device__ static int gpu_admit_finish(const dfccl_gpu_env_t *env, dfccl_gpu_blo
     x->waiting = DFCCL_WAIT_NONE;
     x->nrounds = 0;
     x->vec_lo = x->vec_hi = 0;
-    if (t->algo == DFCCL_GPU_ALGO_RING) {
+    x->graph = NULL;   /* a chain unless a plan file's image says otherwise */
+    x->more_conns = NULL;
+    x->deps = NULL;
+    if (t->algo == DFCCL_GPU_ALGO_RING && d->plan != NULL && d->plan_file) {
+        /* a plan file's program (channel 0 alone): its graph, made by the
+         * host in the image, moves each step as soon as it may */
+        gpu_plan_image_point(x, (char *)d->plan, d->plan_more_at, d->plan_deps_at,
+                             d->plan_graph_at);
+    } else if (t->algo == DFCCL_GPU_ALGO_RING) {
         if (d->vector_parts) dfccl_exec_cut_vector(x, d->count);
         x->nrounds = dfccl_exec_part_rounds(x);
     } else if (t->algo == DFCCL_GPU_ALGO_DIRECT) {

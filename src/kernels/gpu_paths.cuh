@@ -50,12 +50,31 @@
  * shared state (gpu_block_state.cuh), which includes the one-shot's header
  * (through LL's). The ring's steps are the portable executor's (exec.h). */
 
-/* Thread 0: the ring's next slice, if both its FIFOs are ready. */
+/* Thread 0: the ring's next slice, if both its FIFOs are ready; a plan
+ * file's program (a graph): a slice of any step that may move now. */
 __device__ static inline int gpu_ring_try(dfccl_gpu_task_t *t, gpu_shared_t *sh)
 {
-    if (!dfccl_exec_slice_begin(&t->exec, &sh->slice)) return 0;
+    dfccl_exec_t *x = &t->exec;
+
+    if (x->graph != NULL ? !dfccl_graph_slice_begin(x, &sh->slice)
+                         : !dfccl_exec_slice_begin(x, &sh->slice))
+        return 0;
     sh->cmd = CMD_RING_SLICE;
     return 1;
+}
+
+/* All threads, after a slice moved: a plan file's step that sends to
+ * several peers gives the others what its first slot got. */
+__device__ static void gpu_ring_multicast(const dfccl_exec_t *x, const dfccl_slice_t *slice)
+{
+    const dfccl_step_t *s;
+
+    if (x->graph == NULL) return;
+    s = &x->steps[x->step];
+    if (s->send < 2) return;
+    __syncthreads();   /* the first slot is whole */
+    for (uint32_t k = 1; k < s->send; k++)
+        gpu_copy(dfccl_exec_send_slot(x, s, k), NULL, slice->out, slice->count * x->esize);
 }
 
 /* Thread 0: the one-shot's phase, if it can run (gpu_oneshot_ready). */
@@ -97,7 +116,8 @@ __device__ static int gpu_path_try(const dfccl_gpu_env_t *env, dfccl_gpu_task_t 
  * LL one has sent and received (phase 2). */
 __device__ static int gpu_path_done(dfccl_gpu_task_t *t)
 {
-    if (t->algo == DFCCL_GPU_ALGO_RING) return dfccl_exec_done(&t->exec);
+    if (t->algo == DFCCL_GPU_ALGO_RING)
+        return t->exec.graph != NULL ? dfccl_graph_done(&t->exec) : dfccl_exec_done(&t->exec);
     return t->phase >= (t->algo == DFCCL_GPU_ALGO_DIRECT ? (uint32_t)DIRECT_DONE : 2u);
 }
 
@@ -111,6 +131,7 @@ __device__ static __forceinline__ void gpu_path_command(const dfccl_gpu_env_t *e
     switch (cmd) {
     case CMD_RING_SLICE:
         gpu_slice_move(&t->exec, &sh->slice);
+        gpu_ring_multicast(&t->exec, &sh->slice);
         break;
     case CMD_ONESHOT_SEND:
         gpu_oneshot_send(t, &env->comms[t->comm_index]);
@@ -143,7 +164,8 @@ __device__ static __forceinline__ void gpu_path_after(const dfccl_gpu_env_t *env
 {
     switch (cmd) {
     case CMD_RING_SLICE:
-        dfccl_exec_slice_end(&t->exec, &sh->slice);
+        if (t->exec.graph != NULL) dfccl_graph_slice_end(&t->exec, &sh->slice);
+        else dfccl_exec_slice_end(&t->exec, &sh->slice);
         s->relax_ns = 32;
         break;
     case CMD_ONESHOT_SEND:

@@ -122,7 +122,7 @@ static void check(int n, int shape, const int *node, gpu_conn_plan_t *plan, int 
     for (int q = 0; q < n; q++) {
         int prev, next;
         if (node[q] + 1 > nnodes) nnodes = node[q] + 1;
-        gpu_conn_plan_make(&t, q, wants, &plan[q]);
+        gpu_conn_plan_make(&t, q, wants, NULL, &plan[q]);
         /* the kernel's ring plan runs over the ring the plan names (n small:
          * this walks every rank) */
         if (n <= 257) {

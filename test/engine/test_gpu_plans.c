@@ -200,7 +200,7 @@ static void one(sim_t *s, const int *node, const char *shape, unsigned seed)
                  : s->type == DFCCL_COLL_ALLGATHER ? s->count * (size_t)s->n : s->displ[s->n];
     s->topo = (dfccl_topo_t){ s->n, 1, node, s->local, s->order, s->pos, 1 };
     dfccl_topo_derive(s->n, node, s->local, s->order, s->pos, &s->topo.nnodes, &s->topo.uniform);
-    for (int r = 0; r < s->n; r++) gpu_conn_plan_make(&s->topo, r, s->wants, &s->plan[r]);
+    for (int r = 0; r < s->n; r++) gpu_conn_plan_make(&s->topo, r, s->wants, NULL, &s->plan[r]);
     /* as collective.c chooses */
     /* with both (auto): the latency algorithm for the small counts */
     algo = s->type != DFCCL_COLL_ALLREDUCE ? DFCCL_ALGO_RING

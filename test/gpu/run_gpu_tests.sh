@@ -302,6 +302,27 @@ if [ "${split_np:-0}" -ge 8 ]; then
         test/mpi/threads_check --memory device "${threads_args[@]}"
 fi
 
+# Plan files on the GPU (plan_dir: the valid plans of test/plans, which are
+# for 2 and 4 ranks): on one node, and across nodes of 2 and of 1, where
+# their FIFOs to other nodes go through the proxy. DFCCL_TEST_EXPECT_PLAN
+# makes every program check that collectives ran plan files.
+if printf '%s\n' $np_list | grep -qx 4; then
+    plan_dir=$logdir/plans
+    mkdir -p "$plan_dir"
+    for f in "$here"/../plans/*.json; do
+        case $(basename "$f") in bad_*) ;; *) cp "$f" "$plan_dir/" ;; esac
+    done
+    plan_mca="-x DFCCL_TEST_EXPECT_PLAN=1 --mca coll_dfccl_plan_dir $plan_dir"
+    run_item "plans_coll_np4" 4 "$plan_mca" \
+        test/mpi/coll_check --memory device --expect engine --quick
+    run_item "plans_split2_np4" 4 "$plan_mca $split_mca 2" \
+        test/mpi/coll_check --memory device --expect engine --quick
+    run_item "plans_split1_np4" 4 "$plan_mca $split_mca 1" \
+        test/mpi/coll_check --memory device --expect engine --quick
+    run_item "plans_disorder_np4" 4 "$plan_mca $disorder_mca" \
+        test/mpi/disorder_check --memory device "${disorder_args[@]}"
+fi
+
 # A rank dies while the others wait in a GPU allreduce, across "nodes" (each
 # rank its own: links over UCX and what peers tell over them) and on one
 # node (the watch of the node's processes and the statuses in the peers'

@@ -88,6 +88,44 @@ static dfccl_algo_t gpu_algo_across(const dfccl_comm_t *comm, dfccl_coll_type_t 
     return DFCCL_ALGO_RING;
 }
 
+/* The first plan file of the communicator that serves the call, as this
+ * rank's program in the job (plan_files.h): chosen alike on every rank,
+ * which all run the same plans and see the same call. It runs on channel 0
+ * alone, whose connections the plans' peers have. DFCCL_ERR_UNSUPPORTED
+ * when none serves it (the built-in algorithms do). */
+static dfccl_status_t gpu_job_plan_file(dfccl_comm_t *comm, const dfccl_coll_args_t *args,
+                                        uint64_t total_bytes, gpu_job_t *job)
+{
+    dfccl_gpu_comm_t *gc = gpu_comm_of(comm);
+    dfccl_gpu_desc_t *d = &job->desc;
+    dfccl_plan_call_t call = { args->type, args->sendbuf == DFCCL_IN_PLACE, args->count,
+                               args->type == DFCCL_COLL_REDUCE_SCATTER ? args->counts : NULL };
+
+    for (int i = 0; i < gc->nplans; i++) {
+        gpu_plan_image_t img;
+        dfccl_status_t status;
+        if (dfccl_plan_file_type(gc->plans[i]) != args->type ||
+            !dfccl_plan_file_serves_bytes(gc->plans[i], total_bytes))
+            continue;
+        status = gpu_plan_image_make(gc->plans[i], &gc->conn, &call, comm->rank, d->esize,
+                                     d->chunk_elems, &img);
+        if (status == DFCCL_ERR_UNSUPPORTED) continue;   /* e.g. in place, unequal counts */
+        if (status != DFCCL_OK) return status;
+        job->plan_steps = img.mem;
+        job->plan_nsteps = (uint32_t)(img.bytes / sizeof(dfccl_step_t));
+        job->plan_owned = 1;
+        d->plan_file = 1;
+        d->plan_nsteps = img.nsteps;
+        d->plan_more_at = img.more_at;
+        d->plan_deps_at = img.deps_at;
+        d->plan_graph_at = img.graph_at;
+        d->algo = DFCCL_GPU_ALGO_RING;
+        d->nparts = 1;
+        return DFCCL_OK;
+    }
+    return DFCCL_ERR_UNSUPPORTED;
+}
+
 /* What a call's submission entry holds that follows from its arguments
  * alone: the algorithm, channels and ring plan every rank chooses alike.
  * Not the run's sequence number, priority or (direct) exported buffers. */
@@ -136,6 +174,10 @@ static dfccl_status_t gpu_job_describe(dfccl_comm_t *comm, const dfccl_coll_args
     job->in = args->sendbuf != DFCCL_IN_PLACE ? (char *)args->sendbuf
             : args->type == DFCCL_COLL_ALLGATHER ? (char *)args->recvbuf + (size_t)comm->rank * slot_bytes
             : (char *)args->recvbuf;
+    if (gc->nplans > 0) {
+        dfccl_status_t filed = gpu_job_plan_file(comm, args, total_bytes, job);
+        if (filed != DFCCL_ERR_UNSUPPORTED) return filed;
+    }
     /* LL, the one-shot and the direct path reach every peer's memory
      * through CUDA IPC: on a communicator that spans nodes, or has more
      * ranks than they serve, only the ring runs, its FIFOs to other nodes
@@ -306,6 +348,7 @@ static dfccl_status_t gpu_submit(dfccl_call_t *coll, const dfccl_coll_args_t *ar
         gpu_job_free(job);
         return status;
     }
+    if (job->desc.plan_file) dfccl_stats_add_algorithm(DFCCL_STATS_PLAN_FILE);
     return gpu_job_submit(g, coll, job, sync_legacy, posted_ns);
 }
 

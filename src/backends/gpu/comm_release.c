@@ -28,6 +28,9 @@ void gpu_comm_free(dfccl_gpu_comm_t *gc)
 {
     free(gc->node);
     free(gc->peer_base);
+    free(gc->plans);
+    gpu_plan_peers_free(&gc->plan_peers);
+    gpu_plan_peers_free(&gc->plan_senders);
     free(gc->setup_scratch);
     gpu_watch_free(gc);
     dfccl_shm_release(&gc->board_seg);

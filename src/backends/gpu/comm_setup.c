@@ -45,6 +45,31 @@ static size_t gpu_comm_hello_bytes(const dfccl_comm_t *comm)
     return sizeof(gpu_hello_t);
 }
 
+/* The senders of every plan file for the communicator's size, whose
+ * FIFOs the ranks' regions hold (plan_files.h). */
+static dfccl_status_t gpu_plan_senders(const dfccl_comm_t *comm, dfccl_gpu_comm_t *gc)
+{
+    const dfccl_plan_set_t *set = &comm->context->plans;
+    const dfccl_plan_file_t **sized = NULL;
+    dfccl_status_t status;
+    int n = 0;
+
+    if (set->n == 0) return DFCCL_OK;
+    if ((sized = malloc(sizeof(*sized) * (size_t)set->n)) == NULL) return DFCCL_ERR_NO_MEMORY;
+    for (int i = 0; i < set->n; i++)
+        if (dfccl_plan_file_ranks(set->plans[i]) == comm->size) sized[n++] = set->plans[i];
+    status = n > 0 ? gpu_plan_peers_make(sized, n, comm->size, &gc->plan_senders) : DFCCL_OK;
+    free(sized);
+    return status;
+}
+
+/* FIFOs rank's region holds for plan files' senders. */
+static int gpu_plan_fifos(const dfccl_gpu_comm_t *gc, int rank)
+{
+    const gpu_plan_peers_t *pp = &gc->plan_senders;
+    return pp->recv_at != NULL ? pp->recv_at[rank + 1] - pp->recv_at[rank] : 0;
+}
+
 static dfccl_status_t gpu_comm_begin(dfccl_comm_t *comm, void *hello_out)
 {
     dfccl_context_t *ctx = comm->context;
@@ -91,7 +116,13 @@ static dfccl_status_t gpu_comm_begin(dfccl_comm_t *comm, void *hello_out)
     hello.nchannels = g->fixed.blocks;
     if ((e = cudaGetDeviceProperties(&prop, g->fixed.device)) != cudaSuccess) goto err_cuda;
     memcpy(hello.uuid, &prop.uuid, sizeof(hello.uuid));
-    gc->region_bytes = gpu_conn_region_bytes(comm->size, g->fixed.blocks,
+    /* room for a FIFO from each rank that may send to us under a plan
+     * file (the nodes, which decide which plans fit, are not known yet) */
+    status = gpu_plan_senders(comm, gc);
+    if (status != DFCCL_OK) goto out;
+    hello.plans = dfccl_plan_set_digest(&ctx->plans, comm->size);
+    hello.plan_fifos = gpu_plan_fifos(gc, comm->rank);
+    gc->region_bytes = gpu_conn_region_bytes(comm->size, g->fixed.blocks + (unsigned)hello.plan_fifos,
                                              gpu_fifo_bytes(&ctx->config), GPU_FIFO_ALIGN);
     hello.region_bytes = gc->region_bytes;
     {
@@ -199,12 +230,13 @@ static void gpu_fifo_at(dfccl_fifo_t *f, char *mem, const dfccl_config_t *cfg, i
  * node_next): ours receives in our region, and we send into the next one's,
  * mapped, each at its connection's index. Neighbours on other nodes get
  * their FIFOs from the network side instead (gpu_net_connect). */
-static void gpu_local_fifos(dfccl_comm_t *comm, dfccl_gpu_comm_dev_t *dev)
+static void gpu_local_fifos(dfccl_comm_t *comm, const gpu_hello_t *all, dfccl_gpu_comm_dev_t *dev)
 {
     dfccl_gpu_comm_t *gc = gpu_comm_of(comm);
     const dfccl_config_t *cfg = &comm->context->config;
-    int n = comm->size, next = gc->conn.node_next, prev = gc->conn.node_prev;
-    int rk = gpu_conn_plan_recv_index(&gc->conn, prev), sk = gpu_conn_plan_send_index(&gc->conn, next);
+    const gpu_conn_plan_t *conn = &gc->conn;
+    int n = comm->size, me = comm->rank, next = conn->node_next, prev = conn->node_prev;
+    int rk = gpu_conn_plan_recv_index(conn, prev), sk = gpu_conn_plan_send_index(conn, next);
     size_t inbox = gpu_conn_inbox_bytes(n, GPU_FIFO_ALIGN), fifo = gpu_fifo_bytes(cfg);
 
     for (unsigned c = 0; c < gc->nchannels; c++) {
@@ -214,6 +246,71 @@ static void gpu_local_fifos(dfccl_comm_t *comm, dfccl_gpu_comm_dev_t *dev)
             gpu_fifo_at(&gpu_comm_conns(dev, 1, c)[sk], gc->peer_base[next] + inbox + c * fifo,
                         cfg, next);
     }
+    /* the plan files' connections on our node (channel 0): a FIFO lies in
+     * the receiver's region at the sender's place among its plan senders */
+    for (int k = conn->nrecv_all; k < conn->nrecv; k++) {
+        int p = conn->recv_peer[k], at = gpu_plan_peers_recv_index(&gc->plan_senders, me, p);
+        if (gc->node[p] != gc->node[me] || at < 0) continue;
+        gpu_fifo_at(&gpu_comm_conns(dev, 0, 0)[k],
+                    gc->region + gpu_conn_plan_fifo_at(n, all[me].nchannels, fifo, GPU_FIFO_ALIGN, at),
+                    cfg, p);
+    }
+    for (int k = conn->nsend_all; k < conn->nsend; k++) {
+        int p = conn->send_peer[k], at = gpu_plan_peers_recv_index(&gc->plan_senders, p, me);
+        if (gc->node[p] != gc->node[me] || at < 0) continue;
+        gpu_fifo_at(&gpu_comm_conns(dev, 1, 0)[k],
+                    gc->peer_base[p] + gpu_conn_plan_fifo_at(n, all[p].nchannels, fifo,
+                                                             GPU_FIFO_ALIGN, at),
+                    cfg, p);
+    }
+}
+
+/* The plan files the communicator runs (plan_files.h), and its
+ * connections remade with their peers: alike on every rank, since every
+ * rank sees the same hellos and the same plans. Rank 0 says at verbose 1
+ * which serve it, or why none can. Fails only when memory runs out. */
+static dfccl_status_t gpu_plans_take(dfccl_comm_t *comm, const gpu_hello_t *all)
+{
+    dfccl_gpu_comm_t *gc = gpu_comm_of(comm);
+    const dfccl_plan_file_t **fit = NULL;
+    unsigned wants = (gc->conn.hier ? GPU_CONN_WANT_HIER : 0) | (gc->conn.rd ? GPU_CONN_WANT_RD : 0);
+    unsigned long long key = (unsigned long long)comm->key;
+    dfccl_status_t status;
+    char why[160];
+    int n = 0, quiet = comm->rank != 0;
+
+    if (all[0].plans == 0) return DFCCL_OK;
+    for (int r = 1; r < comm->size; r++)
+        if (all[r].plans != all[0].plans) {
+            if (!quiet)
+                dfccl_error("comm %#llx: rank %d offers other plan files (plan_dir) than rank 0:"
+                            " its GPU collectives use the built-in algorithms", key, r);
+            return DFCCL_OK;
+        }
+    status = dfccl_plan_set_select(&comm->context->plans, comm->size, gc->node, &fit, &n);
+    if (status != DFCCL_OK || n == 0) return status;
+    status = gpu_plan_peers_make(fit, n, comm->size, &gc->plan_peers);
+    if (status != DFCCL_OK) {
+        free(fit);
+        return status;
+    }
+    if (!gpu_conn_plan_files_fit(&gc->topo, wants, &gc->plan_peers, why, sizeof(why))) {
+        if (!quiet)
+            dfccl_info("comm %#llx: %d plan file%s of plan_dir fit its %d ranks, but the GPU side"
+                       " cannot run them: %s (channel 0 holds %d); its collectives use the"
+                       " built-in algorithms", key, n, n == 1 ? "" : "s", comm->size, why,
+                       GPU_CONN0_MAX);
+        gpu_plan_peers_free(&gc->plan_peers);
+        free(fit);
+        return DFCCL_OK;
+    }
+    gc->plans = fit;
+    gc->nplans = n;
+    gpu_conn_plan_make(&gc->topo, comm->rank, wants, &gc->plan_peers, &gc->conn);
+    for (int i = 0; i < n && !quiet; i++)
+        dfccl_info("comm %#llx: plan file %s (%s) serves it on the GPU (channel 0)", key,
+                   dfccl_plan_file_name(fit[i]), dfccl_coll_type_name(dfccl_plan_file_type(fit[i])));
+    return DFCCL_OK;
 }
 
 static dfccl_status_t gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
@@ -238,6 +335,7 @@ static dfccl_status_t gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
     /* first, and without a way to fail: whether an addresses exchange
      * follows must be known alike on every rank */
     gpu_net_nodes(comm, all);
+    if ((status = gpu_plans_take(comm, all)) != DFCCL_OK) return status;
     current = gpu_device_enter(g);
     for (int r = 0; r < n && e == cudaSuccess; r++) {
         /* CUDA IPC reaches this node's ranks; where only the ring runs
@@ -266,7 +364,7 @@ static dfccl_status_t gpu_comm_connect(dfccl_comm_t *comm, const void *hellos)
         if (!gpu_hello_same_device(&all[r], &all[me])) gc->one_device = 0;
     }
     dev.one_device = (uint32_t)gc->one_device;
-    gpu_local_fifos(comm, &dev);
+    gpu_local_fifos(comm, all, &dev);
     if ((status = gpu_watch_prepare(comm, all)) != DFCCL_OK) return status;
     if (!gc->conn.spans) return gpu_comm_publish(comm, g, &dev);
     /* the entry waits for the links' FIFOs (gpu_comm_connect_addresses) */
@@ -301,36 +399,17 @@ static dfccl_status_t gpu_comm_connect_addresses(dfccl_comm_t *comm, const void 
     return status;
 }
 
-/* Plan files (plan_dir) are run by the host engine alone: where some fit a
- * communicator of the GPU side, say so once a process instead of leaving
- * them unused in silence. */
-static void gpu_plans_unused(const dfccl_comm_t *comm, const dfccl_gpu_comm_t *gc)
-{
-    static int told;
-    const dfccl_plan_file_t **fit = NULL;
-    int n = 0;
-
-    if (comm->context->plans.n == 0 || __atomic_load_n(&told, __ATOMIC_RELAXED)) return;
-    if (dfccl_plan_set_select(&comm->context->plans, comm->size, gc->node, &fit, &n) != DFCCL_OK)
-        return;
-    free(fit);
-    if (n > 0 && !__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
-        dfccl_error("comm %#llx: %d plan file%s of plan_dir fit its %d ranks, but the GPU side"
-                    " runs its built-in algorithms: its collectives do not take plan files",
-                    (unsigned long long)comm->key, n, n == 1 ? "" : "s", comm->size);
-}
-
 static dfccl_status_t gpu_comm_finish(dfccl_comm_t *comm, dfccl_status_t agreed)
 {
     dfccl_gpu_comm_t *gc = gpu_comm_of(comm);
 
     if (gc == NULL) return agreed != DFCCL_OK ? agreed : DFCCL_ERR_NO_MEMORY;
     dfccl_shm_unlink(&gc->board_seg);   /* mapped by whoever needs it, either way */
+    gpu_plan_peers_free(&gc->plan_senders);   /* the regions are laid out */
     if (agreed == DFCCL_OK) {
         gc->ready = 1;
         gc->failed = DFCCL_OK;
         gpu_watch_add(gpu_ctx_of(comm->context)->gpu, comm);
-        gpu_plans_unused(comm, gc);
         return DFCCL_OK;
     }
     gc->failed = agreed;

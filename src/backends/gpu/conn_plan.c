@@ -4,6 +4,7 @@
 #include "backends/gpu/conn_plan.h"
 #include "core/exec_cpu.h"   /* gpu_shared.h's executor, as host code sees it */
 #include "backends/gpu/gpu_shared.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include "core/plan.h"
 
@@ -14,13 +15,18 @@ static int gpu_conn_find(const int *list, int n, int peer)
     return -1;
 }
 
-/* Appends peer to a connection list once (-1: none). */
-static void gpu_conn_add(int *list, int *n, int peer)
+/* Appends peer to a connection list once (-1: none); 0 when the list is
+ * full. */
+static int gpu_conn_add(int *list, int *n, int peer)
 {
-    if (peer >= 0 && gpu_conn_find(list, *n, peer) < 0) list[(*n)++] = peer;
+    if (peer < 0 || gpu_conn_find(list, *n, peer) >= 0) return 1;
+    if (*n == GPU_CONN0_MAX) return 0;
+    list[(*n)++] = peer;
+    return 1;
 }
 
-void gpu_conn_plan_make(const dfccl_topo_t *t, int rank, unsigned wants, gpu_conn_plan_t *plan)
+void gpu_conn_plan_make(const dfccl_topo_t *t, int rank, unsigned wants,
+                        const gpu_plan_peers_t *files, gpu_conn_plan_t *plan)
 {
     int n = t->size, me = t->node[rank], v = t->pos[rank], l = t->local[rank], L = 0;
     int partners[GPU_CONN0_MAX], npartners = 0;
@@ -69,6 +75,43 @@ void gpu_conn_plan_make(const dfccl_topo_t *t, int rank, unsigned wants, gpu_con
         gpu_conn_add(plan->recv_peer, &plan->nrecv, partners[i]);
         gpu_conn_add(plan->send_peer, &plan->nsend, partners[i]);
     }
+    /* the plan files' peers, each way as the plans use them */
+    plan->files = files;
+    plan->overflow = 0;
+    for (int i = files ? files->recv_at[rank] : 0; files && i < files->recv_at[rank + 1]; i++)
+        plan->overflow |= !gpu_conn_add(plan->recv_peer, &plan->nrecv, files->recv[i]);
+    for (int i = files ? files->send_at[rank] : 0; files && i < files->send_at[rank + 1]; i++)
+        plan->overflow |= !gpu_conn_add(plan->send_peer, &plan->nsend, files->send[i]);
+}
+
+/* Connections of a list to other nodes than rank's. */
+static int gpu_conn_net_count(const int *list, int n, const dfccl_topo_t *t, int rank)
+{
+    int k = 0;
+
+    for (int i = 0; i < n; i++) k += t->node[list[i]] != t->node[rank];
+    return k;
+}
+
+int gpu_conn_plan_files_fit(const dfccl_topo_t *t, unsigned wants, const gpu_plan_peers_t *files,
+                            char *why, size_t len)
+{
+    for (int q = 0; q < t->size; q++) {
+        gpu_conn_plan_t p;
+        gpu_conn_plan_make(t, q, wants, files, &p);
+        if (p.overflow) {
+            snprintf(why, len, "rank %d would need more than %d connections each way",
+                     q, GPU_CONN0_MAX);
+            return 0;
+        }
+        if (gpu_conn_net_count(p.recv_peer, p.nrecv, t, q) > GPU_CONN_NET_MAX ||
+            gpu_conn_net_count(p.send_peer, p.nsend, t, q) > GPU_CONN_NET_MAX) {
+            snprintf(why, len, "rank %d would need more than %d connections each way to other"
+                     " nodes", q, GPU_CONN_NET_MAX);
+            return 0;
+        }
+    }
+    return 1;
 }
 
 int gpu_conn_plan_recv_index(const gpu_conn_plan_t *plan, int peer)
@@ -109,13 +152,15 @@ int gpu_conn_plan_net_send_index(const gpu_conn_plan_t *plan, const dfccl_topo_t
 int gpu_conn_plan_maps(const gpu_conn_plan_t *plan, const int *node, int rank, int r)
 {
     if (r == rank || node[r] != node[rank]) return 0;
-    return plan->all_peers || r == plan->node_next;
+    /* on our node, a send connection's FIFO lies in the peer's region */
+    return plan->all_peers || gpu_conn_find(plan->send_peer, plan->nsend, r) >= 0;
 }
 
 int gpu_conn_plan_waits_on(const gpu_conn_plan_t *plan, const int *node, int rank, int r)
 {
     if (r == rank || node[r] != node[rank]) return 0;
-    return plan->all_peers || r == plan->node_prev || r == plan->node_next;
+    return plan->all_peers || gpu_conn_find(plan->send_peer, plan->nsend, r) >= 0 ||
+           gpu_conn_find(plan->recv_peer, plan->nrecv, r) >= 0;
 }
 
 int gpu_conn_plan_tells(const gpu_conn_plan_t *plan, const int *node, int rank, int r)
@@ -178,4 +223,9 @@ size_t gpu_conn_region_bytes(int size, unsigned nchannels, size_t fifo_bytes, si
 {
     return gpu_conn_inbox_bytes(size, align) + (size_t)nchannels * gpu_conn_align(fifo_bytes, align) +
            gpu_conn_align(GPU_CONN_STATUS_BYTES, align);
+}
+
+size_t gpu_conn_plan_fifo_at(int size, unsigned nchannels, size_t fifo_bytes, size_t align, int k)
+{
+    return gpu_conn_inbox_bytes(size, align) + (nchannels + (size_t)k) * gpu_conn_align(fifo_bytes, align);
 }

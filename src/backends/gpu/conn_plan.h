@@ -38,6 +38,15 @@
 #define GPU_CONN_WANT_HIER 1u   /* the hierarchical allreduce */
 #define GPU_CONN_WANT_RD   2u   /* the latency algorithm across nodes */
 
+/* Whom each rank sends to and receives from under a communicator's plan
+ * files (plan_files.h builds it), sorted, each rank's lists in a row:
+ * rank r's sends are send[send_at[r] .. send_at[r + 1]). */
+typedef struct gpu_plan_peers {
+    int  size;
+    int *send_at, *send;
+    int *recv_at, *recv;
+} gpu_plan_peers_t;
+
 typedef struct gpu_conn_plan {
     int spans;         /* some rank is on another node */
     int all_peers;     /* LL, one-shot and direct may run: one node, at most
@@ -61,12 +70,25 @@ typedef struct gpu_conn_plan {
      * partners) on channel 0 alone. */
     int nrecv, nsend, nrecv_all, nsend_all;
     int recv_peer[GPU_CONN0_MAX], send_peer[GPU_CONN0_MAX];
+    /* The plan files' peers, added on channel 0 after the latency
+     * algorithm's partners (NULL: the communicator runs no plan files);
+     * overflow: they did not all fit the table (then not all are added). */
+    const gpu_plan_peers_t *files;
+    int overflow;
 } gpu_conn_plan_t;
 
 /* The plan of rank on topology t (dfccl_topo_derive of the ranks' nodes);
  * wants: GPU_CONN_WANT_* bits, what the algorithms across nodes may use
- * (the engine's knobs allow them alike on every rank). */
-void gpu_conn_plan_make(const dfccl_topo_t *t, int rank, unsigned wants, gpu_conn_plan_t *plan);
+ * (the engine's knobs allow them alike on every rank); files: the plan
+ * files' peers, or NULL. */
+void gpu_conn_plan_make(const dfccl_topo_t *t, int rank, unsigned wants,
+                        const gpu_plan_peers_t *files, gpu_conn_plan_t *plan);
+
+/* 1 when every rank's connections with the plan files' peers fit the
+ * kernel's table (channel 0) and the network side's links; else 0 and why
+ * (len bytes) names the first rank they do not fit. Alike on every rank. */
+int gpu_conn_plan_files_fit(const dfccl_topo_t *t, unsigned wants, const gpu_plan_peers_t *files,
+                            char *why, size_t len);
 
 /* The index of peer's connection in the plan (receiving, or sending), or -1. */
 int gpu_conn_plan_recv_index(const gpu_conn_plan_t *plan, int peer);
@@ -94,12 +116,14 @@ dfccl_status_t gpu_conn_plan_program(const gpu_conn_plan_t *plan, const dfccl_to
                                      dfccl_step_t *steps, uint32_t *nsteps, uint64_t *max_block);
 
 /* 1 when rank maps peer r's region: every other rank of its node where the
- * all-peer paths run, else the peer whose FIFO it writes there (node_next). */
+ * all-peer paths run, else the peers whose FIFOs it writes there (node_next,
+ * and the plan files' peers on the node). */
 int gpu_conn_plan_maps(const gpu_conn_plan_t *plan, const int *node, int rank, int r);
 
 /* 1 when rank's collectives wait for peer r on its node, so that the watch
  * looks whether r's process is gone: every other rank of the node where
- * the all-peer paths run, else its neighbours there (ring and node ring). */
+ * the all-peer paths run, else its connections' peers there (ring, node
+ * ring, plan files). */
 int gpu_conn_plan_waits_on(const gpu_conn_plan_t *plan, const int *node, int rank, int r);
 
 /*
@@ -132,5 +156,11 @@ int gpu_conn_plan_tells(const gpu_conn_plan_t *plan, const int *node, int rank, 
 size_t gpu_conn_inbox_bytes(int size, size_t align);
 /* ... the FIFOs, then the status (GPU_CONN_STATUS_BYTES) at the end. */
 size_t gpu_conn_region_bytes(int size, unsigned nchannels, size_t fifo_bytes, size_t align);
+/* After the channels' FIFOs, a rank's region holds one FIFO (channel 0)
+ * from each rank that sends to it under a plan file of the size
+ * (plan_files.h gpu_plan_files_senders): its region is then
+ * gpu_conn_region_bytes(size, nchannels + senders, ...) bytes, and the k-th
+ * sender's FIFO lies at this offset. */
+size_t gpu_conn_plan_fifo_at(int size, unsigned nchannels, size_t fifo_bytes, size_t align, int k);
 
 #endif

@@ -19,6 +19,7 @@
 
 #include <stdint.h>
 #include "core/exec.h"
+#include "core/exec_graph.h"
 #include "core/fifo.h"
 #include "core/plan.h"
 #include "core/sched_policy.h"
@@ -36,6 +37,9 @@
  * counterpart's on another node (conn_plan.h); a step names one by index. */
 #define DFCCL_GPU_MAX_CONNS    3
 #define DFCCL_GPU_MAX_CONNS0   16     /* channel 0's: also the latency algorithm's */
+/* Bytes of a plan image's graph before its arrays (dfccl_exec_graph_t, on
+ * 8 bytes). */
+#define DFCCL_GPU_GRAPH_HEAD   ((sizeof(dfccl_exec_graph_t) + 7) & ~(size_t)7)
 #define DFCCL_GPU_SQ_DEPTH     64     /* collectives in the kernel at once, per process */
 #define DFCCL_GPU_MAX_COMMS    1024   /* communicators with a GPU side, per process */
 /* The one-shot path: every rank writes its contribution into every peer's
@@ -108,11 +112,31 @@ typedef struct __attribute__((aligned(16))) dfccl_gpu_desc {
     uint32_t     vector_parts;   /* the channels' parts cut from the vector of count
                                     elements, not from each step (exec.h
                                     dfccl_exec_part): the hierarchical allreduce */
+    uint32_t     plan_file;      /* 1: plan is a plan file's program (plan_files.h image) */
+    uint32_t     plan_graph_at;  /* ... in bytes from plan: its graph, */
+    uint32_t     plan_more_at;   /* ... its further send connections, */
+    uint32_t     plan_deps_at;   /* ... its dependencies */
     uint64_t     rs_counts[DFCCL_GPU_ALL_PEER_RANKS];   /* REDUCE_SCATTER on the all-peer paths */
     dfccl_gpu_export_t exported;  /* DIRECT: our buffers, for the peers */
     dfccl_step_t steps[DFCCL_GPU_INLINE_STEPS];   /* the ring plan (DIRECT falls back to it),
                                                      when plan is NULL */
 } dfccl_gpu_desc_t;
+
+/* Points x (its nsteps set) at a plan file's program uploaded at base
+ * (plan_files.h gpu_plan_image_t, its offsets as the entry carries them):
+ * the steps, the further sends, the dependencies, and the graph, whose
+ * arrays are laid out at base anew (the host made them at its copy). */
+DFCCL_INLINE DFCCL_HD void gpu_plan_image_point(dfccl_exec_t *x, char *base, uint32_t more_at,
+                                                uint32_t deps_at, uint32_t graph_at)
+{
+    dfccl_exec_graph_t *g = (dfccl_exec_graph_t *)(base + graph_at);
+
+    x->steps = (const dfccl_step_t *)base;
+    x->more_conns = (const uint8_t *)(base + more_at);
+    x->deps = (const uint32_t *)(base + deps_at);
+    dfccl_exec_graph_layout(g, base + graph_at + DFCCL_GPU_GRAPH_HEAD, x->nsteps);
+    x->graph = g;
+}
 
 /* Why a channel failed, for the host's diagnosis line. */
 typedef struct dfccl_gpu_diag {

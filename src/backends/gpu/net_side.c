@@ -115,7 +115,7 @@ void gpu_net_nodes(dfccl_comm_t *comm, const gpu_hello_t *all)
     gc->setup_scratch = NULL;
     gc->topo = (dfccl_topo_t){ n, 1, gc->node, local, order, pos, 1 };
     dfccl_topo_derive(n, gc->node, local, order, pos, &gc->topo.nnodes, &gc->topo.uniform);
-    gpu_conn_plan_make(&gc->topo, comm->rank, gpu_net_wanted(comm), &gc->conn);
+    gpu_conn_plan_make(&gc->topo, comm->rank, gpu_net_wanted(comm), NULL, &gc->conn);
     if (comm->rank == 0 && gc->conn.spans)
         dfccl_info("comm %#llx: GPU side on %d nodes%s: allreduce runs%s%s%s",
                    (unsigned long long)comm->key, gc->topo.nnodes,
@@ -148,7 +148,7 @@ static int gpu_net_conns(const dfccl_topo_t *t, int me, const gpu_conn_plan_t *p
         gpu_conn_plan_t theirs;
         int p = peers[i];
         if (t->node[p] == t->node[me]) continue;
-        gpu_conn_plan_make(t, p, gpu_net_wants(plan), &theirs);
+        gpu_conn_plan_make(t, p, gpu_net_wants(plan), plan->files, &theirs);
         conns[n].nchannels = i < every ? nchannels : 1;
         conns[n].peer = p;
         conns[n].index = i;

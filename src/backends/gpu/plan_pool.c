@@ -111,7 +111,8 @@ dfccl_status_t gpu_plan_upload(dfccl_gpu_t *g, gpu_job_t *job)
     job->plan_buf = b;
     job->min_launch = b->first_launch;
     job->desc.plan = b->dev;
-    job->desc.plan_nsteps = job->plan_nsteps;
+    /* a plan file's image is longer than its steps, which describe set */
+    if (!job->desc.plan_file) job->desc.plan_nsteps = job->plan_nsteps;
     job->desc.nsteps = 0;
     return DFCCL_OK;
 }

@@ -23,7 +23,8 @@ typedef struct gpu_hello {
     uint64_t           region_bytes;
     uint64_t           node_label;        /* equal on the ranks of one node (net_side.h) */
     int32_t            pid;               /* its process, watched by the node's peers */
-    int32_t            pad;
+    int32_t            plan_fifos;        /* FIFOs its region holds for plan files' senders */
+    uint64_t           plans;             /* digest of the plan files it offers (0: none) */
     char               board_name[DFCCL_SHM_NAME_MAX];   /* its board's segment */
     char               host[DFCCL_NET_HOST_MAX];   /* its host's name, for messages */
     char               uuid[16];

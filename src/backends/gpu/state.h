@@ -17,6 +17,7 @@
 #include "backends/gpu/gpu_shared.h"
 #include "backends/gpu/conn_plan.h"
 #include "backends/gpu/plan_pool.h"
+#include "backends/gpu/plan_files.h"
 
 /* The public knob table cannot see gpu_shared.h: its bounds must stay the
  * backend's. */
@@ -91,6 +92,13 @@ typedef struct dfccl_gpu_comm {
      * neighbours on other nodes, whose FIFOs live in pinned, mapped host
      * memory that the proxy thread moves over the network (net_side.c). */
     gpu_conn_plan_t    conn;
+    /* The plan files it runs (plan_files.h), alike on all ranks: none
+     * unless all offer the same and their connections fit (nplans 0). */
+    const dfccl_plan_file_t **plans;
+    int                nplans;
+    gpu_plan_peers_t   plan_peers;     /* theirs, which conn was made with */
+    gpu_plan_peers_t   plan_senders;   /* every plan of its size: whose FIFOs each
+                                          rank's region holds (set-up only) */
     int               *node;       /* each rank's node, from 0 (size entries), then
                                       topo's local, order and pos (size each) */
     dfccl_topo_t       topo;       /* where the ranks are (core/plan.h), for the plans */
