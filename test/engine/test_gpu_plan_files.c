@@ -10,7 +10,8 @@
  * there as the kernel's admission does (gpu_plan_image_point), and run by
  * the dependency-driven executor a slice at a time in a random
  * interleaving of ranks; every output element is checked. Also: a table
- * overflow is refused alike for every rank, naming the rank.
+ * overflow is refused alike for every rank, naming the rank. Plan files
+ * named as arguments run too (the planner's: test/planner/gpu_plans.sh).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -304,7 +305,24 @@ static void check_overflow(void)
            "23 plan peers of rank 0 were taken (%s)", why);
 }
 
-int main(void)
+/* Loads and runs one plan file (path). */
+static void plan_file_cases(sim_t *s, const char *path, unsigned *seed)
+{
+    char why[512];
+    dfccl_plan_file_t *pf = NULL;
+
+    if (dfccl_plan_file_load(path, &pf, why, sizeof(why)) != DFCCL_OK) {
+        EXPECT(0, "%s does not load: %s", path, why);
+        return;
+    }
+    s->pf = pf;
+    plan_cases(s, seed);
+    dfccl_plan_file_free(pf);
+}
+
+/* Arguments: further plan files (the planner's, test/planner/gpu_plans.sh),
+ * run after those of test/plans. */
+int main(int argc, char **argv)
 {
     static const char *files[] = { "allreduce_1.json", "allreduce_pair_2.json",
                                    "allreduce_relay_2.json", "ring_allreduce_4.json",
@@ -315,17 +333,11 @@ int main(void)
 
     if (s == NULL) return 1;
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-        char path[4200], why[512];
-        dfccl_plan_file_t *pf = NULL;
+        char path[4200];
         snprintf(path, sizeof(path), "%s/%s", plans_dir(), files[i]);
-        if (dfccl_plan_file_load(path, &pf, why, sizeof(why)) != DFCCL_OK) {
-            EXPECT(0, "%s does not load: %s", path, why);
-            continue;
-        }
-        s->pf = pf;
-        plan_cases(s, &seed);
-        dfccl_plan_file_free(pf);
+        plan_file_cases(s, path, &seed);
     }
+    for (int i = 1; i < argc; i++) plan_file_cases(s, argv[i], &seed);
     check_overflow();
     free(s);
     printf("test_gpu_plan_files: %d cases, %d failed\n", cases, failures);
