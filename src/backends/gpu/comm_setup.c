@@ -273,7 +273,7 @@ static dfccl_status_t gpu_plans_take(dfccl_comm_t *comm, const gpu_hello_t *all)
 {
     dfccl_gpu_comm_t *gc = gpu_comm_of(comm);
     const dfccl_plan_file_t **fit = NULL;
-    unsigned wants = (gc->conn.hier ? GPU_CONN_WANT_HIER : 0) | (gc->conn.rd ? GPU_CONN_WANT_RD : 0);
+    unsigned wants = gpu_conn_plan_wants(&gc->conn);
     unsigned long long key = (unsigned long long)comm->key;
     dfccl_status_t status;
     char why[160];

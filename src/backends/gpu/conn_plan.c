@@ -84,6 +84,11 @@ void gpu_conn_plan_make(const dfccl_topo_t *t, int rank, unsigned wants,
         plan->overflow |= !gpu_conn_add(plan->send_peer, &plan->nsend, files->send[i]);
 }
 
+unsigned gpu_conn_plan_wants(const gpu_conn_plan_t *plan)
+{
+    return (plan->hier ? GPU_CONN_WANT_HIER : 0) | (plan->rd ? GPU_CONN_WANT_RD : 0);
+}
+
 /* Connections of a list to other nodes than rank's. */
 static int gpu_conn_net_count(const int *list, int n, const dfccl_topo_t *t, int rank)
 {

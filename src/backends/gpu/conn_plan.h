@@ -84,6 +84,11 @@ typedef struct gpu_conn_plan {
 void gpu_conn_plan_make(const dfccl_topo_t *t, int rank, unsigned wants,
                         const gpu_plan_peers_t *files, gpu_conn_plan_t *plan);
 
+/* What plan's connections serve beyond the ring (GPU_CONN_WANT_* bits),
+ * which every rank's plan was made with: a peer's plan is made alike from
+ * them. */
+unsigned gpu_conn_plan_wants(const gpu_conn_plan_t *plan);
+
 /* 1 when every rank's connections with the plan files' peers fit the
  * kernel's table (channel 0) and the network side's links; else 0 and why
  * (len bytes) names the first rank they do not fit. Alike on every rank. */
@@ -157,8 +162,9 @@ size_t gpu_conn_inbox_bytes(int size, size_t align);
 /* ... the FIFOs, then the status (GPU_CONN_STATUS_BYTES) at the end. */
 size_t gpu_conn_region_bytes(int size, unsigned nchannels, size_t fifo_bytes, size_t align);
 /* After the channels' FIFOs, a rank's region holds one FIFO (channel 0)
- * from each rank that sends to it under a plan file of the size
- * (plan_files.h gpu_plan_files_senders): its region is then
+ * from each rank that sends to it under a plan file of the size (the
+ * receives of gpu_plan_peers_make over every such plan, plan_files.h): its
+ * region is then
  * gpu_conn_region_bytes(size, nchannels + senders, ...) bytes, and the k-th
  * sender's FIFO lies at this offset. */
 size_t gpu_conn_plan_fifo_at(int size, unsigned nchannels, size_t fifo_bytes, size_t align, int k);

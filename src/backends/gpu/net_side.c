@@ -129,12 +129,6 @@ void gpu_net_nodes(dfccl_comm_t *comm, const gpu_hello_t *all)
                    : gc->conn.rd ? "" : " the ring node by node");
 }
 
-/* What the connections serve: alike on every rank (conn_plan.h). */
-static unsigned gpu_net_wants(const gpu_conn_plan_t *plan)
-{
-    return (plan->hier ? GPU_CONN_WANT_HIER : 0) | (plan->rd ? GPU_CONN_WANT_RD : 0);
-}
-
 /* The connections of plan on other nodes, one way: the peers, their
  * indices, how many channels use them, and ours at the peer's end. */
 static int gpu_net_conns(const dfccl_topo_t *t, int me, const gpu_conn_plan_t *plan, int sending,
@@ -148,7 +142,7 @@ static int gpu_net_conns(const dfccl_topo_t *t, int me, const gpu_conn_plan_t *p
         gpu_conn_plan_t theirs;
         int p = peers[i];
         if (t->node[p] == t->node[me]) continue;
-        gpu_conn_plan_make(t, p, gpu_net_wants(plan), plan->files, &theirs);
+        gpu_conn_plan_make(t, p, gpu_conn_plan_wants(plan), plan->files, &theirs);
         conns[n].nchannels = i < every ? nchannels : 1;
         conns[n].peer = p;
         conns[n].index = i;
