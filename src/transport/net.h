@@ -33,11 +33,14 @@
  *     it puts nothing more; a region is unmapped when every link on it
  *     heard that (or its peer failed).
  * Links over memory the caller provides (dfccl_net_link_open_at, the GPU
- * backend's) always take the tagged protocol, whatever the net's: puts
- * would need that memory registered and its address and key in the
- * caller's set-up, which the region of a host communicator has and the
- * caller's memory does not. Both ends of such a link open it alike, so
- * they agree, and a net opened for RMA still carries tagged messages.
+ * backend's) take the RMA protocol where the caller registered that memory
+ * as a region (dfccl_net_region_open_at) and gives its peers' addresses
+ * and keys, else the tagged one. Both ends of such a link open it alike,
+ * so they agree, and a net opened for RMA still carries tagged messages.
+ * On the tagged path their slots may lie apart from the counters, in
+ * device memory, which UCX then moves as CUDA memory where it was built
+ * for it (dfccl_net_cuda_memory): the counters stay in host memory, where
+ * the pump reads them.
  *
  * Tags: bits 63-40 the receiving side's link id (it hands out one per peer
  * of a communicator, in its set-up hello), bit 39 control, bits 38-0 the
@@ -84,6 +87,9 @@ dfccl_status_t dfccl_net_open(dfccl_net_t **net, dfccl_net_protocol_t protocol, 
                               void (*sent_bytes)(uint64_t bytes));
 /* Closes endpoints (bounded wait), the worker and the context. */
 void dfccl_net_close(dfccl_net_t *net);
+/* 1 when this UCX moves CUDA device memory (its context lists that memory
+ * type: it was built with CUDA and found a GPU); else 0. */
+int dfccl_net_cuda_memory(const dfccl_net_t *net);
 
 /* This process's worker address. */
 dfccl_status_t dfccl_net_address(dfccl_net_t *net, void *buf, size_t max, size_t *len);
@@ -96,6 +102,11 @@ uint32_t dfccl_net_link_ids(dfccl_net_t *net, uint32_t n);
  */
 dfccl_status_t dfccl_net_region_open(dfccl_net_t *net, size_t bytes, dfccl_net_region_t **region,
                                      void **base);
+/* The same over bytes of the caller's memory at mem (zeroed by the caller
+ * before any peer may put into it), which stays the caller's: the last
+ * reference gone unregisters it, and the caller frees it after that. */
+dfccl_status_t dfccl_net_region_open_at(dfccl_net_t *net, void *mem, size_t bytes,
+                                        dfccl_net_region_t **region);
 /* Its key packed for peers (at most max bytes). */
 dfccl_status_t dfccl_net_region_key(dfccl_net_t *net, dfccl_net_region_t *region, void *buf,
                                     size_t max, size_t *len);
@@ -118,7 +129,13 @@ typedef struct dfccl_net_link_params {
     const dfccl_board_t *board; /* our board: why it broke */
     int           *released;    /* dfccl_net_link_open_at: set to 1 (release order) once
                                    the link touches the caller's memory no more */
-    /* RMA protocol only: offsets in our region, addresses in the peer's */
+    /* dfccl_net_link_open_at, tagged: the slots apart from the control
+     * block (NULL: right after it), and whether they are CUDA memory */
+    void          *send_slots, *recv_slots;
+    int            slots_cuda;
+    /* RMA protocol only: offsets in our region, addresses in the peer's
+     * (open_at: the FIFOs are the caller's memory, in the region; out_off
+     * and in_off are not read) */
     dfccl_net_region_t *region;
     size_t         out_off;     /* our outgoing FIFO (sends) */
     size_t         credit_off;  /* the word the peer puts its head of it into (sends) */
@@ -140,7 +157,8 @@ dfccl_status_t dfccl_net_link_open(dfccl_net_t *net, const dfccl_net_link_params
                                    dfccl_board_t **mirror, dfccl_net_link_t **link);
 /* Bytes of memory one side of a link takes where the caller provides it
  * (dfccl_net_link_open_at): the FIFO's control block and slots, then on the
- * sending side the bytes written per slot (the lens of the sender's view). */
+ * sending side the bytes written per slot (the lens of the sender's view).
+ * With the slots apart (send_slots, recv_slots), slot_bytes 0 here. */
 DFCCL_INLINE size_t dfccl_net_fifo_bytes(size_t slot_bytes, uint32_t nslots, int sending)
 {
     return dfccl_fifo_bytes(slot_bytes, nslots) + (sending ? nslots * sizeof(uint32_t) : 0);
@@ -153,8 +171,10 @@ DFCCL_INLINE size_t dfccl_net_fifo_bytes(size_t slot_bytes, uint32_t nslots, int
  * and whoever else fills or drains them (a kernel through its own mapping)
  * follows the same counters. The memory must stay until *p->released is
  * set, which happens after dfccl_net_link_close once no request of the link
- * is out, or when the net closes. The tagged protocol on any net (above);
- * p's RMA fields are not read.
+ * is out, or when the net closes. The RMA protocol where the net takes it
+ * and p->region is set (the memory in that region, slots in place, the
+ * peer's addresses and key given); else the tagged one, whose slots may lie
+ * apart (p->send_slots, recv_slots).
  */
 dfccl_status_t dfccl_net_link_open_at(dfccl_net_t *net, const dfccl_net_link_params_t *p,
                                       void *send_mem, void *recv_mem, dfccl_fifo_t *send_fifo,

@@ -24,12 +24,21 @@ dfccl_status_t dfccl_net_address(dfccl_net_t *net, void *buf, size_t max, size_t
     return DFCCL_ERR_UNSUPPORTED;
 }
 
+int dfccl_net_cuda_memory(const dfccl_net_t *net) { (void)net; return 0; }
+
 uint32_t dfccl_net_link_ids(dfccl_net_t *net, uint32_t n) { (void)net; (void)n; return 0; }
 
 dfccl_status_t dfccl_net_region_open(dfccl_net_t *net, size_t bytes, dfccl_net_region_t **region,
                                      void **base)
 {
     (void)net; (void)bytes; (void)region; (void)base;
+    return DFCCL_ERR_UNSUPPORTED;
+}
+
+dfccl_status_t dfccl_net_region_open_at(dfccl_net_t *net, void *mem, size_t bytes,
+                                        dfccl_net_region_t **region)
+{
+    (void)net; (void)mem; (void)bytes; (void)region;
     return DFCCL_ERR_UNSUPPORTED;
 }
 

@@ -30,6 +30,7 @@ dfccl_status_t dfccl_net_open(dfccl_net_t **net_p, dfccl_net_protocol_t protocol
 {
     ucp_params_t params;
     ucp_worker_params_t wparams;
+    ucp_context_attr_t attr;
     ucp_config_t *config;
     ucs_status_t st;
     dfccl_net_t *net;
@@ -79,8 +80,13 @@ dfccl_status_t dfccl_net_open(dfccl_net_t **net_p, dfccl_net_protocol_t protocol
     }
     net->next_id = 1;
     net->protocol = protocol;
-    dfccl_info("network transport: UCX %s started, %s protocol", ucp_get_version_string(),
-               protocol == DFCCL_NET_RMA ? "RMA" : "tagged");
+    memset(&attr, 0, sizeof(attr));
+    attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+    net->cuda_memory = ucp_context_query(net->context, &attr) == UCS_OK &&
+                       (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+    dfccl_info("network transport: UCX %s started, %s protocol%s", ucp_get_version_string(),
+               protocol == DFCCL_NET_RMA ? "RMA" : "tagged",
+               net->cuda_memory ? ", CUDA memory" : "");
     *net_p = net;
     return DFCCL_OK;
 
@@ -89,6 +95,11 @@ err:
     pthread_mutex_destroy(&net->lock);
     free(net);
     return DFCCL_ERR_SYSTEM;
+}
+
+int dfccl_net_cuda_memory(const dfccl_net_t *net)
+{
+    return net->cuda_memory;
 }
 
 dfccl_status_t dfccl_net_address(dfccl_net_t *net, void *buf, size_t max, size_t *len)

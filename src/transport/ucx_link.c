@@ -60,9 +60,10 @@ static dfccl_status_t link_open(dfccl_net_t *net, const dfccl_net_link_params_t 
     dfccl_status_t status;
 
     if (l == NULL) return DFCCL_ERR_NO_MEMORY;
-    /* the caller's memory takes the tagged path whatever the net's
-     * protocol: it has no region for peers to put into (net.h) */
-    l->ops = at == NULL && net->protocol == DFCCL_NET_RMA ? &ucx_rma_ops : &ucx_tag_ops;
+    /* the caller's memory takes the RMA path only where the caller
+     * registered it as a region for peers to put into (net.h) */
+    l->ops = net->protocol == DFCCL_NET_RMA && (at == NULL || p->region != NULL) ? &ucx_rma_ops
+                                                                                 : &ucx_tag_ops;
     l->peer_rank = p->peer;
     l->tag_in = UCX_NET_TAG_ID(p->id_in);
     l->tag_out = UCX_NET_TAG_ID(p->id_out);
@@ -77,7 +78,9 @@ static dfccl_status_t link_open(dfccl_net_t *net, const dfccl_net_link_params_t 
     status = ucx_peer_get(net, p->addr, p->addr_len, p->host, &l->peer);
     if (status == DFCCL_OK) {
         /* both undo themselves on failure */
-        if (at != NULL)
+        if (at != NULL && l->ops == &ucx_rma_ops)
+            status = ucx_rma_open_at(net, l, p, at[0], at[1], send_fifo, recv_fifo);
+        else if (at != NULL)
             status = ucx_tag_open_at(l, p, at[0], at[1], send_fifo, recv_fifo);
         else
             status = l->ops->open(net, l, p, send_fifo, recv_fifo);

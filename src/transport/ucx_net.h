@@ -34,6 +34,7 @@ struct dfccl_net {
     pthread_mutex_t   lock;
     void            (*sent_bytes)(uint64_t bytes);   /* dfccl_net_open's hook, or NULL */
     unsigned          protocol;    /* dfccl_net_protocol_t */
+    int               cuda_memory; /* the context takes UCS_MEMORY_TYPE_CUDA */
     ucp_context_h     context;
     ucp_worker_h      worker;
     ucp_address_t    *address;
@@ -68,6 +69,7 @@ typedef struct ucx_side {
     char              *slots;
     uint32_t          *lens;     /* sending side: bytes per slot */
     void             **reqs;     /* per slot: the request, NULL once complete */
+    int                cuda;     /* the slots are CUDA memory (tagged, open_at) */
     uint64_t           posted;   /* slots handed to UCX */
     uint64_t           done;     /* of those, completed (in order) */
     int                cancelled; /* closing: receives cancelled */
@@ -147,6 +149,11 @@ extern const ucx_data_ops_t ucx_rma_ops;
 dfccl_status_t ucx_tag_open_at(dfccl_net_link_t *l, const dfccl_net_link_params_t *p,
                                void *send_mem, void *recv_mem, dfccl_fifo_t *send_fifo,
                                dfccl_fifo_t *recv_fifo);
+/* The RMA path's open over the caller's FIFO memory, inside p->region:
+ * then ucx_rma_ops runs the link. */
+dfccl_status_t ucx_rma_open_at(dfccl_net_t *net, dfccl_net_link_t *l,
+                               const dfccl_net_link_params_t *p, void *send_mem, void *recv_mem,
+                               dfccl_fifo_t *send_fifo, dfccl_fifo_t *recv_fifo);
 
 dfccl_status_t ucx_peer_get(dfccl_net_t *net, const void *addr, size_t len, const char *host,
                             dfccl_net_peer_t **peer);

@@ -31,33 +31,22 @@
 struct dfccl_net_region {
     dfccl_net_region_t *next;
     int                 refs;
+    int                 callers;   /* the memory is the caller's (open_at): not freed here */
     ucp_mem_h           memh;
     void               *base;
     size_t              len;
 };
 
-dfccl_status_t dfccl_net_region_open(dfccl_net_t *net, size_t bytes, dfccl_net_region_t **region_p,
-                                     void **base)
+/* Registers r's memory; frees r (not the memory) on failure. */
+static dfccl_status_t region_map(dfccl_net_t *net, dfccl_net_region_t *r)
 {
-    dfccl_net_region_t *r = calloc(1, sizeof(*r));
-    size_t len = (bytes + DFCCL_CACHELINE - 1) / DFCCL_CACHELINE * DFCCL_CACHELINE;
     ucp_mem_map_params_t mp;
     ucs_status_t st;
 
-    if (r == NULL) return DFCCL_ERR_NO_MEMORY;
-    /* near this process, as the tagged path's FIFOs: the executor works
-     * through it */
-    r->base = dfccl_locality_alloc(len);
-    r->len = len;
-    if (r->base == NULL) {
-        free(r);
-        return DFCCL_ERR_NO_MEMORY;
-    }
-    memset(r->base, 0, len);   /* counters start at 0 on both sides */
     memset(&mp, 0, sizeof(mp));
     mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
     mp.address = r->base;
-    mp.length = len;
+    mp.length = r->len;
     pthread_mutex_lock(&net->lock);
     st = ucp_mem_map(net->context, &mp, &r->memh);
     if (st == UCS_OK) {
@@ -67,15 +56,55 @@ dfccl_status_t dfccl_net_region_open(dfccl_net_t *net, size_t bytes, dfccl_net_r
     }
     pthread_mutex_unlock(&net->lock);
     if (st != UCS_OK) {
-        dfccl_error("UCX cannot register %zu bytes for the links' puts: %s", len,
+        dfccl_error("UCX cannot register %zu bytes for the links' puts: %s", r->len,
                     ucs_status_string(st));
-        dfccl_locality_free(r->base, len);
         free(r);
         return DFCCL_ERR_SYSTEM;
     }
-    *region_p = r;
-    *base = r->base;
     return DFCCL_OK;
+}
+
+dfccl_status_t dfccl_net_region_open(dfccl_net_t *net, size_t bytes, dfccl_net_region_t **region_p,
+                                     void **base)
+{
+    dfccl_net_region_t *r = calloc(1, sizeof(*r));
+    size_t len = (bytes + DFCCL_CACHELINE - 1) / DFCCL_CACHELINE * DFCCL_CACHELINE;
+    dfccl_status_t status;
+    void *mem;
+
+    if (r == NULL) return DFCCL_ERR_NO_MEMORY;
+    /* near this process, as the tagged path's FIFOs: the executor works
+     * through it */
+    r->base = mem = dfccl_locality_alloc(len);
+    r->len = len;
+    if (mem == NULL) {
+        free(r);
+        return DFCCL_ERR_NO_MEMORY;
+    }
+    memset(mem, 0, len);   /* counters start at 0 on both sides */
+    status = region_map(net, r);
+    if (status != DFCCL_OK) {
+        dfccl_locality_free(mem, len);
+        return status;
+    }
+    *region_p = r;
+    *base = mem;
+    return DFCCL_OK;
+}
+
+dfccl_status_t dfccl_net_region_open_at(dfccl_net_t *net, void *mem, size_t bytes,
+                                        dfccl_net_region_t **region_p)
+{
+    dfccl_net_region_t *r = calloc(1, sizeof(*r));
+    dfccl_status_t status;
+
+    if (r == NULL) return DFCCL_ERR_NO_MEMORY;
+    r->base = mem;
+    r->len = bytes;
+    r->callers = 1;
+    status = region_map(net, r);
+    if (status == DFCCL_OK) *region_p = r;
+    return status;
 }
 
 dfccl_status_t dfccl_net_region_key(dfccl_net_t *net, dfccl_net_region_t *region, void *buf,
@@ -113,7 +142,7 @@ static void region_put(dfccl_net_t *net, dfccl_net_region_t *region)
             break;
         }
     ucp_mem_unmap(net->context, region->memh);
-    dfccl_locality_free(region->base, region->len);
+    if (!region->callers) dfccl_locality_free(region->base, region->len);
     free(region);
 }
 
@@ -135,15 +164,16 @@ void ucx_regions_free_all(dfccl_net_t *net)
 
 /* ---- a link's data path -------------------------------------------------- */
 
-static dfccl_status_t rma_open(dfccl_net_t *net, dfccl_net_link_t *l,
-                               const dfccl_net_link_params_t *p, dfccl_fifo_t *send_fifo,
-                               dfccl_fifo_t *recv_fifo)
+/* out, in: our FIFOs in the region; lens: the bytes per outgoing slot,
+ * NULL: the link's own (the executor's view points at them either way). */
+static dfccl_status_t rma_open_in(dfccl_net_link_t *l, const dfccl_net_link_params_t *p,
+                                  char *out, uint32_t *lens, char *in, dfccl_fifo_t *send_fifo,
+                                  dfccl_fifo_t *recv_fifo)
 {
     ucx_rma_link_t *r = &l->rma;
     char *base;
     ucs_status_t st;
 
-    (void)net;
     if (p->region == NULL || p->peer_key_len == 0) {
         dfccl_error("rank %d on host %s sent no key of its memory for RMA links", p->peer, p->host);
         return DFCCL_ERR_INVALID_PARAM;
@@ -151,6 +181,7 @@ static dfccl_status_t rma_open(dfccl_net_t *net, dfccl_net_link_t *l,
     /* the slots' requests and lengths: ours alone, not the peer's to see */
     l->mem = calloc(l->nslots, 2 * sizeof(void *) + sizeof(uint32_t));
     if (l->mem == NULL) return DFCCL_ERR_NO_MEMORY;
+    if (lens == NULL) lens = (uint32_t *)((void **)l->mem + 2 * l->nslots);
     st = ucp_ep_rkey_unpack(l->peer->ep, p->peer_key, &r->rkey);
     if (st != UCS_OK) {
         dfccl_error("cannot use the memory key of rank %d on host %s: %s", p->peer, p->host,
@@ -162,17 +193,58 @@ static dfccl_status_t rma_open(dfccl_net_t *net, dfccl_net_link_t *l,
     r->region->refs++;
     base = r->region->base;
     if (p->sends) {
-        ucx_side_view(&l->out, base + p->out_off, (void **)l->mem,
-                  (uint32_t *)((void **)l->mem + 2 * l->nslots), l, send_fifo, p->peer);
+        ucx_side_view(&l->out, out, (void **)l->mem, lens, l, send_fifo, p->peer);
         r->credit = (volatile uint64_t *)(base + p->credit_off);
         r->peer_fifo = p->peer_fifo;
     }
     if (p->receives) {
-        ucx_side_view(&l->in, base + p->in_off, (void **)l->mem + l->nslots, NULL, l, recv_fifo,
-                  p->peer);
+        ucx_side_view(&l->in, in, (void **)l->mem + l->nslots, NULL, l, recv_fifo, p->peer);
         r->peer_credit = p->peer_credit;
     }
     return DFCCL_OK;
+}
+
+static dfccl_status_t rma_open(dfccl_net_t *net, dfccl_net_link_t *l,
+                               const dfccl_net_link_params_t *p, dfccl_fifo_t *send_fifo,
+                               dfccl_fifo_t *recv_fifo)
+{
+    char *base = p->region != NULL ? p->region->base : NULL;
+
+    (void)net;
+    return rma_open_in(l, p, base != NULL ? base + p->out_off : NULL, NULL,
+                       base != NULL ? base + p->in_off : NULL, send_fifo, recv_fifo);
+}
+
+/* The caller's memory must lie in the region (the peer puts into its
+ * receiving FIFO there), the sending FIFO's lengths right after its slots
+ * (net.h's dfccl_net_fifo_bytes), and the credit word too. */
+dfccl_status_t ucx_rma_open_at(dfccl_net_t *net, dfccl_net_link_t *l,
+                               const dfccl_net_link_params_t *p, void *send_mem, void *recv_mem,
+                               dfccl_fifo_t *send_fifo, dfccl_fifo_t *recv_fifo)
+{
+    const dfccl_net_region_t *r = p->region;
+    size_t out_bytes = dfccl_net_fifo_bytes(l->slot_bytes, l->nslots, 1);
+    size_t in_bytes = dfccl_net_fifo_bytes(l->slot_bytes, l->nslots, 0);
+    const char *base;
+
+    (void)net;
+    if (r == NULL || p->send_slots != NULL || p->recv_slots != NULL) {
+        dfccl_error("a link to rank %d over the caller's memory: RMA needs that memory"
+                    " registered, with the slots in place", p->peer);
+        return DFCCL_ERR_INVALID_PARAM;
+    }
+    base = r->base;
+    if ((p->sends && ((char *)send_mem < base || (char *)send_mem + out_bytes > base + r->len ||
+                      p->credit_off + sizeof(uint64_t) > r->len)) ||
+        (p->receives && ((char *)recv_mem < base || (char *)recv_mem + in_bytes > base + r->len))) {
+        dfccl_error("a link to rank %d: its FIFOs lie outside the registered region", p->peer);
+        return DFCCL_ERR_INVALID_PARAM;
+    }
+    return rma_open_in(l, p, send_mem,
+                       p->sends ? (uint32_t *)((char *)send_mem +
+                                               dfccl_fifo_bytes(l->slot_bytes, l->nslots))
+                                : NULL,
+                       recv_mem, send_fifo, recv_fifo);
 }
 
 /* Puts a counter from *word (which stays put while the request is out),

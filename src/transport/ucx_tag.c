@@ -42,15 +42,20 @@ static dfccl_status_t tag_open(dfccl_net_t *net, dfccl_net_link_t *l,
     return DFCCL_OK;
 }
 
-/* A side in the caller's memory: control block, slots, then the bytes per
- * slot when sending (net.h's dfccl_net_fifo_bytes); the requests stay in
- * the link's own. */
-static void side_init_at(ucx_side_t *s, char *mem, void **reqs, const dfccl_net_link_t *l,
-                         dfccl_fifo_t *view, int peer, int sending)
+/* A side in the caller's memory: control block, slots (unless apart), then
+ * the bytes per slot when sending (net.h's dfccl_net_fifo_bytes); the
+ * requests stay in the link's own. */
+static void side_init_at(ucx_side_t *s, char *mem, char *apart, int cuda, void **reqs,
+                         const dfccl_net_link_t *l, dfccl_fifo_t *view, int peer, int sending)
 {
-    uint32_t *lens = sending ? (uint32_t *)(mem + dfccl_fifo_bytes(l->slot_bytes, l->nslots)) : NULL;
+    size_t inline_bytes = apart != NULL ? 0 : l->slot_bytes;
+    uint32_t *lens = sending ? (uint32_t *)(mem + dfccl_fifo_bytes(inline_bytes, l->nslots)) : NULL;
 
     ucx_side_view(s, mem, reqs, lens, l, view, peer);
+    if (apart != NULL) {
+        s->slots = view->slots = apart;
+        s->cuda = cuda;
+    }
     memset(s->ctrl, 0, sizeof(*s->ctrl));   /* the caller's memory: not known to be zeroed */
 }
 
@@ -64,9 +69,24 @@ dfccl_status_t ucx_tag_open_at(dfccl_net_link_t *l, const dfccl_net_link_params_
     l->mem = reqs = calloc(2 * (size_t)l->nslots, sizeof(void *));
     if (reqs == NULL) return DFCCL_ERR_NO_MEMORY;
     l->own_fifos = 0;
-    if (p->sends) side_init_at(&l->out, send_mem, reqs, l, send_fifo, p->peer, 1);
-    if (p->receives) side_init_at(&l->in, recv_mem, reqs + l->nslots, l, recv_fifo, p->peer, 0);
+    if (p->sends)
+        side_init_at(&l->out, send_mem, p->send_slots, p->slots_cuda, reqs, l, send_fifo,
+                     p->peer, 1);
+    if (p->receives)
+        side_init_at(&l->in, recv_mem, p->recv_slots, p->slots_cuda, reqs + l->nslots, l,
+                     recv_fifo, p->peer, 0);
     return DFCCL_OK;
+}
+
+/* A request's parameters: UCX told the slots' memory type where they are
+ * CUDA memory, rather than finding it out per request. */
+static void side_params(const ucx_side_t *s, ucp_request_param_t *rp)
+{
+    memset(rp, 0, sizeof(*rp));
+    if (s->cuda) {
+        rp->op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+        rp->memory_type = UCS_MEMORY_TYPE_CUDA;
+    }
 }
 
 static int pump_out(dfccl_net_t *net, dfccl_net_link_t *l, int closing)
@@ -78,7 +98,7 @@ static int pump_out(dfccl_net_t *net, dfccl_net_link_t *l, int closing)
 
     while (!closing && s->posted < tail) {
         uint32_t k = (uint32_t)(s->posted % l->nslots);
-        memset(&rp, 0, sizeof(rp));
+        side_params(s, &rp);
         s->reqs[k] = ucp_tag_send_nbx(l->peer->ep, s->slots + (size_t)k * l->slot_bytes, s->lens[k],
                                       l->tag_out | (s->posted & UCX_NET_SEQ_MASK), &rp);
         if (net->sent_bytes != NULL) net->sent_bytes(s->lens[k]);
@@ -101,7 +121,7 @@ static int pump_in(dfccl_net_t *net, dfccl_net_link_t *l, int closing)
 
     while (!closing && s->posted < head + l->nslots) {
         uint32_t k = (uint32_t)(s->posted % l->nslots);
-        memset(&rp, 0, sizeof(rp));
+        side_params(s, &rp);
         s->reqs[k] = ucp_tag_recv_nbx(net->worker, s->slots + (size_t)k * l->slot_bytes,
                                       l->slot_bytes, l->tag_in | (s->posted & UCX_NET_SEQ_MASK),
                                       UINT64_MAX, &rp);

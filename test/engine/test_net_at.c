@@ -6,9 +6,12 @@
  * link whose tags meet. The sender fills slots (bytes and lengths) and
  * publishes the tail; the pump sends them, the receiver's tail shows them,
  * and the sender's head frees them again, past several wraps of the ring.
- * Then both close, and each must say that our memory is free. Twice: on a
- * net opened for the tagged protocol, then on one opened for RMA, where
- * such links take the tagged path all the same (net.h says why).
+ * Then both close, and each must say that our memory is free. Four ways:
+ * on a net opened for the tagged protocol, with the slots in place and
+ * apart from the counters (as the GPU side's slots in device memory); on
+ * one opened for RMA, where such links take the tagged path unless the
+ * memory is a registered region, and then puts into it, the counters
+ * coming back through the credit word.
  * Built where the engine has UCX; the network sources are built in, as the
  * library does not export them.
  */
@@ -62,41 +65,71 @@ static int pump_until_released(dfccl_net_t *net, const int *flag)
     return 1;
 }
 
-/* One net and its two links; 77 when UCX cannot start here. */
-static int run(dfccl_net_protocol_t protocol, const char *name)
+/* How a run lays out and opens its links. */
+typedef enum { AT_TAGGED, AT_APART, AT_RMA_TAGGED, AT_RMA_REGION } at_mode_t;
+
+static const char *const mode_names[] = { "tagged net", "tagged net, slots apart",
+                                          "RMA net, no region (tagged)",
+                                          "RMA net, registered region" };
+
+/* One net and its two links; 77 when UCX cannot start here. The region
+ * mode's memory: the sending FIFO, the receiving one, the credit word. */
+static int run(at_mode_t mode)
 {
     dfccl_net_t *net = NULL;
-    char addr[DFCCL_NET_ADDR_MAX];
-    size_t addr_len = 0;
+    char addr[DFCCL_NET_ADDR_MAX], key[DFCCL_NET_KEY_MAX];
+    size_t addr_len = 0, key_len = 0;
     uint32_t ids;
     int broken = 0, released_send = 0, released_recv = 0;
+    int apart = mode == AT_APART, region_mode = mode == AT_RMA_REGION;
     dfccl_board_t board, *mirror_s, *mirror_r;
     dfccl_net_link_params_t p;
     dfccl_fifo_t out, in;
     dfccl_net_link_t *ls = NULL, *lr = NULL;
-    size_t send_bytes = dfccl_net_fifo_bytes(SLOT_BYTES, NSLOTS, 1);
-    size_t recv_bytes = dfccl_net_fifo_bytes(SLOT_BYTES, NSLOTS, 0);
-    char *send_mem = aligned_alloc(256, (send_bytes + 255) / 256 * 256);
-    char *recv_mem = aligned_alloc(256, (recv_bytes + 255) / 256 * 256);
+    dfccl_net_region_t *region = NULL;
+    size_t inline_bytes = apart ? 0 : SLOT_BYTES;
+    size_t send_bytes = (dfccl_net_fifo_bytes(inline_bytes, NSLOTS, 1) + 255) / 256 * 256;
+    size_t recv_bytes = (dfccl_net_fifo_bytes(inline_bytes, NSLOTS, 0) + 255) / 256 * 256;
+    size_t all_bytes = send_bytes + recv_bytes + 256;
+    char *mem = aligned_alloc(256, all_bytes), *send_mem = mem, *recv_mem = mem + send_bytes;
+    char *slots = apart ? aligned_alloc(256, 2 * SLOT_BYTES * NSLOTS) : NULL;
+    uint64_t *credit = (uint64_t *)(mem + send_bytes + recv_bytes);
 
-    EXPECT(send_bytes == sizeof(dfccl_fifo_ctrl_t) + SLOT_BYTES * NSLOTS + NSLOTS * 4,
-           "send side takes %zu bytes", send_bytes);
-    if (send_mem == NULL || recv_mem == NULL) {
+    EXPECT(dfccl_net_fifo_bytes(SLOT_BYTES, NSLOTS, 1) ==
+               sizeof(dfccl_fifo_ctrl_t) + SLOT_BYTES * NSLOTS + NSLOTS * 4,
+           "send side takes %zu bytes", dfccl_net_fifo_bytes(SLOT_BYTES, NSLOTS, 1));
+    if (mem == NULL || (apart && slots == NULL)) {
         EXPECT(0, "out of memory");
         return 1;
     }
-    if (dfccl_net_open(&net, protocol, 0, NULL) != DFCCL_OK ||
+    if (dfccl_net_open(&net, mode >= AT_RMA_TAGGED ? DFCCL_NET_RMA : DFCCL_NET_TAGGED, 0, NULL) !=
+            DFCCL_OK ||
         dfccl_net_address(net, addr, sizeof(addr), &addr_len) != DFCCL_OK) {
-        printf("SKIP: UCX could not be started here (%s net)\n", name);
-        free(send_mem);
-        free(recv_mem);
+        printf("SKIP: UCX could not be started here (%s)\n", mode_names[mode]);
+        free(mem);
+        free(slots);
         return 77;
     }
+    EXPECT(dfccl_net_cuda_memory(net) == 0 || dfccl_net_cuda_memory(net) == 1, "CUDA memory flag");
     ids = dfccl_net_link_ids(net, 2);
     dfccl_board_init(&board);
-    memset(send_mem, 0x5a, send_bytes);   /* open_at must clear the counters */
-    memset(recv_mem, 0x5a, recv_bytes);
+    /* open_at must clear the counters where the peer cannot put yet; a
+     * region is zeroed by its owner before any peer knows it */
+    memset(mem, region_mode ? 0 : 0x5a, all_bytes);
     memset(&p, 0, sizeof(p));
+    if (region_mode) {
+        EXPECT(dfccl_net_region_open_at(net, mem, all_bytes, &region) == DFCCL_OK, "region");
+        EXPECT(region != NULL &&
+                   dfccl_net_region_key(net, region, key, sizeof(key), &key_len) == DFCCL_OK &&
+                   key_len > 0, "region key");
+        if (failures) return 1;
+        p.region = region;
+        p.peer_key = key;
+        p.peer_key_len = key_len;
+        p.credit_off = (size_t)((char *)credit - mem);
+        p.peer_fifo = (uint64_t)(uintptr_t)recv_mem;   /* the peer is ourselves */
+        p.peer_credit = (uint64_t)(uintptr_t)credit;
+    }
     p.addr = addr;
     p.addr_len = addr_len;
     p.host = "self";
@@ -104,6 +137,10 @@ static int run(dfccl_net_protocol_t protocol, const char *name)
     p.nslots = NSLOTS;
     p.broken = &broken;
     p.board = &board;
+    if (apart) {
+        p.send_slots = slots;
+        p.recv_slots = slots + SLOT_BYTES * NSLOTS;
+    }
     /* the sender tags its slots with the receiver's id, and the other way */
     p.peer = 1;
     p.id_in = ids;
@@ -122,16 +159,21 @@ static int run(dfccl_net_protocol_t protocol, const char *name)
                DFCCL_OK, "receiving link");
     if (failures) return 1;
     /* the views lie in our memory, laid out as dfccl_net_fifo_bytes says */
-    EXPECT((char *)out.ctrl == send_mem && out.slots == send_mem + sizeof(dfccl_fifo_ctrl_t) &&
-           (char *)out.lens == out.slots + SLOT_BYTES * NSLOTS, "sending view");
-    EXPECT((char *)in.ctrl == recv_mem && in.slots == recv_mem + sizeof(dfccl_fifo_ctrl_t) &&
-           in.lens == NULL, "receiving view");
+    EXPECT((char *)out.ctrl == send_mem &&
+               out.slots == (apart ? slots : send_mem + sizeof(dfccl_fifo_ctrl_t)) &&
+               (char *)out.lens == send_mem + dfccl_fifo_bytes(inline_bytes, NSLOTS),
+           "sending view");
+    EXPECT((char *)in.ctrl == recv_mem &&
+               in.slots == (apart ? slots + SLOT_BYTES * NSLOTS
+                                  : recv_mem + sizeof(dfccl_fifo_ctrl_t)) &&
+               in.lens == NULL, "receiving view");
     EXPECT(out.ctrl->tail == 0 && out.ctrl->head == 0 && in.ctrl->tail == 0 &&
            in.ctrl->head == 0, "counters cleared");
     for (uint32_t k = 0; k < ROUNDS && !failures; k++) {
         uint32_t len = 16 + (k * 997) % (SLOT_BYTES - 16);
         char *slot = dfccl_fifo_slot(&out, out.count), *got;
-        /* a free slot: the pump gave it back once its send was done */
+        /* a free slot: the pump gave it back once its send was done (RMA:
+         * and the receiver's head, through the credit word, passed it) */
         EXPECT(pump_until(net, &out.ctrl->head, out.count + 1 > NSLOTS ? out.count + 1 - NSLOTS
                                                                           : 0),
                "slot %u never freed (head %llu)", k, (unsigned long long)out.ctrl->head);
@@ -145,15 +187,22 @@ static int run(dfccl_net_protocol_t protocol, const char *name)
         __atomic_store_n(&in.ctrl->head, ++in.count, __ATOMIC_RELEASE);
     }
     EXPECT(pump_until(net, &out.ctrl->head, out.count), "the last sends never ended");
+    if (region_mode)
+        EXPECT(__atomic_load_n(credit, __ATOMIC_ACQUIRE) == in.count,
+               "the credit word says %llu, the receiver drained %llu",
+               (unsigned long long)*credit, (unsigned long long)in.count);
     EXPECT(!released_send && !released_recv, "memory released while the links are open");
     dfccl_net_link_close(net, ls);
     dfccl_net_link_close(net, lr);
     EXPECT(pump_until_released(net, &released_send), "the sending link kept our memory");
     EXPECT(pump_until_released(net, &released_recv), "the receiving link kept our memory");
+    /* the caller's reference last: the memory is ours again, not freed */
+    if (region != NULL) dfccl_net_region_close(net, region);
     dfccl_net_close(net);
-    free(send_mem);
-    free(recv_mem);
-    printf("test_net_at: %u slots through caller memory, %s net: %s\n", ROUNDS, name,
+    memset(mem, 0, all_bytes);
+    free(mem);
+    free(slots);
+    printf("test_net_at: %u slots through caller memory, %s: %s\n", ROUNDS, mode_names[mode],
            failures ? "FAIL" : "PASS");
     return failures ? 1 : 0;
 }
@@ -161,13 +210,14 @@ static int run(dfccl_net_protocol_t protocol, const char *name)
 int main(void)
 {
     char why[160];
-    int rc;
 
     if (!dfccl_net_available(why, sizeof(why))) {
         printf("SKIP: %s\n", why);
         return 77;
     }
-    rc = run(DFCCL_NET_TAGGED, "tagged");
-    if (rc != 0) return rc;
-    return run(DFCCL_NET_RMA, "RMA");
+    for (int mode = AT_TAGGED; mode <= AT_RMA_REGION; mode++) {
+        int rc = run((at_mode_t)mode);
+        if (rc != 0) return rc;
+    }
+    return 0;
 }
