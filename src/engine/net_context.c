@@ -12,9 +12,9 @@ dfccl_status_t dfccl_context_net(dfccl_context_t *ctx, dfccl_net_t **net_p)
     pthread_mutex_lock(&ctx->net_lock);
     if (ctx->net == NULL) {
         dfccl_net_t *net = NULL;
-        /* host communicators' links take the knob's protocol, which must
-         * be equal on all ranks, so both ends agree; the GPU side's (over
-         * its own memory) stay tagged whatever it says (net.h) */
+        /* every backend's links take the knob's protocol, which must be
+         * equal on all ranks, so both ends agree (the GPU side's puts go
+         * into its own registered memory, net.h) */
         status = dfccl_net_open(&net, (dfccl_net_protocol_t)ctx->config.net_protocol,
                                 ctx->config.net_rendezvous, dfccl_stats_add_net_bytes);
         if (status == DFCCL_OK) __atomic_store_n(&ctx->net, net, __ATOMIC_RELEASE);

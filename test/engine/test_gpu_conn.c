@@ -7,7 +7,8 @@
  *   - the ring's neighbours agree (r's next has r as its previous) and form
  *     one cycle through every rank, entering each node once;
  *   - exactly the neighbours on other nodes go over the network, each link
- *     seen alike from both ends, as are the connections of the
+ *     seen alike from both ends (its FIFOs and credit words too, where the
+ *     network side lays them out), as are the connections of the
  *     hierarchical allreduce and of the latency algorithm (its partners on
  *     channel 0 alone at both ends, within the table's room);
  *   - a rank maps (CUDA IPC) every rank of its node where the all-peer
@@ -52,6 +53,60 @@ static void topo_of(int n, const int *node, int *scratch, dfccl_topo_t *t)
 
     *t = (dfccl_topo_t){ n, 1, node, local, order, pos, 1 };
     dfccl_topo_derive(n, node, local, order, pos, &t->nnodes, &t->uniform);
+}
+
+typedef struct span { size_t at, end; } span_t;
+
+static int span_cmp(const void *a, const void *b)
+{
+    const span_t *x = a, *y = b;
+    return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* q's network side (gpu_conn_plan_net_at): every connection to another
+ * node has its FIFOs, channel by channel, and (sending) its credit words;
+ * none overlaps another or passes the side's end; and the peer finds the
+ * other end of the link in its own layout. Strides that differ each way,
+ * so that a mix-up shows. */
+static void check_net_layout(int n, int shape, const dfccl_topo_t *t, const gpu_conn_plan_t *plan,
+                             int q)
+{
+    static const gpu_net_strides_t st = { CHANNELS, 1000, 3000, 64 };
+    const gpu_conn_plan_t *p = &plan[q];
+    span_t spans[4 * GPU_CONN0_MAX];
+    size_t bytes = gpu_conn_plan_net_at(p, t, q, &st, 0, -1, NULL);
+    int ns = 0;
+
+    for (int sending = 0; sending < 2; sending++) {
+        const int *peers = sending ? p->send_peer : p->recv_peer;
+        int count = sending ? p->nsend : p->nrecv, every = sending ? p->nsend_all : p->nrecv_all;
+        for (int k = 0; k < count; k++) {
+            int r = peers[k];
+            size_t nch = k < every ? CHANNELS : 1, credit = SIZE_MAX, theirs_credit = SIZE_MAX;
+            size_t at = gpu_conn_plan_net_at(p, t, q, &st, sending, r, &credit);
+            size_t theirs = gpu_conn_plan_net_at(&plan[r], t, r, &st, !sending, q, &theirs_credit);
+            if (t->node[r] == t->node[q]) {
+                if (at != SIZE_MAX) fail("a FIFO on the node in the network side", n, shape, q);
+                continue;
+            }
+            if (at == SIZE_MAX || theirs == SIZE_MAX) {
+                fail("a link without its FIFO at one end", n, shape, q);
+                continue;
+            }
+            if ((!sending && theirs_credit == SIZE_MAX) ||
+                (!sending && theirs_credit + 64 > gpu_conn_plan_net_at(&plan[r], t, r, &st, 0, -1,
+                                                                       NULL)))
+                fail("the sender's credit word", n, shape, q);
+            spans[ns++] = (span_t){ at, at + nch * (sending ? st.send : st.recv) };
+            if (sending) spans[ns++] = (span_t){ credit, credit + nch * st.credit };
+        }
+    }
+    qsort(spans, (size_t)ns, sizeof(spans[0]), span_cmp);
+    for (int i = 0; i < ns; i++)
+        if (spans[i].end > bytes || (i > 0 && spans[i].at < spans[i - 1].end)) {
+            fail("the network side's layout overlaps or overflows", n, shape, q);
+            break;
+        }
 }
 
 /* The connections of q seen from both ends: each send of q is a receive of
@@ -131,7 +186,10 @@ static void check(int n, int shape, const int *node, gpu_conn_plan_t *plan, int 
                 fail("ring differs from the plan's", n, shape, q);
         }
     }
-    for (int q = 0; q < n; q++) check_conns(n, shape, &t, plan, q, wants);
+    for (int q = 0; q < n; q++) {
+        check_conns(n, shape, &t, plan, q, wants);
+        check_net_layout(n, shape, &t, plan, q);
+    }
     for (int q = 0; q < n; q++) {
         const gpu_conn_plan_t *p = &plan[q];
         int mapped = 0, local = 0;

@@ -274,6 +274,17 @@ fi
 if [ "${split_np:-0}" -ge 2 ]; then
     run_item "split1_disorder_np$split_np" "$split_np" "$split_mca 1 $disorder_mca" \
         test/mpi/disorder_check --memory device "${disorder_args[@]}"
+    # the links put (net_protocol rma: the side's host memory registered,
+    # credit words back), and the slots in host memory by choice
+    # (gpu_net_memory host; under auto they go to device memory where UCX
+    # takes CUDA memory)
+    run_item "split1rma_coll_np$split_np" "$split_np" "$split_mca 1 --mca coll_dfccl_net_protocol 1" \
+        test/mpi/coll_check --memory device --expect engine --quick
+    run_item "split1rma_disorder_np$split_np" "$split_np" \
+        "$split_mca 1 --mca coll_dfccl_net_protocol 1 $disorder_mca" \
+        test/mpi/disorder_check --memory device "${disorder_args[@]}"
+    run_item "split1host_coll_np$split_np" "$split_np" "$split_mca 1 --mca coll_dfccl_gpu_net_memory 1" \
+        test/mpi/coll_check --memory device --expect engine --quick
 fi
 if [ "${split_np:-0}" -ge 8 ]; then
     # nodes of 4: the ring crosses between nodes twice, each node's ranks

@@ -154,6 +154,31 @@ int gpu_conn_plan_net_send_index(const gpu_conn_plan_t *plan, const dfccl_topo_t
     return gpu_conn_net_index(plan->send_peer, plan->nsend, t, rank, peer);
 }
 
+size_t gpu_conn_plan_net_at(const gpu_conn_plan_t *plan, const dfccl_topo_t *t, int rank,
+                            const gpu_net_strides_t *st, int sending, int peer, size_t *credit)
+{
+    size_t at = 0, found = SIZE_MAX, credits = 0;
+
+    /* receiving connections, then sending ones, then the credit words */
+    for (int way = 0; way < 2; way++) {
+        const int *peers = way ? plan->send_peer : plan->recv_peer;
+        int count = way ? plan->nsend : plan->nrecv, every = way ? plan->nsend_all : plan->nrecv_all;
+        for (int i = 0; i < count; i++) {
+            unsigned nch = i < every ? st->nchannels : 1;
+            if (t->node[peers[i]] == t->node[rank]) continue;
+            if (way == sending && peers[i] == peer) {
+                found = at;
+                if (credit != NULL) *credit = credits;   /* made absolute below */
+            }
+            at += nch * (way ? st->send : st->recv);
+            if (way) credits += nch;
+        }
+    }
+    if (peer < 0) return at + credits * st->credit;
+    if (found != SIZE_MAX && credit != NULL) *credit = at + *credit * st->credit;
+    return found;
+}
+
 int gpu_conn_plan_maps(const gpu_conn_plan_t *plan, const int *node, int rank, int r)
 {
     if (r == rank || node[r] != node[rank]) return 0;

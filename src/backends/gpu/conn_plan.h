@@ -106,6 +106,25 @@ int gpu_conn_plan_net_recv_index(const gpu_conn_plan_t *plan, const dfccl_topo_t
 int gpu_conn_plan_net_send_index(const gpu_conn_plan_t *plan, const dfccl_topo_t *t, int rank,
                                  int peer);
 
+/* The sizes that lay out a rank's network side (net_side.c): the bytes of
+ * one channel's FIFO from and to a peer on another node, and of the credit
+ * word per channel of a sending connection (RMA; 0: none). */
+typedef struct gpu_net_strides {
+    unsigned nchannels;
+    size_t   recv, send, credit;
+} gpu_net_strides_t;
+
+/* Where rank's network side keeps a connection: its FIFOs (receiving
+ * connections first, then sending ones, in list order, each with as many
+ * channels as it uses, channel c at the offset + c strides), then the
+ * credit words, channel by channel in the same order. Returns the offset of
+ * the connection with peer (sending: the rank sends to it) and, sending,
+ * sets *credit to its channel 0 credit word's; SIZE_MAX where there is none.
+ * peer -1: returns the side's bytes. Alike on every rank, so that each end
+ * of a link finds the other's. */
+size_t gpu_conn_plan_net_at(const gpu_conn_plan_t *plan, const dfccl_topo_t *t, int rank,
+                            const gpu_net_strides_t *st, int sending, int peer, size_t *credit);
+
 /*
  * Rank's program of algo for call (RING, HIER, or RD: the latency
  * algorithm across nodes, dfccl_plan_node_rd) with its peers mapped onto

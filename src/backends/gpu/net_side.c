@@ -1,9 +1,18 @@
 /*
  * net_side.c - a GPU communicator's network side (net_side.h): the ranks'
- * nodes, the FIFOs to and from ring neighbours on other nodes in pinned,
- * mapped host memory, their links, and the proxy thread's share of the
- * work: pumping the links, and freeing a closed side once its links let
- * its memory go.
+ * nodes, the FIFOs to and from its peers on other nodes, their links, and
+ * the proxy thread's share of the work: pumping the links, and freeing a
+ * closed side once its links let its memory go.
+ *
+ * The memory, laid out alike on every rank (gpu_conn_plan_net_at), so that
+ * each end of a link knows where the other's FIFO is:
+ *   - tagged links: the FIFOs' counters (and the bytes per sent slot) in
+ *     pinned, mapped host memory, where the pump reads them; their slots
+ *     apart, in device memory where every rank's UCX takes CUDA memory
+ *     (gpu_net_memory auto), else in pinned, mapped host memory;
+ *   - RMA links (net_protocol rma): whole FIFOs and the credit words in
+ *     pinned, mapped host memory registered with UCX, whose address and
+ *     key travel in the addresses exchange; peers put into it.
  */
 #include <sched.h>
 #include <stddef.h>
@@ -22,60 +31,31 @@
  * link's sends run for 2 s (ucx_net.h) before it parks them. */
 #define GPU_NET_FINI_NS 3000000000ull
 
-/* One connection to or from a rank on another node, on every channel. */
-typedef struct gpu_net_conn {
-    int               peer;
-    int               index;        /* the connection's index (conn_plan.h) */
-    int               peer_index;   /* ours among the peer's network connections the
-                                       other way (its link ids) */
-    unsigned          nchannels;    /* the side's, or 1: the latency algorithm's partner
-                                       alone, on channel 0 (conn_plan.h) */
-    size_t            at;           /* its channel 0 FIFO in the side's memory */
-    dfccl_net_link_t *link[DFCCL_GPU_MAX_CHANNELS];
-    /* per channel: 1 once its link uses our memory no more (net.h), 1 too
-     * where no link was opened */
-    int               released[DFCCL_GPU_MAX_CHANNELS];
-    /* per channel: the peer's board as its messages tell it (why its
-     * communicator broke) */
-    dfccl_board_t    *mirror[DFCCL_GPU_MAX_CHANNELS];
-    char              host[DFCCL_NET_HOST_MAX];
-} gpu_net_conn_t;
+#include "backends/gpu/net_side_state.h"
 
-typedef struct gpu_net_side {
-    struct gpu_net_side *retired_next;   /* g->net.retired */
-    dfccl_net_t      *net;
-    char             *host;           /* pinned, mapped: every FIFO of the side */
-    char             *dev;            /* the same memory as the kernel addresses it */
-    size_t            bytes;
-    size_t            recv_stride;    /* per connection and channel: receive FIFOs first, */
-    size_t            send_stride;    /* then the send FIFOs (each connection's at) */
-    unsigned          nchannels;
-    int               nrecv, nsend;   /* connections each way on other nodes */
-    gpu_net_conn_t    recv[GPU_CONN_NET_MAX], send[GPU_CONN_NET_MAX];
-    uint32_t          link_ids;       /* our block: 2 x GPU_CONN_NET_MAX x nchannels */
-    /* What a link reads to tell its peer why our communicator broke: set
-     * by the watch (peer_watch.c) when a link or a peer failed, so the
-     * ranks down the ring on other nodes learn it from their links. The
-     * kernel keeps no board: a collective failing on its own (the
-     * watchdog) tells nobody. */
-    int               broken;
-    dfccl_board_t     board;
-} gpu_net_side_t;
-
-/* Connection i of the side's nrecv + nsend: the receiving ones first. */
-static gpu_net_conn_t *gpu_net_conn_at(const gpu_net_side_t *side, int i)
-{
-    return (gpu_net_conn_t *)(i < side->nrecv ? &side->recv[i] : &side->send[i - side->nrecv]);
-}
-
-/* A rank's part of the addresses exchange. */
+/* A rank's part of the addresses exchange; RMA: then its region's key,
+ * key_len bytes of DFCCL_NET_KEY_MAX. */
 typedef struct gpu_address {
     int32_t  status;
     uint32_t link_ids;      /* its block (0: no network side there) */
     uint32_t addr_len;      /* 0: no network side there */
+    uint32_t cuda;          /* tagged: its UCX takes CUDA memory */
+    uint64_t region;        /* RMA: its side's memory, as its UCX registered it */
+    uint32_t key_len;
     uint32_t pad;
     char     addr[DFCCL_NET_ADDR_MAX];
 } gpu_address_t;
+
+static int gpu_net_rma(const dfccl_comm_t *comm)
+{
+    return comm->context->config.net_protocol == DFCCL_NET_RMA;
+}
+
+/* Rank r's part of the exchange (each gpu_net_address_bytes long). */
+static const gpu_address_t *gpu_net_address_of(const dfccl_comm_t *comm, const void *all, int r)
+{
+    return (const gpu_address_t *)((const char *)all + (size_t)r * gpu_net_address_bytes(comm));
+}
 
 static size_t gpu_net_round(size_t bytes)
 {
@@ -132,7 +112,8 @@ void gpu_net_nodes(dfccl_comm_t *comm, const gpu_hello_t *all)
 /* The connections of plan on other nodes, one way: the peers, their
  * indices, how many channels use them, and ours at the peer's end. */
 static int gpu_net_conns(const dfccl_topo_t *t, int me, const gpu_conn_plan_t *plan, int sending,
-                         unsigned nchannels, const gpu_hello_t *all, gpu_net_conn_t *conns)
+                         const gpu_net_strides_t *st, const gpu_net_strides_t *slots,
+                         const gpu_hello_t *all, gpu_net_conn_t *conns)
 {
     const int *peers = sending ? plan->send_peer : plan->recv_peer;
     int n = 0, count = sending ? plan->nsend : plan->nrecv;
@@ -143,7 +124,12 @@ static int gpu_net_conns(const dfccl_topo_t *t, int me, const gpu_conn_plan_t *p
         int p = peers[i];
         if (t->node[p] == t->node[me]) continue;
         gpu_conn_plan_make(t, p, gpu_conn_plan_wants(plan), plan->files, &theirs);
-        conns[n].nchannels = i < every ? nchannels : 1;
+        conns[n].nchannels = i < every ? st->nchannels : 1;
+        conns[n].at = gpu_conn_plan_net_at(plan, t, me, st, sending, p, &conns[n].credit);
+        conns[n].slots_at = gpu_conn_plan_net_at(plan, t, me, slots, sending, p, NULL);
+        /* where our link's other end is in the peer's memory (RMA) */
+        conns[n].peer_at = gpu_conn_plan_net_at(&theirs, t, p, st, !sending, me,
+                                                &conns[n].peer_credit);
         conns[n].peer = p;
         conns[n].index = i;
         conns[n].peer_index = sending ? gpu_conn_plan_net_recv_index(&theirs, t, p, me)
@@ -167,11 +153,25 @@ dfccl_status_t gpu_net_begin(dfccl_comm_t *comm, dfccl_gpu_t *g, const gpu_hello
     void *dev = NULL;
     char why[160];
 
+    gpu_net_strides_t slots;
+
     if (!gc->conn.spans) return DFCCL_OK;
     side = calloc(1, sizeof(*side));
     if (side == NULL) return DFCCL_ERR_NO_MEMORY;
-    side->nrecv = gpu_net_conns(&gc->topo, me, &gc->conn, 0, gc->nchannels, all, side->recv);
-    side->nsend = gpu_net_conns(&gc->topo, me, &gc->conn, 1, gc->nchannels, all, side->send);
+    /* RMA: whole FIFOs (peers put their slots into ours) and a credit word
+     * per sending channel; tagged: the counters, the slots apart */
+    side->rma = gpu_net_rma(comm);
+    side->nchannels = gc->nchannels;
+    side->st.nchannels = gc->nchannels;
+    side->st.recv = gpu_net_round(
+        dfccl_net_fifo_bytes(side->rma ? cfg->gpu_slot_bytes : 0, cfg->gpu_fifo_slots, 0));
+    side->st.send = gpu_net_round(
+        dfccl_net_fifo_bytes(side->rma ? cfg->gpu_slot_bytes : 0, cfg->gpu_fifo_slots, 1));
+    side->st.credit = side->rma ? DFCCL_CACHELINE : 0;
+    side->slots_stride = side->rma ? 0 : gpu_net_round(cfg->gpu_slot_bytes * cfg->gpu_fifo_slots);
+    slots = (gpu_net_strides_t){ gc->nchannels, side->slots_stride, side->slots_stride, 0 };
+    side->nrecv = gpu_net_conns(&gc->topo, me, &gc->conn, 0, &side->st, &slots, all, side->recv);
+    side->nsend = gpu_net_conns(&gc->topo, me, &gc->conn, 1, &side->st, &slots, all, side->send);
     if (side->nrecv == 0 && side->nsend == 0) {
         free(side);
         return DFCCL_OK;
@@ -183,16 +183,9 @@ dfccl_status_t gpu_net_begin(dfccl_comm_t *comm, dfccl_gpu_t *g, const gpu_hello
         free(side);
         return DFCCL_ERR_UNSUPPORTED;
     }
-    side->nchannels = gc->nchannels;
-    side->recv_stride =
-        gpu_net_round(dfccl_net_fifo_bytes(cfg->gpu_slot_bytes, cfg->gpu_fifo_slots, 0));
-    side->send_stride =
-        gpu_net_round(dfccl_net_fifo_bytes(cfg->gpu_slot_bytes, cfg->gpu_fifo_slots, 1));
-    for (int i = 0; i < side->nrecv + side->nsend; i++) {
-        gpu_net_conn_t *x = gpu_net_conn_at(side, i);
-        x->at = side->bytes;
-        side->bytes += x->nchannels * (i < side->nrecv ? side->recv_stride : side->send_stride);
-    }
+    side->bytes = gpu_conn_plan_net_at(&gc->conn, &gc->topo, me, &side->st, 0, -1, NULL);
+    side->slots_bytes = gpu_conn_plan_net_at(&gc->conn, &gc->topo, me, &slots, 0, -1, NULL);
+    side->g = g;
     dfccl_board_init(&side->board);
     status = dfccl_context_net(comm->context, &side->net);
     if (status != DFCCL_OK) {
@@ -210,8 +203,19 @@ dfccl_status_t gpu_net_begin(dfccl_comm_t *comm, dfccl_gpu_t *g, const gpu_hello
         free(side);
         return DFCCL_ERR_SYSTEM;
     }
+    /* zeroed before any peer learns where it is: RMA peers put into it */
     memset(side->host, 0, side->bytes);
     side->dev = dev;
+    if (side->rma) {
+        status = dfccl_net_region_open_at(side->net, side->host, side->bytes, &side->region);
+        if (status != DFCCL_OK) {
+            cudaFreeHost(side->host);
+            free(side);
+            return status;
+        }
+    } else {
+        side->cuda = dfccl_net_cuda_memory(side->net);
+    }
     side->link_ids = dfccl_net_link_ids(side->net, 2 * GPU_CONN_NET_MAX * side->nchannels);
     __atomic_add_fetch(&g->net.sides, 1, __ATOMIC_ACQ_REL);
     gc->net = side;
@@ -223,7 +227,8 @@ dfccl_status_t gpu_net_begin(dfccl_comm_t *comm, dfccl_gpu_t *g, const gpu_hello
 
 size_t gpu_net_address_bytes(const dfccl_comm_t *comm)
 {
-    return gpu_comm_of(comm) != NULL && gpu_comm_of(comm)->conn.spans ? sizeof(gpu_address_t) : 0;
+    if (gpu_comm_of(comm) == NULL || !gpu_comm_of(comm)->conn.spans) return 0;
+    return sizeof(gpu_address_t) + (gpu_net_rma(comm) ? DFCCL_NET_KEY_MAX : 0);
 }
 
 void gpu_net_address(dfccl_comm_t *comm, dfccl_status_t status, void *out)
@@ -231,14 +236,20 @@ void gpu_net_address(dfccl_comm_t *comm, dfccl_status_t status, void *out)
     gpu_address_t *a = out;
     gpu_net_side_t *side = gpu_comm_of(comm)->net;
 
+    memset(a, 0, sizeof(*a));
     a->status = (int32_t)status;
-    a->link_ids = 0;
-    a->addr_len = 0;
     if (status == DFCCL_OK && side != NULL) {
         size_t len = 0;
         a->link_ids = side->link_ids;
+        a->cuda = (uint32_t)side->cuda;
         a->status = (int32_t)dfccl_net_address(side->net, a->addr, DFCCL_NET_ADDR_MAX, &len);
         a->addr_len = (uint32_t)len;
+        if (a->status == DFCCL_OK && side->region != NULL) {
+            a->region = (uint64_t)(uintptr_t)side->host;
+            a->status = (int32_t)dfccl_net_region_key(side->net, side->region, a + 1,
+                                                      DFCCL_NET_KEY_MAX, &len);
+            a->key_len = (uint32_t)len;
+        }
     }
 }
 
@@ -248,7 +259,10 @@ static void gpu_net_device_view(const gpu_net_side_t *side, const dfccl_fifo_t *
 {
     *dev = *host;
     dev->ctrl = (dfccl_fifo_ctrl_t *)(side->dev + ((char *)host->ctrl - side->host));
-    dev->slots = side->dev + (host->slots - side->host);
+    if (side->slots_host != NULL)
+        dev->slots = side->slots_dev + (host->slots - side->slots_host);
+    else
+        dev->slots = side->dev + (host->slots - side->host);
     if (host->lens != NULL)
         dev->lens = (uint32_t *)(side->dev + ((char *)host->lens - side->host));
 }
@@ -264,7 +278,7 @@ static dfccl_status_t gpu_net_link(dfccl_comm_t *comm, gpu_net_side_t *side, int
     const dfccl_config_t *cfg = &comm->context->config;
     gpu_net_conn_t *x = sending ? &side->send[k] : &side->recv[k];
     unsigned nch = side->nchannels;
-    char *mem = side->host + x->at + c * (sending ? side->send_stride : side->recv_stride);
+    char *mem = side->host + x->at + c * (sending ? side->st.send : side->st.recv);
     dfccl_net_link_params_t p;
     dfccl_fifo_t view;
     dfccl_board_t *mirror;   /* the peer's board as it tells it: the kernel reads none */
@@ -295,6 +309,22 @@ static dfccl_status_t gpu_net_link(dfccl_comm_t *comm, gpu_net_side_t *side, int
     p.broken = &side->broken;
     p.board = &side->board;
     p.released = &x->released[c];
+    if (side->rma) {
+        p.region = side->region;
+        p.peer_key = peer + 1;
+        p.peer_key_len = peer->key_len;
+        if (sending) {
+            p.credit_off = x->credit + c * side->st.credit;
+            p.peer_fifo = peer->region + x->peer_at + c * side->st.recv;
+        } else {
+            p.peer_credit = peer->region + x->peer_credit + c * side->st.credit;
+        }
+    } else {
+        char *slots = side->slots_host + x->slots_at + c * side->slots_stride;
+        p.send_slots = sending ? slots : NULL;
+        p.recv_slots = sending ? NULL : slots;
+        p.slots_cuda = side->slots_device;
+    }
     x->released[c] = 0;
     status = dfccl_net_link_open_at(side->net, &p, sending ? mem : NULL, sending ? NULL : mem,
                                     sending ? &view : NULL, sending ? NULL : &view, &mirror,
@@ -308,85 +338,101 @@ static dfccl_status_t gpu_net_link(dfccl_comm_t *comm, gpu_net_side_t *side, int
     return DFCCL_OK;
 }
 
+/* Tagged: where the slots go, alike on every rank: device memory where the
+ * knob allows and every rank with links to other nodes has a UCX that
+ * takes CUDA memory. Rank 0 says what was chosen and why. */
+static int gpu_net_slots_device(const dfccl_comm_t *comm, const void *addresses)
+{
+    const dfccl_config_t *cfg = &comm->context->config;
+    int without = -1, sides = 0;
+    const char *why;
+
+    for (int r = 0; r < comm->size; r++) {
+        const gpu_address_t *a = gpu_net_address_of(comm, addresses, r);
+        if (a->addr_len == 0) continue;
+        sides++;
+        if (!a->cuda && without < 0) without = r;
+    }
+    if (sides == 0) return 0;
+    if (gpu_net_rma(comm))
+        why = "RMA puts into its registered, pinned host memory (net_protocol rma)";
+    else if (cfg->gpu_net_memory != 0)
+        why = "their slots in pinned host memory (gpu_net_memory host)";
+    else if (without >= 0)
+        why = "their slots in pinned host memory: the UCX of rank %d does not take CUDA memory";
+    else
+        why = "their slots in device memory, which UCX moves as CUDA memory";
+    if (comm->rank == 0) {
+        char line[200];
+        snprintf(line, sizeof(line), why, without);
+        dfccl_info("comm %#llx: GPU side's FIFOs to other nodes (%d ranks): %s",
+                   (unsigned long long)comm->key, sides, line);
+    }
+    return !gpu_net_rma(comm) && cfg->gpu_net_memory == 0 && without < 0;
+}
+
+/* Tagged: the slots of every FIFO, in device memory or pinned, mapped host
+ * memory. */
+static dfccl_status_t gpu_net_slots(dfccl_comm_t *comm, gpu_net_side_t *side, int device)
+{
+    int previous = gpu_device_enter(side->g);
+    void *dev = NULL;
+    cudaError_t e;
+
+    side->slots_device = device;
+    if (device) {
+        e = cudaMalloc(&dev, side->slots_bytes);
+        side->slots_host = dev;   /* one address space: UCX takes the device address */
+    } else {
+        e = cudaHostAlloc((void **)&side->slots_host, side->slots_bytes, cudaHostAllocMapped);
+        if (e == cudaSuccess) e = cudaHostGetDevicePointer(&dev, side->slots_host, 0);
+    }
+    gpu_device_leave(side->g, previous);
+    if (e != cudaSuccess) {
+        dfccl_error("comm %#llx: rank %d cannot allocate %zu bytes of %s memory for the slots"
+                    " of its FIFOs to other nodes: %s", (unsigned long long)comm->key, comm->rank,
+                    side->slots_bytes, device ? "device" : "pinned host", gpu_err(e));
+        if (!device && side->slots_host != NULL) cudaFreeHost(side->slots_host);
+        side->slots_host = NULL;
+        return DFCCL_ERR_SYSTEM;
+    }
+    side->slots_dev = dev;
+    return DFCCL_OK;
+}
+
+static void gpu_net_slots_free(gpu_net_side_t *side)
+{
+    if (side->slots_host == NULL) return;
+    if (side->slots_device) cudaFree(side->slots_dev);
+    else cudaFreeHost(side->slots_host);
+    side->slots_host = side->slots_dev = NULL;
+}
+
 dfccl_status_t gpu_net_connect(dfccl_comm_t *comm, const void *addresses,
                                dfccl_gpu_comm_dev_t *dev)
 {
-    const gpu_address_t *all = addresses;
     gpu_net_side_t *side = gpu_comm_of(comm)->net;
     dfccl_status_t status = DFCCL_OK;
+    int device;
 
-    for (int r = 0; r < comm->size; r++)
-        if (all[r].status != DFCCL_OK) return (dfccl_status_t)all[r].status;
+    for (int r = 0; r < comm->size; r++) {
+        const gpu_address_t *a = gpu_net_address_of(comm, addresses, r);
+        if (a->status != DFCCL_OK) return (dfccl_status_t)a->status;
+    }
+    device = gpu_net_slots_device(comm, addresses);
     if (side == NULL) return DFCCL_OK;
+    if (!side->rma) status = gpu_net_slots(comm, side, device);
     for (unsigned c = 0; c < side->nchannels && status == DFCCL_OK; c++) {
         for (int k = 0; k < side->nrecv && status == DFCCL_OK; k++)
             if (c < side->recv[k].nchannels)
-                status = gpu_net_link(comm, side, 0, k, c, &all[side->recv[k].peer], dev);
+                status = gpu_net_link(comm, side, 0, k, c,
+                                      gpu_net_address_of(comm, addresses, side->recv[k].peer), dev);
         for (int k = 0; k < side->nsend && status == DFCCL_OK; k++)
             if (c < side->send[k].nchannels)
-                status = gpu_net_link(comm, side, 1, k, c, &all[side->send[k].peer], dev);
+                status = gpu_net_link(comm, side, 1, k, c,
+                                      gpu_net_address_of(comm, addresses, side->send[k].peer), dev);
     }
     return status;
-}
-
-int gpu_net_side_failed(const gpu_net_side_t *side, char *why, size_t len)
-{
-    char told[DFCCL_BOARD_WHY];
-
-    for (int i = 0; i < side->nrecv + side->nsend; i++) {
-        const gpu_net_conn_t *x = gpu_net_conn_at(side, i);
-        for (unsigned c = 0; c < side->nchannels; c++) {
-            if (x->link[c] == NULL) continue;
-            if (dfccl_net_link_failed(x->link[c], why, len)) return 1;
-            if (x->mirror[c] != NULL &&
-                dfccl_board_broken(x->mirror[c], NULL, told, sizeof(told)) != 0) {
-                snprintf(why, len, "rank %d on host %s failed: %s", x->peer, x->host, told);
-                return 1;
-            }
-        }
-    }
-    return 0;
-}
-
-void gpu_net_side_break(gpu_net_side_t *side, int rank, const char *why)
-{
-    char told[DFCCL_BOARD_WHY];
-
-    snprintf(told, sizeof(told), "rank %d: %.*s", rank, (int)sizeof(told) - 16, why);
-    dfccl_board_break(&side->board, 0, DFCCL_ERR_PEER_FAILED, told);
-    __atomic_store_n(&side->broken, 1, __ATOMIC_RELEASE);
-}
-
-void gpu_net_side_post_idents(gpu_net_side_t *side, const dfccl_board_t *board, uint64_t *posted)
-{
-    uint64_t end = __atomic_load_n(&board->posted, __ATOMIC_ACQUIRE);
-    dfccl_ident_t id;
-
-    /* what the board no longer holds, the peers skip (ident_check.c) */
-    if (end > *posted + DFCCL_BOARD_IDENTS) *posted = end - DFCCL_BOARD_IDENTS;
-    for (; *posted < end; ++*posted) {
-        if (dfccl_board_ident(board, *posted, &id) != 1) continue;
-        for (int i = 0; i < side->nrecv + side->nsend; i++) {
-            gpu_net_conn_t *x = gpu_net_conn_at(side, i);
-            if (x->link[0] != NULL) dfccl_net_link_post_ident(side->net, x->link[0], *posted, &id);
-        }
-    }
-}
-
-int gpu_net_side_boards(const gpu_net_side_t *side, const dfccl_board_t **boards, int *ranks,
-                        int max)
-{
-    int n = 0;
-
-    for (int i = 0; i < side->nrecv + side->nsend; i++) {
-        const gpu_net_conn_t *x = gpu_net_conn_at(side, i);
-        int seen = 0;
-        for (int k = 0; k < n; k++) seen |= ranks[k] == x->peer;
-        if (seen || x->mirror[0] == NULL || n == max) continue;
-        boards[n] = x->mirror[0];
-        ranks[n++] = x->peer;
-    }
-    return n;
 }
 
 void gpu_net_close(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc)
@@ -449,6 +495,9 @@ void gpu_net_reap(dfccl_gpu_t *g)
             keep = side;
             continue;
         }
+        /* unregistered before the memory goes (the links held the region) */
+        if (side->region != NULL) dfccl_net_region_close(side->net, side->region);
+        gpu_net_slots_free(side);
         cudaFreeHost(side->host);
         free(side);
         __atomic_sub_fetch(&g->net.sides, 1, __ATOMIC_ACQ_REL);
@@ -476,6 +525,6 @@ void gpu_net_fini(dfccl_gpu_t *g)
         sched_yield();
     }
     if (__atomic_load_n(&g->net.retired, __ATOMIC_ACQUIRE) != NULL)
-        dfccl_info("GPU side: links to other nodes still hold their host FIFOs at the end (a peer"
+        dfccl_info("GPU side: links to other nodes still hold their FIFOs at the end (a peer"
                    " that never took our sends); that memory stays allocated");
 }

@@ -58,10 +58,17 @@ static const mca_base_var_enum_value_t mca_coll_dfccl_net_protocol_values[] = {
     { 0, NULL }
 };
 
+static const mca_base_var_enum_value_t mca_coll_dfccl_gpu_net_memory_values[] = {
+    { 0, "auto" },
+    { 1, "host" },
+    { 0, NULL }
+};
+
 static const mca_base_var_enum_value_t *dfccl_engine_knob_values(const char *name)
 {
     if (strcmp(name, "algorithm") == 0) return mca_coll_dfccl_algorithm_values;
     if (strcmp(name, "net_protocol") == 0) return mca_coll_dfccl_net_protocol_values;
+    if (strcmp(name, "gpu_net_memory") == 0) return mca_coll_dfccl_gpu_net_memory_values;
     return NULL;
 }
 
