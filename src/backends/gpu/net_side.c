@@ -152,7 +152,6 @@ dfccl_status_t gpu_net_begin(dfccl_comm_t *comm, dfccl_gpu_t *g, const gpu_hello
     cudaError_t e;
     void *dev = NULL;
     char why[160];
-
     gpu_net_strides_t slots;
 
     if (!gc->conn.spans) return DFCCL_OK;
