@@ -160,7 +160,6 @@ dfccl_status_t gpu_net_begin(dfccl_comm_t *comm, dfccl_gpu_t *g, const gpu_hello
     /* RMA: whole FIFOs (peers put their slots into ours) and a credit word
      * per sending channel; tagged: the counters, the slots apart */
     side->rma = gpu_net_rma(comm);
-    side->nchannels = gc->nchannels;
     side->st.nchannels = gc->nchannels;
     side->st.recv = gpu_net_round(
         dfccl_net_fifo_bytes(side->rma ? cfg->gpu_slot_bytes : 0, cfg->gpu_fifo_slots, 0));
@@ -212,15 +211,13 @@ dfccl_status_t gpu_net_begin(dfccl_comm_t *comm, dfccl_gpu_t *g, const gpu_hello
             free(side);
             return status;
         }
-    } else {
-        side->cuda = dfccl_net_cuda_memory(side->net);
     }
-    side->link_ids = dfccl_net_link_ids(side->net, 2 * GPU_CONN_NET_MAX * side->nchannels);
+    side->link_ids = dfccl_net_link_ids(side->net, 2 * GPU_CONN_NET_MAX * side->st.nchannels);
     __atomic_add_fetch(&g->net.sides, 1, __ATOMIC_ACQ_REL);
     gc->net = side;
     dfccl_debug("comm %#llx: rank %d reaches %d rank(s) and is reached by %d over the network,"
                 " %u channels, %zu bytes of mapped host memory", (unsigned long long)comm->key,
-                me, side->nsend, side->nrecv, side->nchannels, side->bytes);
+                me, side->nsend, side->nrecv, side->st.nchannels, side->bytes);
     return DFCCL_OK;
 }
 
@@ -240,7 +237,7 @@ void gpu_net_address(dfccl_comm_t *comm, dfccl_status_t status, void *out)
     if (status == DFCCL_OK && side != NULL) {
         size_t len = 0;
         a->link_ids = side->link_ids;
-        a->cuda = (uint32_t)side->cuda;
+        a->cuda = (uint32_t)(!side->rma && dfccl_net_cuda_memory(side->net));
         a->status = (int32_t)dfccl_net_address(side->net, a->addr, DFCCL_NET_ADDR_MAX, &len);
         a->addr_len = (uint32_t)len;
         if (a->status == DFCCL_OK && side->region != NULL) {
@@ -276,7 +273,7 @@ static dfccl_status_t gpu_net_link(dfccl_comm_t *comm, gpu_net_side_t *side, int
 {
     const dfccl_config_t *cfg = &comm->context->config;
     gpu_net_conn_t *x = sending ? &side->send[k] : &side->recv[k];
-    unsigned nch = side->nchannels;
+    unsigned nch = side->st.nchannels;
     char *mem = side->host + x->at + c * (sending ? side->st.send : side->st.recv);
     dfccl_net_link_params_t p;
     dfccl_fifo_t view;
@@ -343,7 +340,7 @@ static dfccl_status_t gpu_net_link(dfccl_comm_t *comm, gpu_net_side_t *side, int
 static int gpu_net_slots_device(const dfccl_comm_t *comm, const void *addresses)
 {
     const dfccl_config_t *cfg = &comm->context->config;
-    int without = -1, sides = 0;
+    int without = -1, sides = 0, device = 0;
     const char *why;
 
     for (int r = 0; r < comm->size; r++) {
@@ -359,15 +356,17 @@ static int gpu_net_slots_device(const dfccl_comm_t *comm, const void *addresses)
         why = "their slots in pinned host memory (gpu_net_memory host)";
     else if (without >= 0)
         why = "their slots in pinned host memory: the UCX of rank %d does not take CUDA memory";
-    else
+    else {
         why = "their slots in device memory, which UCX moves as CUDA memory";
+        device = 1;
+    }
     if (comm->rank == 0) {
         char line[200];
         snprintf(line, sizeof(line), why, without);
         dfccl_info("comm %#llx: GPU side's FIFOs to other nodes (%d ranks): %s",
                    (unsigned long long)comm->key, sides, line);
     }
-    return !gpu_net_rma(comm) && cfg->gpu_net_memory == 0 && without < 0;
+    return device;
 }
 
 /* Tagged: the slots of every FIFO, in device memory or pinned, mapped host
@@ -421,7 +420,7 @@ dfccl_status_t gpu_net_connect(dfccl_comm_t *comm, const void *addresses,
     device = gpu_net_slots_device(comm, addresses);
     if (side == NULL) return DFCCL_OK;
     if (!side->rma) status = gpu_net_slots(comm, side, device);
-    for (unsigned c = 0; c < side->nchannels && status == DFCCL_OK; c++) {
+    for (unsigned c = 0; c < side->st.nchannels && status == DFCCL_OK; c++) {
         for (int k = 0; k < side->nrecv && status == DFCCL_OK; k++)
             if (c < side->recv[k].nchannels)
                 status = gpu_net_link(comm, side, 0, k, c,
@@ -442,7 +441,7 @@ void gpu_net_close(dfccl_gpu_t *g, dfccl_gpu_comm_t *gc)
     gc->net = NULL;
     for (int i = 0; i < side->nrecv + side->nsend; i++) {
         gpu_net_conn_t *x = gpu_net_conn_at(side, i);
-        for (unsigned c = 0; c < side->nchannels; c++)
+        for (unsigned c = 0; c < side->st.nchannels; c++)
             if (x->link[c] != NULL) dfccl_net_link_close(side->net, x->link[c]);
     }
     pthread_mutex_lock(&g->dead.lock);

@@ -39,16 +39,14 @@ typedef struct gpu_net_side {
     char             *host;           /* pinned, mapped: every FIFO of the side */
     char             *dev;            /* the same memory as the kernel addresses it */
     size_t            bytes;
-    gpu_net_strides_t st;             /* its layout (gpu_conn_plan_net_at) */
+    gpu_net_strides_t st;             /* its layout (gpu_conn_plan_net_at), channels */
     int               rma;            /* the links put (the host memory is a region) */
     dfccl_net_region_t *region;
-    int               cuda;           /* tagged: our UCX takes CUDA memory */
     /* tagged: the slots, laid out as the FIFOs with strides of slots_stride */
     char             *slots_host;     /* as UCX addresses them */
     char             *slots_dev;      /* as the kernel does (the same in device memory) */
     size_t            slots_bytes, slots_stride;
     int               slots_device;   /* in device memory (else pinned, mapped host) */
-    unsigned          nchannels;
     int               nrecv, nsend;   /* connections each way on other nodes */
     gpu_net_conn_t    recv[GPU_CONN_NET_MAX], send[GPU_CONN_NET_MAX];
     uint32_t          link_ids;       /* our block: 2 x GPU_CONN_NET_MAX x nchannels */

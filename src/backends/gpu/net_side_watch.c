@@ -12,7 +12,7 @@ int gpu_net_side_failed(const gpu_net_side_t *side, char *why, size_t len)
 
     for (int i = 0; i < side->nrecv + side->nsend; i++) {
         const gpu_net_conn_t *x = gpu_net_conn_at(side, i);
-        for (unsigned c = 0; c < side->nchannels; c++) {
+        for (unsigned c = 0; c < side->st.nchannels; c++) {
             if (x->link[c] == NULL) continue;
             if (dfccl_net_link_failed(x->link[c], why, len)) return 1;
             if (x->mirror[c] != NULL &&
