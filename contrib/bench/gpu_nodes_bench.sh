@@ -12,10 +12,12 @@
 #     ring    dfccl, algorithm 0 (one ring node by node)
 #     staged  Open MPI's own path (--mca coll ^dfccl, ob1 over TCP) on device
 #             buffers copied through page-locked host memory each call
+#     rma     (NODES_BENCH_RMA=1) hier again with the links across nodes as
+#             RMA puts (coll_dfccl_net_protocol 1) instead of tagged messages
 #   large sizes 1 MiB to 1 GiB, small ones 8 B to 64 KiB; every dfccl run
 #   checks its results (-c 1). Writes NAME.txt and NAME.json per run and
 #   summary.txt (times in microseconds and the ratios ring/hier, ring/rd,
-#   staged/hier).
+#   staged/hier, rma/hier).
 #
 #   Run from the build directory after `make install`, with the MPS control
 #   daemon started (all ranks share one GPU).
@@ -25,6 +27,7 @@
 #     NODES_BENCH_LARGE="-b 1M -e 1G -f 4"  NODES_BENCH_SMALL="-b 8 -e 64K -f 8"
 #     NODES_BENCH_CALLS="-w 2 -n 10 --time-budget 2"
 #     NODES_BENCH_RUN_LIMIT=400           seconds before one mpirun is killed
+#     NODES_BENCH_RMA=0                   1: add the rma runs
 #     DFCCL_PERF=src/tools/perf/dfccl_perf
 set -u
 out=${1:?usage: $0 OUTDIR (run from the build directory)}
@@ -35,6 +38,7 @@ small=${NODES_BENCH_SMALL:--b 8 -e 64K -f 8}
 calls=${NODES_BENCH_CALLS:--w 2 -n 10 --time-budget 2}
 limit=${NODES_BENCH_RUN_LIMIT:-400}
 perf=${DFCCL_PERF:-src/tools/perf/dfccl_perf}
+with_rma=${NODES_BENCH_RMA:-0}
 
 [ -x "$perf" ] || { echo "$0: no $perf; run from the build directory after make" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "$0: needs python3 for the summary" >&2; exit 2; }
@@ -73,6 +77,9 @@ for range in large small; do
     run "hier_$range" $split_mca --mca coll_dfccl_algorithm 1 --mca coll_dfccl_verbose 1 \
         "$perf" --memory device $sizes $calls -c 1 -x allreduce --no-progress --json "$out/hier_$range.json"
     # shellcheck disable=SC2086
+    [ "$with_rma" = 1 ] && run "rma_$range" $split_mca --mca coll_dfccl_algorithm 1 --mca coll_dfccl_net_protocol 1 \
+        "$perf" --memory device $sizes $calls -c 1 -x allreduce --no-progress --json "$out/rma_$range.json"
+    # shellcheck disable=SC2086
     [ "$range" = small ] && run "rd_$range" $split_mca --mca coll_dfccl_algorithm 2 --mca coll_dfccl_verbose 1 \
         "$perf" --memory device $sizes $calls -c 1 -x allreduce --no-progress --json "$out/rd_$range.json"
     # shellcheck disable=SC2086
@@ -87,11 +94,11 @@ python3 - "$out" > "$out/summary.txt" <<'PY'
 import json, os, sys
 out = sys.argv[1]
 rows = {}
-kinds = ("hier", "rd", "ring", "staged")
+kinds = ("hier", "rd", "ring", "staged", "rma")
 for kind in kinds:
     for rng in ("small", "large"):
         path = os.path.join(out, "%s_%s.json" % (kind, rng))
-        if kind == "rd" and rng == "large":
+        if (kind == "rd" and rng == "large") or (kind == "rma" and not os.path.exists(path)):
             continue
         try:
             d = json.load(open(path))
@@ -101,16 +108,18 @@ for kind in kinds:
         for r in d["rows"]:
             rows.setdefault(r["size"], {})[kind] = r
 print("# allreduce on device buffers, times in us (medians of dfccl_perf); ratio > 1 favours"
-      " hier (ring/h, staged/h) or rd (ring/rd)")
-print("%12s %12s %12s %12s %12s %9s %9s %9s %6s" % ("size(B)", "hier", "rd", "ring", "staged",
-                                                   "ring/h", "ring/rd", "staged/h", "wrong"))
+      " hier (ring/h, staged/h, rma/h) or rd (ring/rd); rma: hier with RMA links")
+print("%12s %12s %12s %12s %12s %12s %9s %9s %9s %9s %6s" % (
+    "size(B)", "hier", "rd", "ring", "staged", "rma", "ring/h", "ring/rd", "staged/h", "rma/h",
+    "wrong"))
 for size in sorted(rows):
     r = rows[size]
     t = {k: r[k]["median_us"] if k in r else 0.0 for k in kinds}
     wrong = sum((r[k]["wrong"] or 0) + (1 if r[k]["errors"] else 0) for k in r)
     ratio = lambda a, b: "%9.2f" % (t[a] / t[b]) if t[a] > 0 and t[b] > 0 else "%9s" % "-"
-    print("%12d %12.1f %12.1f %12.1f %12.1f %s %s %s %6d" % (size, t["hier"], t["rd"], t["ring"],
-          t["staged"], ratio("ring", "hier"), ratio("ring", "rd"), ratio("staged", "hier"), wrong))
+    print("%12d %12.1f %12.1f %12.1f %12.1f %12.1f %s %s %s %s %6d" % (
+        size, t["hier"], t["rd"], t["ring"], t["staged"], t["rma"], ratio("ring", "hier"),
+        ratio("ring", "rd"), ratio("staged", "hier"), ratio("rma", "hier"), wrong))
 PY
 cat "$out/summary.txt"
 grep -h "GPU side on" "$out/hier_large.txt" "$out/rd_small.txt" 2>/dev/null | sort | uniq -c | head -5
