@@ -90,6 +90,14 @@ void dfccl_net_close(dfccl_net_t *net);
 /* 1 when this UCX moves CUDA device memory (its context lists that memory
  * type: it was built with CUDA and found a GPU); else 0. */
 int dfccl_net_cuda_memory(const dfccl_net_t *net);
+/* UCX moves data in whichever thread progresses its worker or posts a
+ * request, and it touches CUDA memory only with a CUDA context current
+ * there. Once set, every such call of any thread runs between enter(arg)
+ * and leave(arg, enter's result), under the net lock; NULL enter: none.
+ * The GPU side sets it while links keep slots in device memory and
+ * clears it before arg goes. */
+void dfccl_net_guard_progress(dfccl_net_t *net, int (*enter)(void *arg),
+                              void (*leave)(void *arg, int entered), void *arg);
 
 /* This process's worker address. */
 dfccl_status_t dfccl_net_address(dfccl_net_t *net, void *buf, size_t max, size_t *len);

@@ -25,6 +25,14 @@ dfccl_status_t dfccl_net_address(dfccl_net_t *net, void *buf, size_t max, size_t
 }
 
 int dfccl_net_cuda_memory(const dfccl_net_t *net) { (void)net; return 0; }
+void dfccl_net_guard_progress(dfccl_net_t *net, int (*enter)(void *arg),
+                              void (*leave)(void *arg, int entered), void *arg)
+{
+    (void)net;
+    (void)enter;
+    (void)leave;
+    (void)arg;
+}
 
 uint32_t dfccl_net_link_ids(dfccl_net_t *net, uint32_t n) { (void)net; (void)n; return 0; }
 

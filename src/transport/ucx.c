@@ -102,6 +102,35 @@ int dfccl_net_cuda_memory(const dfccl_net_t *net)
     return net->cuda_memory;
 }
 
+void dfccl_net_guard_progress(dfccl_net_t *net, int (*enter)(void *arg),
+                              void (*leave)(void *arg, int entered), void *arg)
+{
+    pthread_mutex_lock(&net->lock);
+    net->guard_enter = enter;
+    net->guard_leave = enter != NULL ? leave : NULL;
+    net->guard_arg = enter != NULL ? arg : NULL;
+    pthread_mutex_unlock(&net->lock);
+}
+
+int ucx_guard_enter(dfccl_net_t *net)
+{
+    return net->guard_enter != NULL ? net->guard_enter(net->guard_arg) : 0;
+}
+
+void ucx_guard_leave(dfccl_net_t *net, int entered)
+{
+    if (net->guard_leave != NULL) net->guard_leave(net->guard_arg, entered);
+}
+
+unsigned ucx_worker_progress_guarded(dfccl_net_t *net)
+{
+    int entered = ucx_guard_enter(net);
+    unsigned n = ucp_worker_progress(net->worker);
+
+    ucx_guard_leave(net, entered);
+    return n;
+}
+
 dfccl_status_t dfccl_net_address(dfccl_net_t *net, void *buf, size_t max, size_t *len)
 {
     if (net->address_len > max) {
@@ -179,7 +208,7 @@ void ucx_peer_put(dfccl_net_t *net, dfccl_net_peer_t *peer)
 
 int dfccl_net_progress(dfccl_net_t *net)
 {
-    int moved;
+    int moved, entered;
 
     if (net == NULL) return 0;
     /* the daemon pumps without pause: a thread that needs the lock for a
@@ -193,8 +222,10 @@ int dfccl_net_progress(dfccl_net_t *net)
         return 0;
     }
     (void)__atomic_exchange_n(&net->missed, 0, __ATOMIC_SEQ_CST);
+    entered = ucx_guard_enter(net);   /* the pump posts sends and receives too */
     moved = ucp_worker_progress(net->worker) != 0;
     moved |= ucx_links_pump(net);
+    ucx_guard_leave(net, entered);
     pthread_mutex_unlock(&net->lock);
     return moved;
 }
@@ -210,7 +241,7 @@ static void ucx_wait_request(dfccl_net_t *net, void *req, uint64_t deadline_ns)
 {
     if (req == NULL || UCS_PTR_IS_ERR(req)) return;
     while (ucp_request_check_status(req) == UCS_INPROGRESS && dfccl_now_ns() < deadline_ns)
-        ucp_worker_progress(net->worker);
+        ucx_worker_progress_guarded(net);
     ucp_request_free(req);
 }
 
@@ -223,8 +254,10 @@ void dfccl_net_close(dfccl_net_t *net)
     pthread_mutex_lock(&net->lock);
     /* links whose sends were still under way get the same bound */
     while (net->closing != NULL && dfccl_now_ns() < deadline) {
+        int entered = ucx_guard_enter(net);
         ucp_worker_progress(net->worker);
         ucx_links_pump(net);
+        ucx_guard_leave(net, entered);
     }
     ucx_wait_request(net, net->flush_req, deadline);
     net->flush_req = NULL;

@@ -35,6 +35,11 @@ struct dfccl_net {
     void            (*sent_bytes)(uint64_t bytes);   /* dfccl_net_open's hook, or NULL */
     unsigned          protocol;    /* dfccl_net_protocol_t */
     int               cuda_memory; /* the context takes UCS_MEMORY_TYPE_CUDA */
+    /* dfccl_net_guard_progress's, under the lock: around every call that
+     * may move data (enter's result goes to leave) */
+    int             (*guard_enter)(void *arg);
+    void            (*guard_leave)(void *arg, int entered);
+    void             *guard_arg;
     ucp_context_h     context;
     ucp_worker_h      worker;
     ucp_address_t    *address;
@@ -160,6 +165,11 @@ dfccl_status_t ucx_peer_get(dfccl_net_t *net, const void *addr, size_t len, cons
 void ucx_peer_put(dfccl_net_t *net, dfccl_net_peer_t *peer);
 /* Under the lock: one pass over every link; 1 when anything moved. */
 int  ucx_links_pump(dfccl_net_t *net);
+/* The net's guard (dfccl_net_guard_progress) around calls that may move
+ * data, and ucp_worker_progress inside it; under the net lock. */
+int ucx_guard_enter(dfccl_net_t *net);
+void ucx_guard_leave(dfccl_net_t *net, int entered);
+unsigned ucx_worker_progress_guarded(dfccl_net_t *net);
 /* Before the worker is destroyed: what links hold of it. */
 void ucx_links_forget_all(dfccl_net_t *net);
 /* After the worker is gone: frees every link. */

@@ -42,7 +42,7 @@ static ucs_status_t rdv_progress(dfccl_rendezvous_t *rdv)
     rdv_op_t *ops[] = { &rdv->send_len, &rdv->send_part, &rdv->recv };
     ucs_status_t outcome = UCS_OK;
 
-    ucp_worker_progress(rdv->net->worker);
+    ucx_worker_progress_guarded(rdv->net);
     for (int i = 0; i < 3; i++) {
         rdv_op_test(ops[i], ops[i] == &rdv->recv);
         if (ops[i]->status != UCS_OK && ops[i]->status != UCS_INPROGRESS)
@@ -58,7 +58,11 @@ static void rdv_free(dfccl_rendezvous_t *rdv)
     rdv_op_t *ops[] = { &rdv->send_len, &rdv->send_part, &rdv->recv };
 
     pthread_mutex_lock(&rdv->net->lock);
-    if (rdv->ep != NULL) rdv_ep_close(rdv->net->worker, rdv->ep, rdv->failed != 0);
+    if (rdv->ep != NULL) {
+        int entered = ucx_guard_enter(rdv->net);   /* the close progresses the worker */
+        rdv_ep_close(rdv->net->worker, rdv->ep, rdv->failed != 0);
+        ucx_guard_leave(rdv->net, entered);
+    }
     for (int i = 0; i < 3; i++) {
         rdv_op_test(ops[i], ops[i] == &rdv->recv);
         if (ops[i]->req != NULL) ucp_request_free(ops[i]->req);

@@ -11,7 +11,10 @@
  * apart from the counters (as the GPU side's slots in device memory); on
  * one opened for RMA, where such links take the tagged path unless the
  * memory is a registered region, and then puts into it, the counters
- * coming back through the credit word.
+ * coming back through the credit word. The run with the slots apart sets
+ * the net's progress guard (as the GPU side does for slots in device
+ * memory): every pump and close must run inside it, each leave given its
+ * enter's result, and none once the guard is cleared.
  * Built where the engine has UCX; the network sources are built in, as the
  * library does not export them.
  */
@@ -65,6 +68,26 @@ static int pump_until_released(dfccl_net_t *net, const int *flag)
     return 1;
 }
 
+/* The progress guard's calls: enter hands out a token, leave must get the
+ * same one back, and nothing may nest. */
+static struct {
+    int entered, left, wrong, inside;
+} guard;
+
+static int guard_enter(void *arg)
+{
+    if (arg != &guard || guard.inside) guard.wrong++;
+    guard.inside = 1;
+    return 1000 + guard.entered++;
+}
+
+static void guard_leave(void *arg, int entered)
+{
+    if (arg != &guard || !guard.inside || entered != 1000 + guard.left) guard.wrong++;
+    guard.inside = 0;
+    guard.left++;
+}
+
 /* How a run lays out and opens its links. */
 typedef enum { AT_TAGGED, AT_APART, AT_RMA_TAGGED, AT_RMA_REGION } at_mode_t;
 
@@ -112,6 +135,8 @@ static int run(at_mode_t mode)
     }
     EXPECT(dfccl_net_cuda_memory(net) == 0 || dfccl_net_cuda_memory(net) == 1, "CUDA memory flag");
     ids = dfccl_net_link_ids(net, 2);
+    memset(&guard, 0, sizeof(guard));
+    if (apart) dfccl_net_guard_progress(net, guard_enter, guard_leave, &guard);
     dfccl_board_init(&board);
     /* open_at must clear the counters where the peer cannot put yet; a
      * region is zeroed by its owner before any peer knows it */
@@ -198,6 +223,17 @@ static int run(at_mode_t mode)
     EXPECT(pump_until_released(net, &released_recv), "the receiving link kept our memory");
     /* the caller's reference last: the memory is ours again, not freed */
     if (region != NULL) dfccl_net_region_close(net, region);
+    if (apart) {
+        int before = guard.entered;
+        EXPECT(guard.entered > 0 && guard.entered == guard.left && guard.wrong == 0 &&
+                   !guard.inside, "progress guard: %d enters, %d leaves, %d wrong",
+               guard.entered, guard.left, guard.wrong);
+        dfccl_net_guard_progress(net, NULL, NULL, NULL);
+        dfccl_net_progress(net);
+        EXPECT(guard.entered == before, "the cleared guard was still entered");
+    } else {
+        EXPECT(guard.entered == 0, "a guard nobody set was entered");
+    }
     dfccl_net_close(net);
     memset(mem, 0, all_bytes);
     free(mem);

@@ -369,6 +369,30 @@ static int gpu_net_slots_device(const dfccl_comm_t *comm, const void *addresses)
     return device;
 }
 
+/* The net's progress guard while slots live in device memory: UCX copies
+ * them in whichever thread progresses (the host engine's daemon, a caller
+ * waiting), and its CUDA transports need a current context there. The
+ * caller's device comes back afterwards. */
+static int gpu_net_thread_enter(void *arg)
+{
+    static __thread int made_current;
+    const dfccl_gpu_t *g = arg;
+    int current = -1;
+
+    cudaGetDevice(&current);
+    /* a thread that never set a device reads device 0 without a context */
+    if (current != g->fixed.device || !made_current) {
+        cudaSetDevice(g->fixed.device);
+        made_current = 1;
+    }
+    return current;
+}
+
+static void gpu_net_thread_leave(void *arg, int entered)
+{
+    gpu_device_leave(arg, entered);
+}
+
 /* Tagged: the slots of every FIFO, in device memory or pinned, mapped host
  * memory. */
 static dfccl_status_t gpu_net_slots(dfccl_comm_t *comm, gpu_net_side_t *side, int device)
@@ -395,6 +419,8 @@ static dfccl_status_t gpu_net_slots(dfccl_comm_t *comm, gpu_net_side_t *side, in
         return DFCCL_ERR_SYSTEM;
     }
     side->slots_dev = dev;
+    if (device && !__atomic_exchange_n(&side->g->net.guarded, 1, __ATOMIC_ACQ_REL))
+        dfccl_net_guard_progress(side->net, gpu_net_thread_enter, gpu_net_thread_leave, side->g);
     return DFCCL_OK;
 }
 
@@ -525,4 +551,7 @@ void gpu_net_fini(dfccl_gpu_t *g)
     if (__atomic_load_n(&g->net.retired, __ATOMIC_ACQUIRE) != NULL)
         dfccl_info("GPU side: links to other nodes still hold their FIFOs at the end (a peer"
                    " that never took our sends); that memory stays allocated");
+    if (__atomic_exchange_n(&g->net.guarded, 0, __ATOMIC_ACQ_REL))   /* g goes after this */
+        dfccl_net_guard_progress(__atomic_load_n(&g->fixed.ctx->net, __ATOMIC_ACQUIRE), NULL,
+                                 NULL, NULL);
 }

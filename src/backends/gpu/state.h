@@ -218,10 +218,12 @@ typedef struct dfccl_gpu {
     /* The communicators' network sides (net_side.c). sides: those not yet
      * freed, open or closed (atomic; the proxy pumps the net while there
      * are any); retired: closed ones whose links may still use their
-     * memory, under dead.lock (the proxy frees them once released). */
+     * memory, under dead.lock (the proxy frees them once released);
+     * guarded: the net's progress guard is ours (slots in device memory). */
     struct {
         int                   sides;
         struct gpu_net_side  *retired;
+        int                   guarded;
     } net;
     /* The communicators the proxy watches (peer_watch.h): under dead.lock. */
     struct {
