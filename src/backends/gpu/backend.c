@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 #include "backends/gpu/backend.h"
 #include "kernels/kernels.h"
+#include "util/exit_park.h"
 #include "util/log.h"
 #include "backends/gpu/proxy.h"
 #include "backends/gpu/stage.h"
@@ -199,6 +200,7 @@ static dfccl_status_t gpu_create(dfccl_context_t *ctx, dfccl_gpu_t **gpu_p)
     gpu_plan_pool_init(&g->plans);
     pthread_cond_init(&g->sq.wake, NULL);
     rc = pthread_create(&g->fixed.proxy_thread, NULL, gpu_proxy_main, g);
+    if (rc == 0) g->fixed.proxy_exit = dfccl_exit_guard_add(gpu_proxy_wake_at_exit, g);
     if (rc != 0) {
         dfccl_error("cannot start the GPU proxy thread: %s", strerror(rc));
         gpu_trace_stop(g);
@@ -258,6 +260,7 @@ void dfccl_gpu_destroy(dfccl_context_t *ctx)
     pthread_cond_signal(&g->sq.wake);
     pthread_mutex_unlock(&g->sq.lock);
     pthread_join(g->fixed.proxy_thread, NULL);
+    dfccl_exit_guard_remove(g->fixed.proxy_exit);
     __atomic_store_n(&gpu_ctx_of(ctx)->gpu, NULL, __ATOMIC_RELEASE);   /* pollers stop looking first */
     pthread_mutex_lock(&g->drain.lock);   /* a poller that looked before is done */
     gpu_trace_stop(g);

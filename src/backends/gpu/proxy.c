@@ -23,6 +23,7 @@
 #include "backends/gpu/proxy.h"
 #include "backends/gpu/stage.h"
 #include "core/wait_policy.h"
+#include "util/exit_park.h"
 
 /* The kernel cannot run (launch error, fault): everything pending fails and
  * later GPU collectives are refused. */
@@ -79,6 +80,16 @@ static int gpu_exit_check_due(dfccl_gpu_t *g)
     return 1;
 }
 
+void gpu_proxy_wake_at_exit(void *arg)
+{
+    dfccl_gpu_t *g = arg;
+
+    __atomic_store_n(&g->fixed.ctrl->stop, UINT64_MAX, __ATOMIC_SEQ_CST);
+    pthread_mutex_lock(&g->sq.lock);
+    pthread_cond_broadcast(&g->sq.wake);
+    pthread_mutex_unlock(&g->sq.lock);
+}
+
 void *gpu_proxy_main(void *arg)
 {
     dfccl_gpu_t *g = arg;
@@ -87,6 +98,8 @@ void *gpu_proxy_main(void *arg)
     cudaSetDevice(g->fixed.device);
     g->proxy.backoff_ns = GPU_RELAUNCH_MIN_NS;
     for (;;) {
+        /* the process exits under us: the CUDA runtime and UCX go next */
+        if (dfccl_exiting()) dfccl_exit_park();
         /* slots to and from other nodes move while the kernel fills and
          * drains them; sends under way keep this thread from sleeping */
         int net_busy = gpu_net_pump(g);

@@ -149,6 +149,7 @@ typedef struct dfccl_gpu {
         gpu_get_range_fn_t    get_range;    /* NULL: direct collectives fall back to the ring */
         gpu_get_handle_fn_t   get_handle;
         pthread_t             proxy_thread; /* joined by dfccl_gpu_destroy */
+        struct dfccl_exit_entry *proxy_exit;  /* its entry in util/exit_park.h */
     } fixed;
     /* The kernel's parameter, device views: set by gpu_create like `fixed`,
      * but launch_id changes under sq.lock (the proxy thread, at a launch). */

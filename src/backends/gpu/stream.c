@@ -33,6 +33,7 @@
 #include <cuda_runtime_api.h>
 #include "util/clock.h"
 #include "engine/internal.h"
+#include "util/exit_park.h"
 #include "util/log.h"
 #include "backends/gpu/state.h"
 
@@ -57,6 +58,7 @@ struct dfccl_streams {
     pthread_mutex_t   lock;
     pthread_cond_t    wake;
     pthread_t         thread;
+    dfccl_exit_entry_t *exit_entry; /* util/exit_park.h */
     int               stop;
     int               device;
     stream_op_t      *head, *tail;  /* enqueued, not yet posted, in enqueue order */
@@ -154,6 +156,16 @@ static void stream_op_post(stream_op_t *op)
     }
 }
 
+/* At exit without the context's close (util/exit_park.h). */
+static void stream_wake_at_exit(void *arg)
+{
+    struct dfccl_streams *s = arg;
+
+    pthread_mutex_lock(&s->lock);
+    pthread_cond_broadcast(&s->wake);
+    pthread_mutex_unlock(&s->lock);
+}
+
 static void *stream_thread_main(void *arg)
 {
     struct dfccl_streams *s = arg;
@@ -170,6 +182,10 @@ static void *stream_thread_main(void *arg)
         int nblocked = 0, overflow = 0;
         stream_op_t **link = &s->head, *prev = NULL;
 
+        if (dfccl_exiting()) {   /* the CUDA runtime goes next */
+            pthread_mutex_unlock(&s->lock);
+            dfccl_exit_park();
+        }
         if (s->head == NULL) {
             pthread_cond_wait(&s->wake, &s->lock);
             continue;
@@ -284,6 +300,7 @@ static dfccl_status_t streams_get(dfccl_context_t *ctx, struct dfccl_streams **s
         pthread_mutex_unlock(&gpu_ctx_of(ctx)->lock);
         return DFCCL_ERR_SYSTEM;
     }
+    s->exit_entry = dfccl_exit_guard_add(stream_wake_at_exit, s);
     __atomic_store_n(&gpu_ctx_of(ctx)->streams, s, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&gpu_ctx_of(ctx)->lock);
     *s_p = s;
@@ -377,6 +394,8 @@ void dfccl_streams_stop(dfccl_context_t *ctx)
     pthread_cond_signal(&s->wake);
     pthread_mutex_unlock(&s->lock);
     pthread_join(s->thread, NULL);
+    dfccl_exit_guard_remove(s->exit_entry);
+    s->exit_entry = NULL;
 }
 
 /* ... and after it went (its last completions have released their gates).

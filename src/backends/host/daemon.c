@@ -8,6 +8,7 @@
 #include <string.h>
 #include "util/clock.h"
 #include "backends/host/host.h"
+#include "util/exit_park.h"
 #include "util/log.h"
 #include "core/wait_policy.h"
 
@@ -32,6 +33,8 @@ void *dfccl_daemon_main(void *arg)
 
     for (;;) {
         if (__atomic_load_n(&sq->stop, __ATOMIC_ACQUIRE)) break;
+        /* the process exits under us: UCX (and CUDA) go next */
+        if (dfccl_exiting()) dfccl_exit_park();
         if (sched_driven(s, &seen)) {
             /* a waiting caller runs the scheduler: look again after the
              * linger (submissions do not wake this nap while callers drive) */
@@ -116,6 +119,7 @@ dfccl_status_t dfccl_host_context_open(dfccl_context_t *ctx, void **state)
         free(hc);
         return DFCCL_ERR_SYSTEM;
     }
+    hc->daemon_exit = dfccl_exit_guard_add(dfccl_queue_wake_at_exit, &hc->submit);
     *state = hc;
     return DFCCL_OK;
 }
@@ -127,6 +131,7 @@ void dfccl_host_context_close(dfccl_context_t *ctx, void *state)
     (void)ctx;
     dfccl_queue_stop(&hc->submit);
     pthread_join(hc->daemon, NULL);
+    dfccl_exit_guard_remove(hc->daemon_exit);
     dfccl_sched_fini(&hc->sched);
     dfccl_queue_fini(&hc->submit);
     free(hc);

@@ -46,6 +46,7 @@ typedef struct dfccl_host_ctx {
     dfccl_queue_t    submit;        /* application threads -> daemon */
     dfccl_sched_t    sched;         /* the host scheduler: daemon thread or a waiting caller */
     pthread_t        daemon;
+    struct dfccl_exit_entry *daemon_exit;   /* util/exit_park.h */
 } dfccl_host_ctx_t;
 
 static inline dfccl_host_ctx_t *dfccl_host_ctx(const dfccl_context_t *ctx)

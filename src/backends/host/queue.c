@@ -4,6 +4,7 @@
 #include <time.h>
 #include "backends/host/host.h"
 #include "util/clock.h"
+#include "util/exit_park.h"
 #include "core/wait_policy.h"
 
 void dfccl_queue_init(dfccl_queue_t *q)
@@ -60,7 +61,7 @@ void dfccl_queue_wait(dfccl_queue_t *q, uint64_t timeout_ns)
     dfccl_deadline_after(&deadline, CLOCK_REALTIME, timeout_ns);
     pthread_mutex_lock(&q->lock);
     q->sleeping = 1;
-    while (q->head == NULL && !q->stop)
+    while (q->head == NULL && !q->stop && !dfccl_exiting())
         if (pthread_cond_timedwait(&q->nonempty, &q->lock, &deadline) == ETIMEDOUT) break;
     q->sleeping = 0;
     pthread_mutex_unlock(&q->lock);
@@ -72,7 +73,16 @@ void dfccl_queue_nap(dfccl_queue_t *q, uint64_t timeout_ns)
 
     dfccl_deadline_after(&deadline, CLOCK_REALTIME, timeout_ns);
     pthread_mutex_lock(&q->lock);
-    if (!q->stop) pthread_cond_timedwait(&q->nonempty, &q->lock, &deadline);
+    if (!q->stop && !dfccl_exiting()) pthread_cond_timedwait(&q->nonempty, &q->lock, &deadline);
+    pthread_mutex_unlock(&q->lock);
+}
+
+void dfccl_queue_wake_at_exit(void *arg)
+{
+    dfccl_queue_t *q = arg;
+
+    pthread_mutex_lock(&q->lock);
+    pthread_cond_broadcast(&q->nonempty);
     pthread_mutex_unlock(&q->lock);
 }
 

@@ -42,5 +42,7 @@ void dfccl_queue_wait(dfccl_queue_t *q, uint64_t timeout_ns);
  * the queue holds (pushes and kicks wake only a dfccl_queue_wait). */
 void dfccl_queue_nap(dfccl_queue_t *q, uint64_t timeout_ns);
 void dfccl_queue_stop(dfccl_queue_t *q);
+/* The process exits (util/exit_park.h): a sleeper wakes and parks. */
+void dfccl_queue_wake_at_exit(void *arg);
 
 #endif
