@@ -351,6 +351,25 @@ for where in split node; do
     report "$name" $? $((SECONDS - start)) "$log"
 done
 
+# Every rank calls exit() without MPI_Finalize after device collectives, as
+# an application whose own check failed (OSU's reduce_scatter): the CUDA
+# runtime's and UCX's teardown must not meet a thread of ours still calling
+# them (exit_check.sh: no rank may die by a signal). On one node and across
+# "nodes" (links over UCX).
+for where in node split; do
+    name=exit_${where/split/split1}_np$split_np
+    [ "${split_np:-0}" -ge 2 ] && selected "$name" || continue
+    log=$logdir/$name.log
+    start=$SECONDS
+    mca="$extra_mca"
+    [ "$where" = split ] && mca="$mca $split_mca 1"
+    (cd "$builddir" &&
+     DFCCL_TEST_MCA="$mca" DFCCL_TEST_TIMEOUT=${timeout_s:-120} \
+         "$here/../mpi/exit_check.sh" "$split_np" test/mpi/exit_check --memory device) \
+        >"$log" 2>&1
+    report "$name" $? $((SECONDS - start)) "$log"
+done
+
 # More ranks than the all-peer paths serve (--large-np, e.g. 40 under MPS):
 # the GPU side runs the ring alone, its plans in device memory beside the
 # submission entries (plan_pool.h), and must be right and deadlock-free.
