@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
 #include "util/exit_park.h"
@@ -20,6 +21,7 @@ struct dfccl_exit_entry {
     struct dfccl_exit_entry *next;
     void (*wake)(void *arg);
     void *arg;
+    pid_t pid;   /* a child forked since has not the thread, and may not have its locks */
 };
 
 static pthread_mutex_t park_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -41,6 +43,7 @@ static void exit_park_all(void)
     /* held while waking: an entry is removed only after this returns */
     if (pthread_mutex_timedlock(&park_lock, &until) != 0) return;
     for (struct dfccl_exit_entry *e = park_entries; e != NULL; e = e->next) {
+        if (e->pid != getpid()) continue;
         e->wake(e->arg);
         registered++;
     }
@@ -56,6 +59,7 @@ dfccl_exit_entry_t *dfccl_exit_guard_add(void (*wake)(void *arg), void *arg)
     if (e == NULL) return NULL;
     e->wake = wake;
     e->arg = arg;
+    e->pid = getpid();
     pthread_mutex_lock(&park_lock);
     if (park_hooks < EXIT_PARK_HOOKS && atexit(exit_park_all) == 0) park_hooks++;
     e->next = park_entries;

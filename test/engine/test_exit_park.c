@@ -14,6 +14,8 @@
  *              wait at exit
  *   stuck      a third registered thread never parks: exit still ends,
  *              after the guard's bounded wait
+ *   forked     a child forked after the registrations exits at once: the
+ *              parent's threads are not in it, so there is nothing to wait for
  */
 #include <pthread.h>
 #include <signal.h>
@@ -100,6 +102,13 @@ static void nothing_to_wake(void *arg)
     (void)arg;
 }
 
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 static void run_case(const char *name)
 {
     int guarded = strcmp(name, "unguarded") != 0;
@@ -121,6 +130,18 @@ static void run_case(const char *name)
         if (dfccl_exit_guard_add(nothing_to_wake, NULL) == NULL) _exit(3);
     }
     nanosleep(&settle, NULL);
+    if (strcmp(name, "forked") == 0) {
+        double t0 = now_s();
+        int status = 0;
+        pid_t pid;
+
+        fflush(stdout);
+        pid = fork();
+        if (pid == 0) exit(0);
+        if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+            WEXITSTATUS(status) != 0 || now_s() - t0 > 1.0)
+            exit(4);
+    }
     if (strcmp(name, "joined") == 0) {
         stop_threads = 1;
         pthread_join(poller, NULL);
@@ -129,13 +150,6 @@ static void run_case(const char *name)
         dfccl_exit_guard_remove(e2);
     }
     exit(0);
-}
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
 /* Runs a case in a child; returns its wait status and how long it took. */
@@ -168,6 +182,7 @@ int main(void)
         { "guarded", 0, 1.5 },
         { "joined", 0, 1.5 },
         { "stuck", 0, 4.0 },
+        { "forked", 0, 1.5 },
     };
     int failed = 0;
 
