@@ -8,8 +8,8 @@
 # "exit_check: N passed, 0 failed" line) with --enable-recovery added (Open
 # MPI 4.1 would otherwise kill the other ranks as soon as one exits without
 # MPI_Finalize, before they reach their own exit). It passes when the job
-# ended in time, every rank said it was about to exit, and no rank died by
-# a signal or printed a backtrace.
+# ended in time, every rank said it was about to exit with its checks all
+# passed, and no rank died by a signal or printed a backtrace.
 #
 # DFCCL_TEST_MCA is passed on (the caller's mpirun arguments); PROGRAM
 # defaults to test/mpi/exit_check.
@@ -30,9 +30,9 @@ if [ "$status" -ne 0 ]; then
     echo "FAIL: exit_check at np=$np: the job failed (status $status)"
     fail=1
 fi
-said=$(grep -c '^exit_check: rank [0-9]*: .* without MPI_Finalize' "$out")
+said=$(grep -c '^exit_check: rank [0-9]*: [1-9][0-9]* passed, 0 failed; .* without MPI_Finalize' "$out")
 if [ "$said" -ne "$np" ]; then
-    echo "FAIL: exit_check at np=$np: $said of $np ranks reached their exit"
+    echo "FAIL: exit_check at np=$np: $said of $np ranks reached their exit with all checks passed"
     fail=1
 fi
 if grep -Eq 'Caught signal|exited on signal|Segmentation fault|Bus error|==== backtrace' "$out"; then
